@@ -1,0 +1,96 @@
+"""Typed errors for bad input. Each names the object and the field, the way apiserver validation does."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class KubeschedError(Exception):
+    """Base class of every error kubesched raises on purpose."""
+
+
+class InvalidQuantity(KubeschedError, ValueError):
+    def __init__(self, text: str, detail: str) -> None:
+        super().__init__(f'"{text}": {detail}')
+        self.text = text
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem at one field path: ``spec.containers[0].resources.requests[cpu]``."""
+
+    path: str
+    kind: str  # Invalid value, Required value, Unsupported value, Duplicate value, Forbidden
+    detail: str
+    value: object = field(default=None)
+
+    def __str__(self) -> str:
+        if self.kind == "Invalid value":
+            shown = f'"{self.value}"' if isinstance(self.value, str) else _go_repr(self.value)
+            return f"{self.path}: Invalid value: {shown}: {self.detail}"
+        if self.kind == "Unsupported value":
+            return f'{self.path}: Unsupported value: "{self.value}": {self.detail}'
+        if self.detail:
+            return f"{self.path}: {self.kind}: {self.detail}" if self.kind else f"{self.path}: {self.detail}"
+        return f"{self.path}: {self.kind}"
+
+
+def invalid(path: str, value: object, detail: str) -> FieldError:
+    return FieldError(path, "Invalid value", detail, value)
+
+
+def required(path: str, detail: str = "") -> FieldError:
+    return FieldError(path, "Required value", detail)
+
+
+def unsupported(path: str, value: object, supported: list[str]) -> FieldError:
+    return FieldError(path, "Unsupported value", "supported values: " + ", ".join(f'"{s}"' for s in supported), value)
+
+
+def _go_repr(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class InvalidObject(KubeschedError, ValueError):
+    """A Kubernetes object that cannot be accepted. ``str()`` reads like apiserver's 422 message."""
+
+    def __init__(self, kind: str, name: str, errors: list[FieldError], source: str = "") -> None:
+        self.kind = kind
+        self.name = name
+        self.errors = errors
+        self.source = source
+        where = f"{source}: " if source else ""
+        details = "; ".join(str(e) for e in errors) if errors else "invalid object"
+        super().__init__(f'{where}{kind} "{name}" is invalid: {details}')
+
+
+class ManifestError(KubeschedError, ValueError):
+    """A manifest file that cannot be read at all (syntax, not an object, missing kind)."""
+
+    def __init__(self, source: str, message: str) -> None:
+        super().__init__(f"{source}: {message}")
+        self.source = source
+        self.message = message
+
+
+class ConfigError(KubeschedError, ValueError):
+    """An invalid KubeSchedulerConfiguration; lists every field error, as upstream's aggregate does."""
+
+    def __init__(self, errors: list[FieldError] | list[str], source: str = "") -> None:
+        self.errors = errors
+        where = f"{source}: " if source else ""
+        body = "; ".join(str(e) for e in errors)
+        if len(errors) > 1:
+            body = "[" + ", ".join(str(e) for e in errors) + "]"
+        super().__init__(f"{where}invalid KubeSchedulerConfiguration: {body}")
+
+
+class UnknownPlugin(KubeschedError, ValueError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f'plugin "{name}" does not exist; known plugins: {", ".join(sorted(known))}')
+        self.name = name

@@ -1,0 +1,89 @@
+"""The Kubernetes kinds kubesched knows: their group, version, plural resource name and scope.
+
+One table serves the manifest loader, the object store, the informers and the API server's
+discovery documents, so a kind is added in one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Kind:
+    kind: str
+    group: str
+    version: str
+    resource: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("Namespace", "", "v1", "namespaces", False, ("ns",), (), ("status", "finalize")),
+    Kind("Node", "", "v1", "nodes", False, ("no",), (), ("status",)),
+    Kind("Pod", "", "v1", "pods", True, ("po",), ("all",), ("status", "binding", "eviction")),
+    Kind("Event", "", "v1", "events", True, ("ev",)),
+    Kind("Service", "", "v1", "services", True, ("svc",), ("all",), ("status",)),
+    Kind("PersistentVolume", "", "v1", "persistentvolumes", False, ("pv",), (), ("status",)),
+    Kind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True, ("pvc",), (), ("status",)),
+    Kind("ReplicationController", "", "v1", "replicationcontrollers", True, ("rc",), ("all",), ("status", "scale")),
+    Kind("ConfigMap", "", "v1", "configmaps", True, ("cm",)),
+    Kind("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",)),
+    Kind("ReplicaSet", "apps", "v1", "replicasets", True, ("rs",), ("all",), ("status", "scale")),
+    Kind("StatefulSet", "apps", "v1", "statefulsets", True, ("sts",), ("all",), ("status", "scale")),
+    Kind("Deployment", "apps", "v1", "deployments", True, ("deploy",), ("all",), ("status", "scale")),
+    Kind("DaemonSet", "apps", "v1", "daemonsets", True, ("ds",), ("all",), ("status",)),
+    Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True, ("pdb",), (), ("status",)),
+    Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False, ("pc",)),
+    Kind("StorageClass", "storage.k8s.io", "v1", "storageclasses", False, ("sc",)),
+    Kind("CSINode", "storage.k8s.io", "v1", "csinodes", False),
+    Kind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", False),
+    Kind("VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments", False, (), (), ("status",)),
+    Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
+    Kind("Event", "events.k8s.io", "v1", "events", True, ("ev",)),
+    Kind("ClusterRole", "rbac.authorization.k8s.io", "v1", "clusterroles", False),
+    Kind("ClusterRoleBinding", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
+    Kind("Role", "rbac.authorization.k8s.io", "v1", "roles", True),
+    Kind("RoleBinding", "rbac.authorization.k8s.io", "v1", "rolebindings", True),
+)
+
+_BY_GVK: dict[tuple[str, str], Kind] = {}
+_BY_KIND: dict[str, Kind] = {}
+_BY_RESOURCE: dict[tuple[str, str], Kind] = {}
+for _k in KINDS:
+    _BY_GVK.setdefault((_k.api_version, _k.kind), _k)
+    _BY_RESOURCE.setdefault((_k.group, _k.resource), _k)
+    if _k.kind not in _BY_KIND or _k.group == "":
+        _BY_KIND.setdefault(_k.kind, _k)
+
+
+def kind_for(api_version: str, kind: str) -> Kind | None:
+    """The Kind of an object's ``apiVersion``/``kind``, or None when kubesched does not serve it."""
+    return _BY_GVK.get((api_version, kind))
+
+
+def kind_named(kind: str) -> Kind | None:
+    """The Kind by its name alone (the core group wins for ``Event``)."""
+    return _BY_KIND.get(kind)
+
+
+def kind_for_resource(group: str, resource: str) -> Kind | None:
+    return _BY_RESOURCE.get((group, resource))
+
+
+def object_key(obj: dict) -> str:
+    """``namespace/name`` for namespaced objects, ``name`` otherwise (client-go's MetaNamespaceKeyFunc)."""
+    meta = obj.get("metadata") or {}
+    ns = meta.get("namespace")
+    return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))

@@ -1,0 +1,206 @@
+"""What a pod asks of a node, computed as component-helpers' ``PodRequests`` does.
+
+Containers are summed; each init container's request (plus the restartable init containers
+started before it) is a floor; restartable (sidecar) init containers add to the total; pod-level
+``spec.resources`` override what they set; overhead is added last. Amounts are exact fractions
+until the end, then rounded up as ``Quantity.MilliValue()`` (cpu) and ``Quantity.Value()`` do.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+
+from kubesched.api.quantity import parse_quantity
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+#: ``schedutil.DefaultMilliCPURequest`` and ``DefaultMemoryRequest``, used when scoring pods that request nothing.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+_POD_LEVEL_SUPPORTED = (CPU, MEMORY, "hugepages-")
+_QOS_RESOURCES = (CPU, MEMORY)
+
+Amounts = dict[str, Fraction]
+
+
+def is_hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def is_native(name: str) -> bool:
+    return "/" not in name or name.split("/", 1)[0].endswith("kubernetes.io")
+
+
+def is_extended(name: str) -> bool:
+    """``IsExtendedResourceName``: domain-prefixed outside kubernetes.io, and not a ``requests.`` quota name."""
+    return not (is_native(name) or name.startswith("requests."))
+
+
+def is_prefixed_native(name: str) -> bool:
+    return "/" in name and name.split("/", 1)[0].endswith("kubernetes.io")
+
+
+def is_attachable_volume(name: str) -> bool:
+    return name.startswith("attachable-volumes-")
+
+
+def is_scalar(name: str) -> bool:
+    """``schedutil.IsScalarResourceName``: the resources NodeInfo tracks besides cpu, memory, storage, pods."""
+    return is_extended(name) or is_hugepages(name) or is_prefixed_native(name) or is_attachable_volume(name)
+
+
+def to_int(name: str, amount: Fraction) -> int:
+    """Round as the scheduler reads a quantity: millicores for cpu, whole units otherwise."""
+    return math.ceil(amount * 1000) if name == CPU else math.ceil(amount)
+
+
+def parse_list(raw: Mapping | None) -> Amounts:
+    if not raw:
+        return {}
+    return {name: parse_quantity(q) for name, q in raw.items()}
+
+
+def _add(into: Amounts, extra: Mapping[str, Fraction]) -> None:
+    for name, amount in extra.items():
+        into[name] = into.get(name, Fraction(0)) + amount
+
+
+def _max(into: Amounts, other: Mapping[str, Fraction]) -> None:
+    for name, amount in other.items():
+        if name not in into or amount > into[name]:
+            into[name] = amount
+
+
+def _is_restartable(container: Mapping) -> bool:
+    return container.get("restartPolicy") == "Always"
+
+
+def _container_requests(container: Mapping, statuses: Mapping[str, Mapping], non_missing: Mapping[str, Fraction]) -> Amounts:
+    resources = container.get("resources") or {}
+    requests = parse_list(resources.get("requests"))
+    status = statuses.get(container.get("name", ""))
+    if status is not None and status.get("resources") is not None:
+        requests = _resizing_requests(requests, status["resources"], status)
+    if non_missing:
+        requests = dict(requests)
+        for name, amount in non_missing.items():
+            if name not in requests:
+                requests[name] = amount
+    return requests
+
+
+def _resizing_requests(spec: Amounts, status_resources: Mapping, status: Mapping) -> Amounts:
+    """During an in-place resize the scheduler counts the larger of desired and actual requests."""
+    actual = parse_list(status_resources.get("requests"))
+    allocated = parse_list(status.get("allocatedResources"))
+    merged = dict(spec)
+    _max(merged, actual)
+    _max(merged, allocated)
+    return merged
+
+
+def pod_level_requests_set(pod: Mapping) -> bool:
+    requests = ((pod.get("spec") or {}).get("resources") or {}).get("requests") or {}
+    return any(name in (CPU, MEMORY) or is_hugepages(name) for name in requests)
+
+
+def aggregate_container_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None) -> Amounts:
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    statuses: dict[str, Mapping] = {}
+    for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        statuses[cs.get("name", "")] = cs
+    non_missing = non_missing or {}
+    total: Amounts = {}
+    for container in spec.get("containers") or []:
+        _add(total, _container_requests(container, statuses, non_missing))
+    sidecars: Amounts = {}
+    init_floor: Amounts = {}
+    for container in spec.get("initContainers") or []:
+        use_status = statuses if _is_restartable(container) else {}
+        requests = _container_requests(container, use_status, non_missing)
+        if _is_restartable(container):
+            _add(total, requests)
+            _add(sidecars, requests)
+            in_use = dict(sidecars)
+        else:
+            in_use = dict(requests)
+            _add(in_use, sidecars)
+        _max(init_floor, in_use)
+    _max(total, init_floor)
+    return total
+
+
+def pod_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None, overhead: bool = True) -> Amounts:
+    """``resourcehelper.PodRequests`` with pod-level resources and overhead, as exact amounts."""
+    spec = pod.get("spec") or {}
+    total = aggregate_container_requests(pod, non_missing)
+    if pod_level_requests_set(pod):
+        for name, amount in parse_list(spec["resources"].get("requests")).items():
+            if name in (CPU, MEMORY) or is_hugepages(name):
+                total[name] = amount
+    if overhead and spec.get("overhead"):
+        _add(total, parse_list(spec["overhead"]))
+    return total
+
+
+def non_zero_requests(pod: Mapping, requests: Amounts) -> tuple[int, int]:
+    """(milli-cpu, memory) used by scoring: requests with 100m / 200Mi for what no container asks."""
+    if pod_level_requests_set(pod):
+        defaults = {}
+        if CPU not in requests:
+            defaults[CPU] = Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000)
+        if MEMORY not in requests:
+            defaults[MEMORY] = Fraction(DEFAULT_MEMORY_REQUEST)
+    else:
+        defaults = {CPU: Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000), MEMORY: Fraction(DEFAULT_MEMORY_REQUEST)}
+    non_zero = pod_requests(pod, defaults) if defaults else requests
+    return to_int(CPU, non_zero.get(CPU, Fraction(0))), to_int(MEMORY, non_zero.get(MEMORY, Fraction(0)))
+
+
+def scheduler_resources(amounts: Mapping[str, Fraction]) -> dict[str, int]:
+    """Integer amounts for the resources NodeInfo tracks (cpu, memory, ephemeral-storage, pods, scalars)."""
+    out: dict[str, int] = {}
+    for name, amount in amounts.items():
+        if name in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS) or is_scalar(name):
+            out[name] = to_int(name, amount)
+    return out
+
+
+def qos_class(pod: Mapping) -> str:
+    """``qos.GetPodQOS``: Guaranteed, Burstable or BestEffort."""
+    spec = pod.get("spec") or {}
+    if pod_level_requests_set(pod) or ((spec.get("resources") or {}).get("limits")):
+        return _qos_of([spec.get("resources") or {}])
+    containers = (spec.get("containers") or []) + (spec.get("initContainers") or [])
+    return _qos_of([c.get("resources") or {} for c in containers])
+
+
+def _qos_of(resource_specs: list[Mapping]) -> str:
+    requests: Amounts = {}
+    limits: Amounts = {}
+    guaranteed = True
+    for resources in resource_specs:
+        for name, amount in parse_list(resources.get("requests")).items():
+            if name in _QOS_RESOURCES and amount != 0:
+                _add(requests, {name: amount})
+        container_limits = {n: a for n, a in parse_list(resources.get("limits")).items() if n in _QOS_RESOURCES and a != 0}
+        _add(limits, container_limits)
+        if set(container_limits) != set(_QOS_RESOURCES):
+            guaranteed = False
+    if not requests and not limits:
+        return "BestEffort"
+    if guaranteed:
+        for name, amount in requests.items():
+            if limits.get(name) != amount:
+                guaranteed = False
+                break
+    if guaranteed and len(limits) == len(_QOS_RESOURCES):
+        return "Guaranteed"
+    return "Burstable"

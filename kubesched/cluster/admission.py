@@ -1,0 +1,111 @@
+"""What kube-apiserver does to an object before storing it: defaulting and the admission plugins
+that matter to scheduling (Priority, DefaultTolerationSeconds).
+
+Kept apart from the store so that the embedded cluster, the HTTP API server and tests agree on
+what a created pod looks like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from kubesched.api.resources import qos_class
+from kubesched.cluster.errors import Forbidden
+
+SYSTEM_PRIORITY_CLASSES = (
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+     "metadata": {"name": "system-node-critical"}, "value": 2000001000,
+     "description": "Used for system critical pods that must not be moved from their current node.",
+     "preemptionPolicy": "PreemptLowerPriority"},
+    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+     "metadata": {"name": "system-cluster-critical"}, "value": 2000000000,
+     "description": "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+     "preemptionPolicy": "PreemptLowerPriority"},
+)
+
+DEFAULT_NOT_READY_TOLERATION_SECONDS = 300
+DEFAULT_UNREACHABLE_TOLERATION_SECONDS = 300
+
+PriorityClassLookup = Callable[[str], Mapping | None]
+
+
+def default_node(node: dict) -> None:
+    """``SetDefaults_NodeStatus``: allocatable defaults to capacity."""
+    status = node.setdefault("status", {})
+    if status.get("allocatable") is None and status.get("capacity") is not None:
+        status["allocatable"] = dict(status["capacity"])
+
+
+def default_priority_class(pc: dict) -> None:
+    pc.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+def _default_requests_from_limits(resources: dict | None) -> None:
+    if not resources or not resources.get("limits"):
+        return
+    requests = resources.setdefault("requests", {})
+    for name, quantity in resources["limits"].items():
+        requests.setdefault(name, quantity)
+
+
+def default_pod(pod: dict) -> None:
+    """The parts of ``SetDefaults_Pod`` and container defaulting the scheduler can observe."""
+    spec = pod.setdefault("spec", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("enableServiceLinks", True)
+    for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        _default_requests_from_limits(container.get("resources"))
+        for port in container.get("ports") or []:
+            port.setdefault("protocol", "TCP")
+    _default_requests_from_limits(spec.get("resources"))
+    status = pod.setdefault("status", {})
+    status.setdefault("phase", "Pending")
+    status.setdefault("qosClass", qos_class(pod))
+
+
+def admit_priority(pod: dict, lookup: PriorityClassLookup, global_default: Mapping | None) -> None:
+    """The Priority admission plugin: resolve ``priorityClassName`` into priority and preemptionPolicy."""
+    spec = pod["spec"]
+    name = spec.get("priorityClassName")
+    meta = pod.get("metadata") or {}
+    if name:
+        pc = lookup(name)
+        if pc is None:
+            raise _forbidden(meta, f"no PriorityClass with name {name} was found")
+    else:
+        pc = global_default
+        if pc is not None:
+            spec["priorityClassName"] = pc["metadata"]["name"]
+    value = pc.get("value", 0) if pc else 0
+    if spec.get("priority") is not None and spec["priority"] != value:
+        raise _forbidden(meta, f"the integer value of priority ({spec['priority']}) must not be provided in pod spec; "
+                               f"priority admission controller computed {value} from the given PriorityClass name")
+    spec["priority"] = value
+    policy = (pc or {}).get("preemptionPolicy")
+    if policy:
+        if spec.get("preemptionPolicy") not in (None, policy):
+            raise _forbidden(meta, f"the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must not be provided "
+                                   f"in pod spec; priority admission controller computed {policy} from the given PriorityClass name")
+        spec["preemptionPolicy"] = policy
+
+
+def _forbidden(meta: Mapping, detail: str) -> Forbidden:
+    name = meta.get("name") or meta.get("generateName", "")
+    return Forbidden(f'pods "{name}" is forbidden: {detail}', kind="pods", name=name)
+
+
+def admit_default_toleration_seconds(pod: dict) -> None:
+    """The DefaultTolerationSeconds admission plugin: tolerate not-ready/unreachable for 300s."""
+    tolerations = pod["spec"].setdefault("tolerations", [])
+    for key, seconds in (("node.kubernetes.io/not-ready", DEFAULT_NOT_READY_TOLERATION_SECONDS),
+                         ("node.kubernetes.io/unreachable", DEFAULT_UNREACHABLE_TOLERATION_SECONDS)):
+        if any(_tolerates_no_execute(t, key) for t in tolerations):
+            continue
+        tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds})
+
+
+def _tolerates_no_execute(tol: Mapping, key: str) -> bool:
+    return (tol.get("key") or "") in ("", key) and (tol.get("effect") or "") in ("", "NoExecute")

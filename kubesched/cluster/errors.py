@@ -1,0 +1,122 @@
+"""API errors with apiserver's reasons, codes and messages (``k8s.io/apimachinery/pkg/api/errors``)."""
+
+from __future__ import annotations
+
+from kubesched.api.errors import FieldError, KubeschedError
+
+
+class APIError(KubeschedError):
+    """An error the API would return as a ``Status`` object."""
+
+    code = 500
+    reason = "InternalError"
+
+    def __init__(self, message: str, *, kind: str = "", name: str = "", group: str = "", causes: list[dict] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.kind = kind
+        self.name = name
+        self.group = group
+        self.causes = causes or []
+
+    def status(self) -> dict:
+        details: dict = {}
+        if self.name:
+            details["name"] = self.name
+        if self.group:
+            details["group"] = self.group
+        if self.kind:
+            details["kind"] = self.kind
+        if self.causes:
+            details["causes"] = self.causes
+        out = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if details:
+            out["details"] = details
+        return out
+
+
+class NotFound(APIError):
+    code = 404
+    reason = "NotFound"
+
+    @classmethod
+    def of(cls, resource: str, name: str, group: str = "") -> NotFound:
+        qualified = f"{resource}.{group}" if group else resource
+        return cls(f'{qualified} "{name}" not found', kind=resource, name=name, group=group)
+
+
+class AlreadyExists(APIError):
+    code = 409
+    reason = "AlreadyExists"
+
+    @classmethod
+    def of(cls, resource: str, name: str, group: str = "") -> AlreadyExists:
+        qualified = f"{resource}.{group}" if group else resource
+        return cls(f'{qualified} "{name}" already exists', kind=resource, name=name, group=group)
+
+
+class Conflict(APIError):
+    code = 409
+    reason = "Conflict"
+
+    @classmethod
+    def of(cls, resource: str, name: str, detail: str, group: str = "") -> Conflict:
+        qualified = f"{resource}.{group}" if group else resource
+        return cls(f'Operation cannot be fulfilled on {qualified} "{name}": {detail}', kind=resource, name=name, group=group)
+
+
+class Invalid(APIError):
+    code = 422
+    reason = "Invalid"
+
+    @classmethod
+    def of(cls, kind: str, name: str, errors: list[FieldError], group: str = "") -> Invalid:
+        qualified = f"{kind}.{group}" if group else kind
+        body = ", ".join(str(e) for e in errors)
+        if len(errors) > 1:
+            body = "[" + body + "]"
+        causes = [{"reason": "Field" + e.kind.title().replace(" ", ""), "message": str(e).split(": ", 1)[-1], "field": e.path} for e in errors]
+        return cls(f'{qualified} "{name}" is invalid: {body}', kind=kind, name=name, group=group, causes=causes)
+
+
+class BadRequest(APIError):
+    code = 400
+    reason = "BadRequest"
+
+
+class Gone(APIError):
+    code = 410
+    reason = "Expired"
+
+
+class Forbidden(APIError):
+    code = 403
+    reason = "Forbidden"
+
+
+class MethodNotAllowed(APIError):
+    code = 405
+    reason = "MethodNotAllowed"
+
+
+class TooLarge(APIError):
+    code = 413
+    reason = "RequestEntityTooLarge"
+
+
+class Unsupported(APIError):
+    code = 415
+    reason = "UnsupportedMediaType"
+
+
+class TooManyRequests(APIError):
+    code = 429
+    reason = "TooManyRequests"

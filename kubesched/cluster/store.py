@@ -1,0 +1,538 @@
+"""An in-memory Kubernetes object store with resourceVersions and watch streams.
+
+It behaves like kube-apiserver over etcd for what the scheduler can observe: every write gets the
+next resourceVersion, watchers see ADDED/MODIFIED/DELETED in order and can resume from a version
+(or get 410 Gone when it is too old), updates are optimistic (409 on a stale resourceVersion), and
+pods bound to a node are deleted gracefully. The embedded cluster and the HTTP API server both
+sit on it.
+
+Objects handed to ``create``/``update`` become the store's; objects returned are shared and must
+not be mutated (``mutate`` gives a private copy to change).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubesched.api.errors import invalid
+from kubesched.api.kinds import Kind, kind_for, kind_named
+from kubesched.api.validation import validate
+from kubesched.clock import Clock, RealClock, rfc3339
+from kubesched.cluster import admission
+from kubesched.cluster.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound
+
+ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
+
+POD = kind_named("Pod")
+NODE = kind_named("Node")
+NAMESPACE = kind_named("Namespace")
+PRIORITY_CLASS = kind_named("PriorityClass")
+EVENT = kind_named("Event")
+assert POD and NODE and NAMESPACE and PRIORITY_CLASS and EVENT
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+Predicate = Callable[[dict], bool]
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON-like data (dicts, lists, scalars), several times faster than deepcopy."""
+    if isinstance(value, dict):
+        return {k: json_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [json_copy(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    type: str
+    object: dict
+    old: dict | None = None
+
+
+class Watch:
+    """One watcher's stream. Iterate it with ``async for``; ``stop()`` ends it."""
+
+    def __init__(self, store: ObjectStore, kind: Kind, namespace: str | None, predicate: Predicate | None) -> None:
+        self.store = store
+        self.kind = kind
+        self.namespace = namespace
+        self.predicate = predicate
+        self.pending: deque[WatchEvent] = deque()
+        self.stopped = False
+        self._wakeup: asyncio.Event | None = None
+
+    def _visible(self, obj: dict | None) -> bool:
+        if obj is None:
+            return False
+        if self.namespace and obj["metadata"].get("namespace") != self.namespace:
+            return False
+        return self.predicate is None or self.predicate(obj)
+
+    def offer(self, event: WatchEvent) -> None:
+        """Deliver ``event`` as this watcher sees it: selector changes become ADDED or DELETED."""
+        new_visible = event.type != DELETED and self._visible(event.object)
+        old_visible = self._visible(event.old) if event.type == MODIFIED else (event.type == DELETED and self._visible(event.object))
+        if event.type == ADDED:
+            kind = ADDED if new_visible else None
+        elif event.type == DELETED:
+            kind = DELETED if old_visible else None
+        elif new_visible and old_visible:
+            kind = MODIFIED
+        elif new_visible:
+            kind = ADDED
+        elif old_visible:
+            kind = DELETED
+        else:
+            kind = None
+        if kind is None:
+            return
+        self.pending.append(event if kind == event.type else WatchEvent(kind, event.object, event.old))
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def push(self, event: WatchEvent) -> None:
+        self.pending.append(event)
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def drain(self) -> list[WatchEvent]:
+        events = list(self.pending)
+        self.pending.clear()
+        return events
+
+    async def next_batch(self) -> list[WatchEvent]:
+        """Every pending event, waiting for at least one; [] once stopped."""
+        while not self.pending and not self.stopped:
+            if self._wakeup is None:
+                self._wakeup = asyncio.Event()
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        return self.drain()
+
+    def __aiter__(self) -> Watch:
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        while not self.pending:
+            if self.stopped:
+                raise StopAsyncIteration
+            await self.next_batch_wait()
+        return self.pending.popleft()
+
+    async def next_batch_wait(self) -> None:
+        if self._wakeup is None:
+            self._wakeup = asyncio.Event()
+        self._wakeup.clear()
+        if not self.pending and not self.stopped:
+            await self._wakeup.wait()
+
+    def stop(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self.store._watches.get(self.kind, set()).discard(self)
+            if self._wakeup is not None:
+                self._wakeup.set()
+
+
+class ObjectStore:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        seed: int | None = None,
+        history_limit: int = 200_000,
+        auto_create_namespaces: bool = False,
+        graceful_pod_deletion: bool = True,
+    ) -> None:
+        self.clock = clock or RealClock()
+        self.rv = 0
+        self._objects: dict[Kind, dict[tuple[str, str], dict]] = {}
+        self._history: deque[tuple[int, Kind, WatchEvent]] = deque()
+        self._history_limit = history_limit
+        self._watches: dict[Kind, set[Watch]] = {}
+        self._rng = random.Random(seed)
+        self._seeded = seed is not None
+        self.auto_create_namespaces = auto_create_namespaces
+        self.graceful_pod_deletion = graceful_pod_deletion
+        self.pending_timers = 0
+        self.write_count = 0
+        #: Called as hook(rv, kind, event) after each committed write (persistence, metrics).
+        self.write_hooks: list[Callable[[int, Kind, WatchEvent], None]] = []
+        for ns in DEFAULT_NAMESPACES:
+            self._bootstrap(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for pc in admission.SYSTEM_PRIORITY_CLASSES:
+            self._bootstrap(PRIORITY_CLASS, json_copy(pc))
+
+    # --- reading ----------------------------------------------------------------------------
+    def kinds(self) -> Iterable[Kind]:
+        return self._objects.keys()
+
+    def get(self, kind: Kind, namespace: str | None, name: str) -> dict:
+        obj = self._objects.get(kind, {}).get((namespace or "", name))
+        if obj is None:
+            raise NotFound.of(kind.resource, name, kind.group)
+        return obj
+
+    def try_get(self, kind: Kind, namespace: str | None, name: str) -> dict | None:
+        return self._objects.get(kind, {}).get((namespace or "", name))
+
+    def list(self, kind: Kind, namespace: str | None = None, predicate: Predicate | None = None) -> tuple[list[dict], int]:
+        items = [
+            obj for (ns, _), obj in self._objects.get(kind, {}).items()
+            if (not namespace or ns == namespace) and (predicate is None or predicate(obj))
+        ]
+        return items, self.rv
+
+    def iter_all(self, kind: Kind) -> Iterator[dict]:
+        return iter(self._objects.get(kind, {}).values())
+
+    def count(self, kind: Kind) -> int:
+        return len(self._objects.get(kind, {}))
+
+    # --- watching -----------------------------------------------------------------------------
+    def watch(self, kind: Kind, since: int | None = None, namespace: str | None = None,
+              predicate: Predicate | None = None) -> Watch:
+        """Changes after resourceVersion ``since``; with None, every current object as ADDED first."""
+        w = Watch(self, kind, namespace, predicate)
+        if since is None:
+            for obj in self._objects.get(kind, {}).values():
+                if w._visible(obj):
+                    w.pending.append(WatchEvent(ADDED, obj))
+        else:
+            oldest = self._history[0][0] if self._history else self.rv + 1
+            if since < oldest - 1 and since < self.rv:
+                raise Gone(f"too old resource version: {since} ({oldest - 1})")
+            for rv, k, event in self._history:
+                if rv > since and k == kind:
+                    w.offer(event)
+        self._watches.setdefault(kind, set()).add(w)
+        return w
+
+    # --- writing ------------------------------------------------------------------------------
+    def create(self, kind: Kind, obj: dict, namespace: str | None = None) -> dict:
+        meta = obj.setdefault("metadata", {})
+        if kind.namespaced:
+            ns = meta.get("namespace") or namespace or "default"
+            if namespace and meta.get("namespace") and meta["namespace"] != namespace:
+                raise Invalid("the namespace of the provided object does not match the namespace sent on the request",
+                              kind=kind.kind, name=meta.get("name", ""))
+            meta["namespace"] = ns
+            self._require_namespace(ns)
+        else:
+            meta.pop("namespace", None)
+        obj.setdefault("apiVersion", kind.api_version)
+        obj.setdefault("kind", kind.kind)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = self._generate_name(kind, meta.get("namespace", ""), meta["generateName"])
+        self._default_and_admit(kind, obj)
+        errors = validate(obj)
+        if errors:
+            raise Invalid.of(kind.kind, meta.get("name", ""), errors, kind.group)
+        key = (meta.get("namespace", ""), meta["name"])
+        bucket = self._objects.setdefault(kind, {})
+        if key in bucket:
+            raise AlreadyExists.of(kind.resource, meta["name"], kind.group)
+        meta["uid"] = self._uid()
+        meta["creationTimestamp"] = rfc3339(self.clock.wall())
+        meta.setdefault("generation", 1)
+        meta.pop("resourceVersion", None)
+        meta.pop("deletionTimestamp", None)
+        return self._commit(kind, ADDED, obj, None)
+
+    def update(self, kind: Kind, obj: dict, *, status_only: bool = False) -> dict:
+        """Replace an object; a set ``metadata.resourceVersion`` must match (optimistic concurrency)."""
+        meta = obj.get("metadata") or {}
+        current = self.get(kind, meta.get("namespace"), meta.get("name", ""))
+        rv = meta.get("resourceVersion")
+        if rv and rv != current["metadata"]["resourceVersion"]:
+            raise Conflict.of(kind.resource, meta["name"], "the object has been modified; please apply your changes to the latest version and try again", kind.group)
+        if meta.get("uid") and meta["uid"] != current["metadata"]["uid"]:
+            raise Conflict.of(kind.resource, meta["name"], f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {current['metadata']['uid']}", kind.group)
+        new = self._carry_over(kind, current, obj, status_only)
+        if kind == NODE:
+            admission.default_node(new)
+        errors = validate(new)
+        if errors:
+            raise Invalid.of(kind.kind, meta.get("name", ""), errors, kind.group)
+        if new.get("spec") != current.get("spec") and not status_only:
+            new["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
+        result = self._commit(kind, MODIFIED, new, current)
+        self._finish_deletion_if_released(kind, result)
+        return result
+
+    def mutate(self, kind: Kind, namespace: str | None, name: str, change: Callable[[dict], Any], *,
+               expect_rv: str | None = None, expect_uid: str | None = None) -> dict:
+        """Apply ``change`` to a private copy of the current object and store it (a guaranteed update)."""
+        current = self.get(kind, namespace, name)
+        if expect_uid and current["metadata"].get("uid") != expect_uid:
+            raise Conflict.of(kind.resource, name, f"Precondition failed: UID in precondition: {expect_uid}, UID in object meta: {current['metadata'].get('uid')}", kind.group)
+        if expect_rv and current["metadata"]["resourceVersion"] != expect_rv:
+            raise Conflict.of(kind.resource, name, "the object has been modified; please apply your changes to the latest version and try again", kind.group)
+        new = json_copy(current)
+        change(new)
+        if new == current:
+            return current
+        new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        return self.update(kind, new)
+
+    def delete(self, kind: Kind, namespace: str | None, name: str, *, grace_period: int | None = None,
+               uid: str | None = None, resource_version: str | None = None) -> dict:
+        """Delete, gracefully for pods on a node (deletionTimestamp now, removal after the grace period)."""
+        current = self.get(kind, namespace, name)
+        meta = current["metadata"]
+        if uid and meta.get("uid") != uid:
+            raise Conflict.of(kind.resource, name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}", kind.group)
+        if resource_version and meta.get("resourceVersion") != resource_version:
+            raise Conflict.of(kind.resource, name, f"Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {meta.get('resourceVersion')}", kind.group)
+        grace = self._grace_period(kind, current, grace_period)
+        if grace > 0 or meta.get("finalizers"):
+            return self._mark_terminating(kind, current, grace)
+        if kind == NAMESPACE:
+            self._delete_namespace_contents(name)
+        return self._remove(kind, current)
+
+    def bind(self, namespace: str, name: str, node_name: str, uid: str | None = None,
+             annotations: dict | None = None) -> dict:
+        """The pods/binding subresource: set ``spec.nodeName`` and PodScheduled=True, once."""
+        pod = self.get(POD, namespace, name)
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        if uid and meta.get("uid") != uid:
+            raise Conflict.of("pods/binding", name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}")
+        if meta.get("deletionTimestamp"):
+            raise Conflict.of("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
+        if spec.get("nodeName"):
+            raise Conflict.of("pods/binding", name, f'pod {name} is already assigned to node "{spec["nodeName"]}"')
+        if spec.get("schedulingGates"):
+            raise Conflict.of("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
+        new = dict(pod)
+        new["metadata"] = dict(meta)
+        if annotations:
+            new["metadata"]["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+        new["spec"] = {**spec, "nodeName": node_name}
+        status = dict(pod.get("status") or {})
+        status["conditions"] = set_condition(status.get("conditions") or [], {"type": "PodScheduled", "status": "True"}, self.clock.wall())
+        new["status"] = status
+        return self._commit(POD, MODIFIED, new, pod)
+
+    # --- internals ----------------------------------------------------------------------------
+    def _bootstrap(self, kind: Kind, obj: dict) -> None:
+        obj["metadata"]["uid"] = self._uid()
+        obj["metadata"]["creationTimestamp"] = rfc3339(self.clock.wall())
+        if kind == NAMESPACE:
+            obj["spec"] = {"finalizers": ["kubernetes"]}
+            obj["status"] = {"phase": "Active"}
+        self._commit(kind, ADDED, obj, None)
+
+    def _uid(self) -> str:
+        if self._seeded:
+            return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
+        return str(uuid.uuid4())
+
+    def _generate_name(self, kind: Kind, namespace: str, prefix: str) -> str:
+        bucket = self._objects.get(kind, {})
+        for _ in range(100):
+            name = prefix[:58] + "".join(self._rng.choice(_NAME_CHARS) for _ in range(5))
+            if (namespace, name) not in bucket:
+                return name
+        raise AlreadyExists.of(kind.resource, prefix, kind.group)
+
+    def _require_namespace(self, ns: str) -> None:
+        namespaces = self._objects.get(NAMESPACE, {})
+        current = namespaces.get(("", ns))
+        if current is None:
+            if self.auto_create_namespaces:
+                self.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                return
+            raise NotFound.of("namespaces", ns)
+        if current["metadata"].get("deletionTimestamp"):
+            from kubesched.cluster.errors import Forbidden
+
+            raise Forbidden(f"unable to create new content in namespace {ns} because it is being terminated",
+                            kind="namespaces", name=ns)
+
+    def _default_and_admit(self, kind: Kind, obj: dict) -> None:
+        if kind == POD:
+            admission.default_pod(obj)
+            admission.admit_priority(obj, self._priority_class, self._global_default_priority_class())
+            admission.admit_default_toleration_seconds(obj)
+        elif kind == NODE:
+            admission.default_node(obj)
+        elif kind == PRIORITY_CLASS:
+            admission.default_priority_class(obj)
+            if obj.get("globalDefault"):
+                existing = self._global_default_priority_class()
+                if existing is not None:
+                    raise Invalid.of("PriorityClass", obj["metadata"].get("name", ""), [invalid(
+                        "globalDefault", True, f"globalDefault is already set by {existing['metadata']['name']}")], "scheduling.k8s.io")
+        elif kind == NAMESPACE:
+            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+            obj.setdefault("status", {"phase": "Active"})
+
+    def _priority_class(self, name: str) -> dict | None:
+        return self._objects.get(PRIORITY_CLASS, {}).get(("", name))
+
+    def _global_default_priority_class(self) -> dict | None:
+        defaults = [pc for pc in self._objects.get(PRIORITY_CLASS, {}).values() if pc.get("globalDefault")]
+        if not defaults:
+            return None
+        # upstream picks the lowest value if several are marked default
+        return min(defaults, key=lambda pc: pc.get("value", 0))
+
+    def _carry_over(self, kind: Kind, current: dict, obj: dict, status_only: bool) -> dict:
+        """Keep what a client may not change through this verb (metadata identity, spec or status)."""
+        new = dict(obj)
+        meta = dict(obj.get("metadata") or {})
+        cur_meta = current["metadata"]
+        for field in ("uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            if field in cur_meta:
+                meta[field] = cur_meta[field]
+            else:
+                meta.pop(field, None)
+        new["metadata"] = meta
+        new["apiVersion"] = current.get("apiVersion", kind.api_version)
+        new["kind"] = current.get("kind", kind.kind)
+        if status_only:
+            for key, value in current.items():
+                if key not in ("status", "metadata"):
+                    new[key] = value
+            meta_keep = dict(cur_meta)
+            meta_keep["resourceVersion"] = meta.get("resourceVersion", cur_meta.get("resourceVersion"))
+            new["metadata"] = meta_keep
+        elif kind in (POD, NODE) and "status" in current and "status" not in obj:
+            new["status"] = current["status"]
+        return new
+
+    def _commit(self, kind: Kind, event_type: str, obj: dict, old: dict | None) -> dict:
+        self.rv += 1
+        self.write_count += 1
+        meta = obj["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        if event_type == DELETED:
+            obj = dict(obj)
+            obj["metadata"] = {**meta, "resourceVersion": str(self.rv)}
+            self._objects.get(kind, {}).pop(key, None)
+        else:
+            meta["resourceVersion"] = str(self.rv)
+            self._objects.setdefault(kind, {})[key] = obj
+        event = WatchEvent(event_type, obj, old)
+        self._history.append((self.rv, kind, event))
+        if len(self._history) > self._history_limit:
+            self._history.popleft()
+        for w in list(self._watches.get(kind, ())):
+            w.offer(event)
+        for hook in self.write_hooks:
+            hook(self.rv, kind, event)
+        return obj
+
+    def _remove(self, kind: Kind, current: dict) -> dict:
+        return self._commit(kind, DELETED, current, current)
+
+    def _grace_period(self, kind: Kind, obj: dict, requested: int | None) -> int:
+        if kind != POD or not self.graceful_pod_deletion:
+            return 0
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            return 0
+        if requested is not None:
+            return max(0, requested)
+        return int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+
+    def _mark_terminating(self, kind: Kind, current: dict, grace: int) -> dict:
+        meta = current["metadata"]
+        if meta.get("deletionTimestamp"):
+            if grace == 0 and not meta.get("finalizers"):
+                return self._remove(kind, current)
+            return current
+        new = dict(current)
+        new["metadata"] = {**meta, "deletionTimestamp": rfc3339(self.clock.wall() + grace),
+                           "deletionGracePeriodSeconds": grace}
+        result = self._commit(kind, MODIFIED, new, current)
+        if kind == NAMESPACE:
+            self._delete_namespace_contents(meta["name"])
+        if grace > 0:
+            self._after(grace, lambda: self._expire(kind, meta.get("namespace"), meta["name"], meta.get("uid")))
+        return result
+
+    def _expire(self, kind: Kind, namespace: str | None, name: str, uid: str | None) -> None:
+        """The grace period is over: the kubelet has stopped the pod, so the object goes."""
+        current = self.try_get(kind, namespace, name)
+        if current is None or current["metadata"].get("uid") != uid:
+            return
+        if current["metadata"].get("finalizers"):
+            return
+        self._remove(kind, current)
+
+    def _finish_deletion_if_released(self, kind: Kind, obj: dict) -> None:
+        meta = obj["metadata"]
+        if not meta.get("deletionTimestamp") or meta.get("finalizers"):
+            return
+        if kind == NAMESPACE and ((obj.get("spec") or {}).get("finalizers")):
+            return
+        if kind == POD and meta.get("deletionGracePeriodSeconds", 0) > 0:
+            return
+        self._remove(kind, obj)
+
+    def _delete_namespace_contents(self, ns: str) -> None:
+        for kind in list(self._objects):
+            if not kind.namespaced:
+                continue
+            for (obj_ns, name), _obj in list(self._objects[kind].items()):
+                if obj_ns == ns and (ns, name) in self._objects[kind]:
+                    self.delete(kind, ns, name, grace_period=0)
+        namespace = self.try_get(NAMESPACE, None, ns)
+        if namespace is not None and namespace["metadata"].get("deletionTimestamp") and not namespace["metadata"].get("finalizers"):
+            self._remove(NAMESPACE, namespace)
+
+    def _after(self, seconds: float, action: Callable[[], None]) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            action()
+            return
+        self.pending_timers += 1
+
+        def fire() -> None:
+            self.pending_timers -= 1
+            action()
+
+        loop.call_later(seconds, fire)
+
+
+def set_condition(conditions: list[dict], condition: dict, now: float) -> list[dict]:
+    """``podutil.UpdatePodCondition``: replace the condition of that type, moving lastTransitionTime
+    only when the status changes."""
+    stamp = rfc3339(now)
+    out = []
+    found = False
+    for existing in conditions:
+        if existing.get("type") != condition["type"]:
+            out.append(existing)
+            continue
+        found = True
+        merged = {"lastProbeTime": None, **condition}
+        if existing.get("status") == condition.get("status"):
+            merged["lastTransitionTime"] = existing.get("lastTransitionTime", stamp)
+        else:
+            merged["lastTransitionTime"] = stamp
+        out.append(merged)
+    if not found:
+        out.append({"lastProbeTime": None, "lastTransitionTime": stamp, **condition})
+    return out
+
+
+def kind_of(obj: dict) -> Kind:
+    kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
+    if kind is None:
+        raise NotFound(f'no matches for kind "{obj.get("kind")}" in version "{obj.get("apiVersion")}"')
+    return kind

@@ -1,0 +1,86 @@
+"""Feature gates of kube-scheduler 1.35 that change scheduling behaviour.
+
+Gates that 1.35 still lets users turn off can be set per run (``featureGates`` in the
+configuration, or ``--feature-gates``); gates locked to their default (GA) are always on and
+setting them to another value is an error, as upstream's feature gate registry reports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kubesched.api.errors import KubeschedError
+
+
+@dataclass(frozen=True)
+class Gate:
+    default: bool
+    stage: str  # ALPHA, BETA, GA
+    locked: bool = False
+
+
+#: The 1.35 state of each gate kubesched's behaviour depends on.
+GATES: dict[str, Gate] = {
+    "DynamicResourceAllocation": Gate(True, "GA", locked=True),
+    "InPlacePodVerticalScaling": Gate(True, "GA", locked=True),
+    "MatchLabelKeysInPodAffinity": Gate(True, "GA", locked=True),
+    "MatchLabelKeysInPodTopologySpread": Gate(True, "GA", locked=True),
+    "MatchLabelKeysInPodTopologySpreadSelectorMerge": Gate(True, "BETA"),
+    "NodeInclusionPolicyInPodTopologySpread": Gate(True, "GA", locked=True),
+    "NominatedNodeNameForExpectation": Gate(True, "BETA"),
+    "PodLevelResources": Gate(True, "BETA"),
+    "SchedulerAsyncPreemption": Gate(True, "BETA"),
+    "SchedulerPopFromBackoffQ": Gate(True, "BETA"),
+    "SchedulerQueueingHints": Gate(True, "GA", locked=True),
+    "SidecarContainers": Gate(True, "GA", locked=True),
+    "StorageCapacityScoring": Gate(False, "ALPHA"),
+    "VolumeAttributesClass": Gate(True, "GA", locked=True),
+}
+
+
+class FeatureGateError(KubeschedError, ValueError):
+    pass
+
+
+class FeatureGates(Mapping[str, bool]):
+    """An immutable view of the gates for one run."""
+
+    def __init__(self, overrides: Mapping[str, bool] | None = None) -> None:
+        values = {name: gate.default for name, gate in GATES.items()}
+        for name, value in (overrides or {}).items():
+            gate = GATES.get(name)
+            if gate is None:
+                raise FeatureGateError(f"unrecognized feature gate: {name}")
+            if not isinstance(value, bool):
+                raise FeatureGateError(f"invalid value of {name}={value}, err: must be true or false")
+            if gate.locked and value != gate.default:
+                raise FeatureGateError(f"cannot set feature gate {name} to {str(value).lower()}, feature is locked to {str(gate.default).lower()}")
+            values[name] = value
+        self._values = values
+
+    def enabled(self, name: str) -> bool:
+        return self._values[name]
+
+    def __getitem__(self, name: str) -> bool:
+        return self._values[name]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def parse_flag(text: str) -> dict[str, bool]:
+    """``--feature-gates=A=true,B=false``."""
+    out: dict[str, bool] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, raw = item.partition("=")
+        if not sep or raw.lower() not in ("true", "false"):
+            raise FeatureGateError(f"missing bool value for {name}" if not sep else f"invalid value of {name}={raw}, err: must be true or false")
+        out[name.strip()] = raw.lower() == "true"
+    return out
+
+
+DEFAULT_GATES = FeatureGates()

@@ -1,0 +1,68 @@
+"""Plugin registries: names mapped to factories (upstream ``runtime.Registry``).
+
+A factory is called as ``factory(args, handle)`` and returns a plugin; a Plugin subclass is its
+own factory. The in-tree registry is merged with out-of-tree plugins the way
+``app.WithPlugin`` does: a name may be registered only once.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubesched.api.errors import KubeschedError
+from kubesched.framework.interface import Plugin
+
+PluginFactory = Callable[[Any, Any], Plugin]
+Registry = dict[str, PluginFactory]
+
+
+class RegistryError(KubeschedError, ValueError):
+    pass
+
+
+def merge(base: Mapping[str, PluginFactory], extra: Mapping[str, PluginFactory]) -> Registry:
+    merged = dict(base)
+    for name, factory in extra.items():
+        if name in merged:
+            raise RegistryError(f"a plugin named {name} already exists")
+        merged[name] = factory
+    return merged
+
+
+def in_tree_registry() -> Registry:
+    """Every in-tree plugin, by name."""
+    from kubesched.plugins import IN_TREE_PLUGINS
+
+    return {cls.name: cls for cls in IN_TREE_PLUGINS}
+
+
+def load_out_of_tree(spec: str) -> Registry:
+    """Plugins from ``package.module:Class`` (or ``package.module`` exporting ``PLUGINS``)."""
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise RegistryError(f"cannot import plugin module {module_name!r}: {e}") from e
+    if attr:
+        target = getattr(module, attr, None)
+        if target is None:
+            raise RegistryError(f"module {module_name!r} has no attribute {attr!r}")
+        plugins = [target]
+    else:
+        plugins = list(getattr(module, "PLUGINS", []))
+        if not plugins:
+            raise RegistryError(f"module {module_name!r} defines no PLUGINS list; name a class with {module_name}:Class")
+    out: Registry = {}
+    for plugin in plugins:
+        name = getattr(plugin, "name", "")
+        if not name:
+            raise RegistryError(f"plugin {plugin!r} has no name")
+        out[name] = plugin
+    return out
+
+
+def args_type(factory: PluginFactory) -> type | None:
+    """The typed args class a plugin declares (``Args``), used to decode, default and validate its config."""
+    return getattr(factory, "Args", None)

@@ -1,0 +1,471 @@
+"""The scheduler's parsed view of pods and nodes (upstream ``framework.PodInfo`` / ``NodeInfo``).
+
+A PodInfo parses a pod once (requests, tolerations, affinity terms, ports, images) and keeps the
+raw object beside it; everything is computed lazily on first use and cached for the pod's life.
+A NodeInfo aggregates a node and the pods on it; it is what a classic per-node plugin receives.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from kubesched.api import resources as res
+from kubesched.api.quantity import parse_quantity
+from kubesched.api.selectors import (
+    LabelSelector,
+    NodeSelector,
+    NodeSelectorTerm,
+    parse_label_selector,
+    parse_node_selector,
+    parse_node_selector_term,
+    selector_from_set,
+)
+
+DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+def parse_time(raw: str | None) -> float:
+    """An RFC 3339 timestamp as seconds since the epoch (0.0 when absent)."""
+    if not raw:
+        return 0.0
+    try:
+        return dt.datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    @classmethod
+    def from_dict(cls, raw: Mapping) -> Taint:
+        return cls(raw.get("key", ""), raw.get("value", "") or "", raw.get("effect", ""))
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+    seconds: int | None = None
+
+    @classmethod
+    def from_dict(cls, raw: Mapping) -> Toleration:
+        return cls(
+            raw.get("key", "") or "",
+            raw.get("operator", "") or "Equal",
+            raw.get("value", "") or "",
+            raw.get("effect", "") or "",
+            raw.get("tolerationSeconds"),
+        )
+
+    def tolerates(self, taint: Taint) -> bool:
+        """``v1.Toleration.ToleratesTaint``."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator == "Equal":
+            return self.value == taint.value
+        return False
+
+
+def tolerates_taint(tolerations: Iterable[Toleration], taint: Taint) -> bool:
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A pod (anti-)affinity term with its namespaces resolved (upstream ``framework.AffinityTerm``)."""
+
+    namespaces: frozenset[str]
+    selector: LabelSelector
+    topology_key: str
+    namespace_selector: LabelSelector
+    weight: int = 0
+
+    def matches(self, pod: PodInfo, ns_labels: Mapping[str, str] | None) -> bool:
+        if pod.namespace in self.namespaces or self.namespace_selector.matches(ns_labels or {}):
+            return self.selector.matches(pod.labels)
+        return False
+
+    @classmethod
+    def from_spec(cls, owner_namespace: str, term: Mapping, weight: int = 0) -> AffinityTerm:
+        selector = parse_label_selector(term.get("labelSelector"))
+        ns_spec = term.get("namespaceSelector")
+        namespaces = term.get("namespaces") or []
+        if not namespaces and ns_spec is None:
+            namespaces = [owner_namespace]
+        return cls(frozenset(namespaces), selector, term.get("topologyKey", ""), parse_label_selector(ns_spec), weight)
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    ip: str
+    protocol: str
+    port: int
+
+
+def pod_host_ports(spec: Mapping) -> list[HostPort]:
+    """``schedutil.GetHostPorts``: host ports of containers and of restartable init containers."""
+    ports: list[HostPort] = []
+    containers = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    containers += spec.get("containers") or []
+    for container in containers:
+        for p in container.get("ports") or []:
+            host_port = p.get("hostPort") or 0
+            if host_port > 0:
+                ports.append(HostPort(p.get("hostIP") or DEFAULT_BIND_ALL_HOST_IP, p.get("protocol") or "TCP", host_port))
+    return ports
+
+
+class PodInfo:
+    """A pod plus everything the scheduler derives from it, computed once."""
+
+    __slots__ = ("__dict__", "key", "name", "namespace", "pod", "uid")
+
+    def __init__(self, pod: dict) -> None:
+        self.pod = pod
+        meta = pod["metadata"]
+        self.name: str = meta["name"]
+        self.namespace: str = meta.get("namespace") or "default"
+        self.uid: str = meta.get("uid") or f"{self.namespace}/{self.name}"
+        self.key = f"{self.namespace}/{self.name}"
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key})"
+
+    @property
+    def spec(self) -> dict:
+        return self.pod.get("spec") or {}
+
+    @property
+    def status(self) -> dict:
+        return self.pod.get("status") or {}
+
+    @cached_property
+    def labels(self) -> dict[str, str]:
+        return self.pod["metadata"].get("labels") or {}
+
+    @property
+    def node_name(self) -> str:
+        return self.spec.get("nodeName") or ""
+
+    @property
+    def nominated_node_name(self) -> str:
+        return self.status.get("nominatedNodeName") or ""
+
+    @cached_property
+    def scheduler_name(self) -> str:
+        return self.spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME
+
+    @cached_property
+    def priority(self) -> int:
+        """``corev1helpers.PodPriority``: spec.priority, 0 when unset."""
+        return self.spec.get("priority") or 0
+
+    @cached_property
+    def preemption_policy(self) -> str:
+        return self.spec.get("preemptionPolicy") or "PreemptLowerPriority"
+
+    @cached_property
+    def creation_timestamp(self) -> float:
+        return parse_time(self.pod["metadata"].get("creationTimestamp"))
+
+    @property
+    def deletion_timestamp(self) -> str | None:
+        return self.pod["metadata"].get("deletionTimestamp")
+
+    @cached_property
+    def start_time(self) -> float | None:
+        """``status.startTime`` (None when the pod has not started), used to order preemption victims."""
+        raw = self.status.get("startTime")
+        return parse_time(raw) if raw else None
+
+    @cached_property
+    def scheduling_gates(self) -> list[str]:
+        return [g.get("name", "") for g in self.spec.get("schedulingGates") or []]
+
+    # --- resources -------------------------------------------------------------------------
+    @cached_property
+    def request_amounts(self) -> dict:
+        return res.pod_requests(self.pod)
+
+    @cached_property
+    def requests(self) -> dict[str, int]:
+        """cpu (millicores), memory, ephemeral-storage and scalar resources, as NodeResourcesFit reads them."""
+        return res.scheduler_resources(self.request_amounts)
+
+    @cached_property
+    def non_zero_requests(self) -> tuple[int, int]:
+        return res.non_zero_requests(self.pod, self.request_amounts)
+
+    # --- node selection --------------------------------------------------------------------
+    @cached_property
+    def node_selector(self) -> dict[str, str]:
+        return self.spec.get("nodeSelector") or {}
+
+    @cached_property
+    def node_selector_labels(self) -> LabelSelector:
+        return selector_from_set(self.node_selector)
+
+    @cached_property
+    def required_node_affinity(self) -> NodeSelector | None:
+        node_affinity = (self.spec.get("affinity") or {}).get("nodeAffinity") or {}
+        required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if required is None:
+            return None
+        return parse_node_selector(required)
+
+    @cached_property
+    def preferred_node_affinity(self) -> list[tuple[int, NodeSelectorTerm]]:
+        node_affinity = (self.spec.get("affinity") or {}).get("nodeAffinity") or {}
+        terms = []
+        for i, pref in enumerate(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
+            weight = pref.get("weight", 0)
+            if weight == 0:
+                continue
+            term = pref.get("preference") or {}
+            terms.append((weight, parse_node_selector_term(term, f"preferredDuringSchedulingIgnoredDuringExecution[{i}]")))
+        return terms
+
+    @cached_property
+    def tolerations(self) -> tuple[Toleration, ...]:
+        return tuple(Toleration.from_dict(t) for t in self.spec.get("tolerations") or [])
+
+    @cached_property
+    def host_ports(self) -> list[HostPort]:
+        return pod_host_ports(self.spec)
+
+    @cached_property
+    def images(self) -> list[str]:
+        """Images of init containers then containers, as ImageLocality sums them."""
+        spec = self.spec
+        return [c.get("image", "") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
+
+    # --- inter-pod affinity ------------------------------------------------------------------
+    def _terms(self, kind: str, preferred: bool) -> list[AffinityTerm]:
+        section = (self.spec.get("affinity") or {}).get(kind) or {}
+        if preferred:
+            raw = section.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+            return [AffinityTerm.from_spec(self.namespace, w.get("podAffinityTerm") or {}, w.get("weight", 0)) for w in raw]
+        raw = section.get("requiredDuringSchedulingIgnoredDuringExecution") or []
+        return [AffinityTerm.from_spec(self.namespace, t) for t in raw]
+
+    @cached_property
+    def required_affinity_terms(self) -> list[AffinityTerm]:
+        return self._terms("podAffinity", False)
+
+    @cached_property
+    def required_anti_affinity_terms(self) -> list[AffinityTerm]:
+        return self._terms("podAntiAffinity", False)
+
+    @cached_property
+    def preferred_affinity_terms(self) -> list[AffinityTerm]:
+        return self._terms("podAffinity", True)
+
+    @cached_property
+    def preferred_anti_affinity_terms(self) -> list[AffinityTerm]:
+        return self._terms("podAntiAffinity", True)
+
+    @cached_property
+    def has_affinity(self) -> bool:
+        affinity = self.spec.get("affinity") or {}
+        return bool(affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
+
+    @cached_property
+    def has_required_anti_affinity(self) -> bool:
+        return bool(self.required_anti_affinity_terms)
+
+    @cached_property
+    def pvc_names(self) -> list[str]:
+        names = []
+        for volume in self.spec.get("volumes") or []:
+            claim = volume.get("persistentVolumeClaim")
+            if claim and claim.get("claimName"):
+                names.append(claim["claimName"])
+            elif volume.get("ephemeral") is not None:
+                names.append(f"{self.name}-{volume.get('name', '')}")
+        return names
+
+
+@dataclass(slots=True)
+class ImageStateSummary:
+    size: int
+    num_nodes: int
+
+
+@dataclass
+class HostPortInfo:
+    """Host ports in use on a node, keyed by IP then (protocol, port)."""
+
+    by_ip: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+
+    def add(self, port: HostPort) -> None:
+        bucket = self.by_ip.setdefault(port.ip, {})
+        key = (port.protocol, port.port)
+        bucket[key] = bucket.get(key, 0) + 1
+
+    def remove(self, port: HostPort) -> None:
+        bucket = self.by_ip.get(port.ip)
+        key = (port.protocol, port.port)
+        if not bucket or key not in bucket:
+            return
+        bucket[key] -= 1
+        if bucket[key] <= 0:
+            del bucket[key]
+        if not bucket:
+            del self.by_ip[port.ip]
+
+    def conflicts(self, port: HostPort) -> bool:
+        """``HostPortInfo.CheckConflict``: 0.0.0.0 clashes with every IP on the same protocol and port."""
+        if port.port <= 0:
+            return False
+        key = (port.protocol, port.port)
+        if port.ip == DEFAULT_BIND_ALL_HOST_IP:
+            return any(key in bucket for bucket in self.by_ip.values())
+        for ip in (DEFAULT_BIND_ALL_HOST_IP, port.ip):
+            bucket = self.by_ip.get(ip)
+            if bucket and key in bucket:
+                return True
+        return False
+
+    def __len__(self) -> int:
+        return sum(len(b) for b in self.by_ip.values())
+
+    def copy(self) -> HostPortInfo:
+        return HostPortInfo({ip: dict(b) for ip, b in self.by_ip.items()})
+
+
+def node_allocatable(node: Mapping) -> dict[str, int]:
+    """Allocatable as the scheduler tracks it: cpu in millicores, pods as a count, scalars in units."""
+    status = node.get("status") or {}
+    raw = status.get("allocatable")
+    if raw is None:
+        raw = status.get("capacity") or {}
+    out: dict[str, int] = {}
+    for name, quantity in raw.items():
+        if name in (res.CPU, res.MEMORY, res.EPHEMERAL_STORAGE, res.PODS) or res.is_scalar(name):
+            out[name] = res.to_int(name, parse_quantity(quantity))
+    return out
+
+
+class NodeInfo:
+    """A node and the pods assigned or assumed on it (upstream ``framework.NodeInfo``)."""
+
+    __slots__ = (
+        "allocatable",
+        "generation",
+        "image_states",
+        "name",
+        "node",
+        "non_zero_requested",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "pvc_ref_counts",
+        "requested",
+        "used_ports",
+    )
+
+    def __init__(self, node: dict | None = None, name: str = "") -> None:
+        self.node: dict | None = None
+        self.name = name
+        self.pods: dict[str, PodInfo] = {}
+        self.pods_with_affinity: dict[str, PodInfo] = {}
+        self.pods_with_required_anti_affinity: dict[str, PodInfo] = {}
+        self.requested: dict[str, int] = {}
+        self.non_zero_requested = [0, 0]
+        self.allocatable: dict[str, int] = {}
+        self.used_ports = HostPortInfo()
+        self.image_states: dict[str, ImageStateSummary] = {}
+        self.pvc_ref_counts: dict[str, int] = {}
+        self.generation = 0
+        if node is not None:
+            self.set_node(node)
+
+    def __repr__(self) -> str:
+        return f"NodeInfo({self.name}, pods={len(self.pods)})"
+
+    def set_node(self, node: dict) -> None:
+        self.node = node
+        self.name = node["metadata"]["name"]
+        self.allocatable = node_allocatable(node)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return (self.node or {}).get("metadata", {}).get("labels") or {}
+
+    @property
+    def taints(self) -> list[Taint]:
+        return [Taint.from_dict(t) for t in ((self.node or {}).get("spec") or {}).get("taints") or []]
+
+    @property
+    def unschedulable(self) -> bool:
+        return bool(((self.node or {}).get("spec") or {}).get("unschedulable"))
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self.pods[pod.uid] = pod
+        if pod.has_affinity:
+            self.pods_with_affinity[pod.uid] = pod
+        if pod.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity[pod.uid] = pod
+        self._account(pod, 1)
+
+    def remove_pod(self, pod_uid: str) -> PodInfo | None:
+        pod = self.pods.pop(pod_uid, None)
+        if pod is None:
+            return None
+        self.pods_with_affinity.pop(pod_uid, None)
+        self.pods_with_required_anti_affinity.pop(pod_uid, None)
+        self._account(pod, -1)
+        return pod
+
+    def _account(self, pod: PodInfo, sign: int) -> None:
+        requested = self.requested
+        for name, amount in pod.requests.items():
+            requested[name] = requested.get(name, 0) + sign * amount
+        cpu, mem = pod.non_zero_requests
+        self.non_zero_requested[0] += sign * cpu
+        self.non_zero_requested[1] += sign * mem
+        for port in pod.host_ports:
+            if sign > 0:
+                self.used_ports.add(port)
+            else:
+                self.used_ports.remove(port)
+        for claim in pod.pvc_names:
+            key = f"{pod.namespace}/{claim}"
+            count = self.pvc_ref_counts.get(key, 0) + sign
+            if count > 0:
+                self.pvc_ref_counts[key] = count
+            else:
+                self.pvc_ref_counts.pop(key, None)
+        self.generation += 1
+
+    def clone(self) -> NodeInfo:
+        """A copy whose pod set and aggregates can change without touching the original."""
+        copy = NodeInfo.__new__(NodeInfo)
+        copy.node = self.node
+        copy.name = self.name
+        copy.pods = dict(self.pods)
+        copy.pods_with_affinity = dict(self.pods_with_affinity)
+        copy.pods_with_required_anti_affinity = dict(self.pods_with_required_anti_affinity)
+        copy.requested = dict(self.requested)
+        copy.non_zero_requested = list(self.non_zero_requested)
+        copy.allocatable = self.allocatable
+        copy.used_ports = self.used_ports.copy()
+        copy.image_states = self.image_states
+        copy.pvc_ref_counts = dict(self.pvc_ref_counts)
+        copy.generation = self.generation
+        return copy
+
