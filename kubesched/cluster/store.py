@@ -59,7 +59,7 @@ class WatchEvent:
 
 
 class Watch:
-    """One watcher's stream. Iterate it with ``async for``; ``stop()`` ends it."""
+    """One watcher's stream: ``await next_batch()`` for events; ``stop()`` ends it."""
 
     def __init__(self, store: ObjectStore, kind: Kind, namespace: str | None, predicate: Predicate | None) -> None:
         self.store = store
@@ -117,23 +117,6 @@ class Watch:
             self._wakeup.clear()
             await self._wakeup.wait()
         return self.drain()
-
-    def __aiter__(self) -> Watch:
-        return self
-
-    async def __anext__(self) -> WatchEvent:
-        while not self.pending:
-            if self.stopped:
-                raise StopAsyncIteration
-            await self.next_batch_wait()
-        return self.pending.popleft()
-
-    async def next_batch_wait(self) -> None:
-        if self._wakeup is None:
-            self._wakeup = asyncio.Event()
-        self._wakeup.clear()
-        if not self.pending and not self.stopped:
-            await self._wakeup.wait()
 
     def stop(self) -> None:
         if not self.stopped:
@@ -199,6 +182,10 @@ class ObjectStore:
 
     def count(self, kind: Kind) -> int:
         return len(self._objects.get(kind, {}))
+
+    def watch_events_pending(self) -> bool:
+        """Whether some watcher has events it has not consumed yet."""
+        return any(w.pending for watches in self._watches.values() for w in watches)
 
     # --- watching -----------------------------------------------------------------------------
     def watch(self, kind: Kind, since: int | None = None, namespace: str | None = None,

@@ -131,6 +131,15 @@ EVENT_UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WildCard, ActionType.All, UN
 EVENT_FORCE_ACTIVATE = ClusterEvent(Resource.WildCard, ActionType.All, FORCE_ACTIVATE)
 
 
+def unroll_wildcard() -> list[ClusterEvent]:
+    """Every resource with action All: what a plugin without EnqueueExtensions is interested in
+    (upstream ``UnrollWildCardResource``)."""
+    resources = (Resource.Pod, Resource.Node, Resource.PersistentVolume, Resource.PersistentVolumeClaim,
+                 Resource.CSINode, Resource.CSIDriver, Resource.CSIStorageCapacity, Resource.StorageClass,
+                 Resource.VolumeAttachment, Resource.ResourceClaim, Resource.DeviceClass, Resource.ResourceSlice)
+    return [ClusterEvent(r, ActionType.All) for r in resources]
+
+
 def _meta(obj: Mapping, field: str) -> Any:
     return (obj.get("metadata") or {}).get(field) or {}
 

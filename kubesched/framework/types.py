@@ -145,6 +145,16 @@ class PodInfo:
     def __repr__(self) -> str:
         return f"PodInfo({self.key})"
 
+    def bound_to(self, node_name: str) -> PodInfo:
+        """This pod assigned to ``node_name`` (the scheduler's *assumed* pod), reusing what was parsed."""
+        pod = dict(self.pod)
+        pod["spec"] = {**self.spec, "nodeName": node_name}
+        copy = PodInfo.__new__(PodInfo)
+        copy.__dict__.update(self.__dict__)
+        copy.pod = pod
+        copy.name, copy.namespace, copy.uid, copy.key = self.name, self.namespace, self.uid, self.key
+        return copy
+
     @property
     def spec(self) -> dict:
         return self.pod.get("spec") or {}

@@ -1,0 +1,72 @@
+"""Arguments and loading shared by the commands that take manifests and a configuration."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kubesched import config as config_module
+from kubesched.api.manifests import load
+from kubesched.config.types import SchedulerConfiguration
+from kubesched.features import FeatureGates, parse_flag
+from kubesched.framework.registry import Registry, in_tree_registry, load_out_of_tree, merge
+
+
+def add_cluster_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR",
+                        help="manifests (YAML or JSON, multi-document, kind: List); directories are read recursively")
+    parser.add_argument("--config", help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
+    parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same placements")
+    parser.add_argument("--feature-gates", default="", metavar="A=true,B=false", help="feature gates to change for this run")
+    parser.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE[:CLASS]",
+                        help="register out-of-tree plugins from an importable module (repeatable)")
+
+
+def registry_from(args: argparse.Namespace) -> Registry:
+    registry = in_tree_registry()
+    for spec in args.plugins:
+        registry = merge(registry, load_out_of_tree(spec))
+    return registry
+
+
+def configuration_from(args: argparse.Namespace, registry: Registry) -> tuple[SchedulerConfiguration, FeatureGates]:
+    gates = FeatureGates(parse_flag(args.feature_gates))
+    if args.config:
+        cfg = config_module.load_file(args.config, registry=registry, feature_gates=gates)
+    else:
+        cfg = config_module.default_configuration(feature_gates=gates)
+    return cfg, gates
+
+
+def load_manifests(args: argparse.Namespace) -> list[dict]:
+    return load(args.files)
+
+
+class LazyProgress:
+    """A progress bar on stderr that appears only for runs longer than ``delay`` seconds."""
+
+    def __init__(self, label: str, delay: float = 2.0) -> None:
+        self.label = label
+        self.delay = delay
+        self.started = time.monotonic()
+        self.progress: Progress | None = None
+        self.task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.progress is None:
+            if time.monotonic() - self.started < self.delay:
+                return
+            self.progress = Progress(TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                     console=Console(file=sys.stderr), transient=True)
+            self.progress.start()
+            self.task = self.progress.add_task(self.label, total=total)
+        self.progress.update(self.task, completed=done, total=total)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+

@@ -1,0 +1,109 @@
+"""``kubesched simulate``: schedule manifests on an embedded cluster and print where pods went."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+from rich import box
+
+from kubesched.cli.common import LazyProgress, add_cluster_args, configuration_from, load_manifests, registry_from
+from kubesched.cluster.store import EVENT
+from kubesched.simulation import SimulationResult, simulate
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("simulate", help="schedule manifests on an embedded cluster (no cluster needed)",
+                       description=__doc__)
+    add_cluster_args(p)
+    p.add_argument("-o", "--output", choices=("table", "wide", "yaml", "json"), default="table")
+    p.add_argument("--explain", action="store_true", help="record per-node filter and score details (slower)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    registry = registry_from(args)
+    cfg, gates = configuration_from(args, registry)
+    objects = load_manifests(args)
+    progress = LazyProgress("scheduling")
+    try:
+        result = simulate(objects, cfg, seed=args.seed, registry=registry, feature_gates=gates,
+                          explain=args.explain, progress=progress)
+    finally:
+        progress.close()
+    served = {p.scheduler_name for p in cfg.profiles}
+    if args.output in ("yaml", "json"):
+        print_objects(result, args.output, explain=args.explain)
+    else:
+        print_table(result, served, wide=args.output == "wide")
+    return 0
+
+
+def pod_status(pod: dict) -> str:
+    meta, status = pod["metadata"], pod.get("status") or {}
+    if meta.get("deletionTimestamp"):
+        return "Terminating"
+    return status.get("reason") or status.get("phase") or "Pending"
+
+
+def pending_reason(pod: dict, served: set[str]) -> str | None:
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    if spec.get("nodeName"):
+        return status.get("message") if status.get("phase") == "Failed" else None
+    name = spec.get("schedulerName") or "default-scheduler"
+    if name not in served:
+        return f'schedulerName "{name}" has no profile here, so kubesched leaves the pod for another scheduler'
+    for condition in status.get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return condition.get("message") or condition.get("reason")
+    if spec.get("schedulingGates"):
+        return "waiting for scheduling gates: [" + " ".join(g.get("name", "") for g in spec["schedulingGates"]) + "]"
+    return None
+
+
+def print_table(result: SimulationResult, served: set[str], wide: bool = False) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    columns = ["NAMESPACE", "NAME", "STATUS", "NODE"]
+    if wide:
+        columns += ["IP", "NOMINATED NODE", "PRIORITY"]
+    for column in columns:
+        table.add_column(column, no_wrap=True)
+    notes = []
+    for pod in result.pods():
+        meta, spec, status = pod["metadata"], pod.get("spec") or {}, pod.get("status") or {}
+        row = [meta.get("namespace", ""), meta["name"], pod_status(pod), spec.get("nodeName") or "<none>"]
+        if wide:
+            row += [status.get("podIP") or "<none>", status.get("nominatedNodeName") or "<none>", str(spec.get("priority", 0))]
+        table.add_row(*row)
+        reason = pending_reason(pod, served)
+        if reason:
+            notes.append((f"{meta.get('namespace')}/{meta['name']}", reason))
+    console.print(table)
+    scheduled = sum(1 for p in result.pods() if (p.get("spec") or {}).get("nodeName"))
+    console.print(f"\n{scheduled}/{len(result.pods())} pods scheduled.")
+    if notes:
+        console.print("\nPending pods:")
+        for key, reason in notes:
+            console.print(f"  {key}: {reason}")
+    if result.ignored:
+        kinds = sorted({o["kind"] for o in result.ignored})
+        print(f"\nnote: kubesched kept but does not act on {len(result.ignored)} object(s) of kind(s): {', '.join(kinds)}", file=sys.stderr)
+
+
+def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> None:
+    items = list(result.pods()) + sorted(result.store.iter_all(EVENT), key=lambda e: e["metadata"]["name"])
+    doc: dict = {"apiVersion": "v1", "kind": "List", "items": items}
+    if explain:
+        from kubesched.explain import attempts_to_json
+
+        doc["explanations"] = attempts_to_json(result.attempts)
+    if fmt == "json":
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        yaml.safe_dump(doc, sys.stdout, sort_keys=False)

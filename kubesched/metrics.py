@@ -1,0 +1,103 @@
+"""Prometheus metrics with kube-scheduler's names, labels and buckets (``pkg/scheduler/metrics``).
+
+Each Scheduler owns a ``Metrics`` with its own registry, so several schedulers (tests, several
+profiles' processes) never clash; ``/metrics`` serves that registry.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+SUBSYSTEM = "scheduler"
+
+
+def _exponential(start: float, factor: float, count: int) -> list[float]:
+    return [start * factor**i for i in range(count)]
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.schedule_attempts = Counter(
+            "schedule_attempts", "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
+            "could not be scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"], namespace=SUBSYSTEM, registry=r)
+        self.scheduling_attempt_duration = Histogram(
+            "scheduling_attempt_duration_seconds", "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"], namespace=SUBSYSTEM, registry=r, buckets=_exponential(0.001, 2, 15))
+        self.scheduling_algorithm_duration = Histogram(
+            "scheduling_algorithm_duration_seconds", "Scheduling algorithm latency in seconds",
+            namespace=SUBSYSTEM, registry=r, buckets=_exponential(0.001, 2, 15))
+        self.pending_pods = Gauge(
+            "pending_pods", "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; "
+            "'backoff' means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods "
+            "that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that "
+            "the scheduler never attempted to schedule because they are gated.",
+            ["queue"], namespace=SUBSYSTEM, registry=r)
+        self.preemption_attempts = Counter(
+            "preemption_attempts", "Total preemption attempts in the cluster till now", namespace=SUBSYSTEM, registry=r)
+        self.preemption_victims = Histogram(
+            "preemption_victims", "Number of selected preemption victims",
+            namespace=SUBSYSTEM, registry=r, buckets=_exponential(1, 2, 7))
+        self.framework_extension_point_duration = Histogram(
+            "framework_extension_point_duration_seconds", "Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"], namespace=SUBSYSTEM, registry=r,
+            buckets=_exponential(0.0001, 2, 12))
+        self.plugin_execution_duration = Histogram(
+            "plugin_execution_duration_seconds", "Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"], namespace=SUBSYSTEM, registry=r,
+            buckets=_exponential(0.00001, 1.5, 20))
+        self.plugin_evaluation = Counter(
+            "plugin_evaluation", "Number of attempts to schedule pods by each plugin and the extension point "
+            "(available only in PreFilter, Filter, PreScore, and Score).",
+            ["plugin", "extension_point", "profile"], namespace=SUBSYSTEM, registry=r)
+        self.queue_incoming_pods = Counter(
+            "queue_incoming_pods", "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"], namespace=SUBSYSTEM, registry=r)
+        self.pod_scheduling_sli_duration = Histogram(
+            "pod_scheduling_sli_duration_seconds", "E2e latency for a pod being scheduled, from the time the pod "
+            "enters the scheduling queue and might involve multiple scheduling attempts.",
+            ["attempts"], namespace=SUBSYSTEM, registry=r, buckets=_exponential(0.01, 2, 20))
+        self.pod_scheduling_attempts = Histogram(
+            "pod_scheduling_attempts", "Number of attempts to successfully schedule a pod.",
+            namespace=SUBSYSTEM, registry=r, buckets=_exponential(1, 2, 5))
+        self.permit_wait_duration = Histogram(
+            "permit_wait_duration_seconds", "Duration of waiting on permit.",
+            ["result"], namespace=SUBSYSTEM, registry=r, buckets=_exponential(0.001, 2, 15))
+        self.unschedulable_pods = Gauge(
+            "unschedulable_pods", "The number of unschedulable pods broken down by plugin name. A pod will "
+            "increment the gauge for all plugins that caused it to not schedule and so this metric have meaning "
+            "only when broken down by plugin.", ["plugin", "profile"], namespace=SUBSYSTEM, registry=r)
+        self.cache_size = Gauge(
+            "cache_size", "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ["type"], namespace=SUBSYSTEM, registry=r)
+        self.goroutines = Gauge(
+            "goroutines", "Number of running goroutines split by the work they do such as binding.",
+            ["operation"], namespace=SUBSYSTEM, registry=r)
+        self.event_handling_duration = Histogram(
+            "event_handling_duration_seconds", "Event handling latency in seconds.",
+            ["event"], namespace=SUBSYSTEM, registry=r, buckets=_exponential(0.0001, 2, 12))
+        self.queueing_hint_execution_duration = Histogram(
+            "queueing_hint_execution_duration_seconds", "Duration for running a queueing hint function of a plugin.",
+            ["plugin", "event", "hint"], namespace=SUBSYSTEM, registry=r, buckets=_exponential(0.000001, 1.5, 20))
+        self.inflight_events = Gauge(
+            "inflight_events", "Number of events currently tracked in the scheduling queue.",
+            ["event"], namespace=SUBSYSTEM, registry=r)
+
+    # Result labels, as upstream spells them.
+    SCHEDULED = "scheduled"
+    UNSCHEDULABLE = "unschedulable"
+    ERROR = "error"
+
+    def pod_scheduled(self, profile: str, seconds: float) -> None:
+        self.schedule_attempts.labels(self.SCHEDULED, profile).inc()
+        self.scheduling_attempt_duration.labels(self.SCHEDULED, profile).observe(seconds)
+
+    def pod_unschedulable(self, profile: str, seconds: float) -> None:
+        self.schedule_attempts.labels(self.UNSCHEDULABLE, profile).inc()
+        self.scheduling_attempt_duration.labels(self.UNSCHEDULABLE, profile).observe(seconds)
+
+    def pod_schedule_error(self, profile: str, seconds: float) -> None:
+        self.schedule_attempts.labels(self.ERROR, profile).inc()
+        self.scheduling_attempt_duration.labels(self.ERROR, profile).observe(seconds)

@@ -1,0 +1,130 @@
+"""Simulation: build an embedded cluster from manifests, run the scheduler on virtual time until no
+pod can make progress, and report what happened.
+
+"No progress" is decided the way an operator would: the queue is drained, nothing is in flight,
+and a full five-minute flush of the unschedulable pods (which virtual time makes instant) changes
+nothing, neither a binding nor a deletion nor a nomination.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kubesched.api.kinds import kind_for
+from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.cluster.client import MemoryClient
+from kubesched.cluster.kubelet import FakeKubelet
+from kubesched.cluster.store import POD, ObjectStore
+from kubesched.config.types import SchedulerConfiguration
+from kubesched.features import FeatureGates
+from kubesched.framework.registry import Registry
+from kubesched.schedule_one import Attempt
+from kubesched.scheduler import Scheduler
+
+#: Creation order: what others refer to first, pods last (as ``kubectl apply`` of a well-formed
+#: directory would end up), so that the scheduler starts with the whole cluster in view.
+_ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSIDriver", "PersistentVolume", "Node", "CSINode",
+          "PersistentVolumeClaim", "Service", "PodDisruptionBudget", "ReplicationController", "ReplicaSet",
+          "StatefulSet", "Deployment", "Pod")
+UNSCHEDULABLE_FLUSH = 300.0 + 31.0
+POLL = 0.01
+
+
+@dataclass
+class SimulationResult:
+    store: ObjectStore
+    attempts: list[Attempt] = field(default_factory=list)
+    virtual_seconds: float = 0.0
+    ignored: list[dict] = field(default_factory=list)
+
+    def pods(self) -> list[dict]:
+        return sorted(self.store.iter_all(POD), key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
+
+
+def creation_order(objects: Iterable[dict]) -> tuple[list[dict], list[dict]]:
+    """Objects the store serves, in creation order, and those it does not (kept for the report)."""
+    rank = {k: i for i, k in enumerate(_ORDER)}
+    served, ignored = [], []
+    for index, obj in enumerate(objects):
+        if kind_for(obj.get("apiVersion", ""), obj.get("kind", "")) is None:
+            ignored.append(obj)
+        else:
+            served.append((rank.get(obj["kind"], len(_ORDER) - 1), index, obj))
+    return [obj for _, _, obj in sorted(served, key=lambda t: (t[0], t[1]))], ignored
+
+
+def simulate(
+    objects: list[dict],
+    config: SchedulerConfiguration,
+    *,
+    seed: int = 0,
+    registry: Registry | None = None,
+    feature_gates: FeatureGates | None = None,
+    explain: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> SimulationResult:
+    """Schedule ``objects`` (already validated manifests) on an embedded cluster."""
+    return run_virtual(_simulate(objects, config, seed, registry, feature_gates, explain, progress))
+
+
+async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: int, registry: Registry | None,
+                    gates: FeatureGates | None, explain: bool, progress: Callable[[int, int], None] | None) -> SimulationResult:
+    loop = asyncio.get_running_loop()
+    clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
+    store = ObjectStore(clock, seed=seed, auto_create_namespaces=True)
+    ordered, ignored = creation_order(objects)
+    for obj in ordered:
+        store.create(kind_for(obj["apiVersion"], obj["kind"]), obj)  # type: ignore[arg-type]
+    result = SimulationResult(store, ignored=ignored)
+    kubelet = FakeKubelet(store)
+    kubelet.start()
+    sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
+                      on_attempt=result.attempts.append if explain else None)
+    await sched.start()
+    started = loop.time()
+    runner = loop.create_task(sched.run(), name="scheduler")
+    try:
+        await settle(sched, store, kubelet, progress)
+    finally:
+        await sched.stop()
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        await kubelet.stop()
+    result.virtual_seconds = loop.time() - started
+    return result
+
+
+async def settle(sched: Scheduler, store: ObjectStore, kubelet: FakeKubelet,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+    """Return once a full unschedulable flush leaves bindings, deletions and nominations unchanged."""
+    while True:
+        await _quiet(sched, store, kubelet, progress)
+        before = _fingerprint(store)
+        if not sched.queue.counts().get("unschedulable"):
+            return
+        await asyncio.sleep(UNSCHEDULABLE_FLUSH)
+        await _quiet(sched, store, kubelet, progress)
+        if _fingerprint(store) == before:
+            return
+
+
+async def _quiet(sched: Scheduler, store: ObjectStore, kubelet: FakeKubelet,
+                 progress: Callable[[int, int], None] | None) -> None:
+    while True:
+        await asyncio.sleep(POLL)
+        if progress is not None:
+            bound = sum(1 for p in store.iter_all(POD) if (p.get("spec") or {}).get("nodeName"))
+            progress(bound, store.count(POD))
+        if sched.busy() or store.pending_timers or not kubelet.idle() or store.watch_events_pending():
+            continue
+        return
+
+
+def _fingerprint(store: ObjectStore) -> tuple:
+    pods = []
+    for p in store.iter_all(POD):
+        meta, spec, status = p["metadata"], p.get("spec") or {}, p.get("status") or {}
+        pods.append((meta.get("uid"), spec.get("nodeName"), status.get("nominatedNodeName"), bool(meta.get("deletionTimestamp"))))
+    return tuple(sorted(pods, key=lambda t: t[0] or ""))

@@ -1,0 +1,105 @@
+"""The scheduler cache: assume, confirm, forget, expire; snapshots updated only where nodes changed."""
+
+import pytest
+
+from kubesched.backend.cache import Cache, CacheError
+from kubesched.clock import ManualClock
+from kubesched.framework.types import PodInfo
+from kubesched.nodetable.table import CPU
+from tests.helpers import make_node, make_pod
+
+
+@pytest.fixture
+def cache():
+    c = Cache(ManualClock())
+    c.add_node(make_node("n1"))
+    c.add_node(make_node("n2"))
+    c.update_snapshot()
+    return c
+
+
+def assumed(name="p", node="n1", cpu="1"):
+    return PodInfo(make_pod(name, cpu=cpu)).bound_to(node)
+
+
+def test_assume_then_confirm(cache):
+    pod = assumed()
+    cache.assume_pod(pod)
+    assert cache.is_assumed(pod.uid)
+    table = cache.update_snapshot()
+    assert table.requested[CPU, table.row_of["n1"]] == 1000
+    cache.finish_binding(pod)
+    cache.add_pod(PodInfo(make_pod("p", cpu="1", node="n1")))
+    assert not cache.is_assumed(pod.uid)
+    assert cache.update_snapshot().requested[CPU, table.row_of["n1"]] == 1000
+
+
+def test_forget_releases_resources(cache):
+    pod = assumed()
+    cache.assume_pod(pod)
+    cache.forget_pod(pod)
+    assert cache.get_pod(pod.uid) is None
+    assert cache.update_snapshot().requested[CPU].sum() == 0
+    with pytest.raises(CacheError, match="wasn't assumed"):
+        cache.forget_pod(pod)
+
+
+def test_assuming_twice_is_an_error(cache):
+    cache.assume_pod(assumed())
+    with pytest.raises(CacheError, match="is in the cache, so can't be assumed"):
+        cache.assume_pod(assumed())
+
+
+def test_confirmation_on_another_node_moves_the_pod(cache):
+    cache.assume_pod(assumed(node="n1"))
+    cache.add_pod(PodInfo(make_pod("p", cpu="1", node="n2")))
+    table = cache.update_snapshot()
+    assert table.requested[CPU, table.row_of["n1"]] == 0
+    assert table.requested[CPU, table.row_of["n2"]] == 1000
+
+
+def test_assumed_pods_expire_only_with_a_ttl_after_binding_finished():
+    clock = ManualClock()
+    cache = Cache(clock, ttl=30)
+    cache.add_node(make_node("n1"))
+    pod = assumed()
+    cache.assume_pod(pod)
+    clock.step(60)
+    assert cache.cleanup_assumed_pods() == []  # binding not finished yet
+    cache.finish_binding(pod)
+    clock.step(29)
+    assert cache.cleanup_assumed_pods() == []
+    clock.step(2)
+    assert [p.uid for p in cache.cleanup_assumed_pods()] == [pod.uid]
+    assert cache.get_pod(pod.uid) is None
+
+
+def test_default_ttl_never_expires(cache):
+    pod = assumed()
+    cache.assume_pod(pod)
+    cache.finish_binding(pod)
+    cache.clock.step(10**6)
+    assert cache.cleanup_assumed_pods() == []
+
+
+def test_removed_node_keeps_info_while_pods_remain(cache):
+    cache.add_pod(PodInfo(make_pod("p", cpu="1", node="n1")))
+    cache.remove_node(make_node("n1"))
+    table = cache.update_snapshot()
+    assert "n1" not in table.row_of
+    assert "n1" in cache.nodes
+    cache.remove_pod(PodInfo(make_pod("p", cpu="1", node="n1")))
+    assert "n1" not in cache.nodes
+
+
+def test_snapshot_touches_only_changed_nodes(cache):
+    table = cache.update_snapshot()
+    generation = table.generation
+    cache.add_pod(PodInfo(make_pod("p", cpu="1", node="n2")))
+    cache.update_snapshot()
+    assert table.generation == generation  # a pod delta adjusts a row, no node rewrite
+    cache.add_node(make_node("n2", cpu="8"))
+    cache.update_snapshot()
+    assert table.generation == generation + 1
+    assert table.allocatable[CPU, table.row_of["n2"]] == 8000
+    assert table.requested[CPU, table.row_of["n2"]] == 1000
