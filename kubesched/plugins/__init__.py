@@ -1,19 +1,29 @@
-"""In-tree plugins, one module each, named after the plugin (``node_resources_fit`` is NodeResourcesFit)."""
+"""In-tree plugins, one module each, named after the plugin (``node_resources_fit`` is NodeResourcesFit).
 
-from kubesched.plugins.default_binder import DefaultBinder
-from kubesched.plugins.node_name import NodeName
-from kubesched.plugins.node_resources_fit import NodeResourcesFit
-from kubesched.plugins.node_unschedulable import NodeUnschedulable
-from kubesched.plugins.priority_sort import PrioritySort
-from kubesched.plugins.scheduling_gates import SchedulingGates
+Every public module of this package is imported and each Plugin subclass it defines with a
+``name`` is registered, so adding a plugin is adding its module.
+"""
 
-IN_TREE_PLUGINS: list[type] = [
-    SchedulingGates,
-    PrioritySort,
-    NodeUnschedulable,
-    NodeName,
-    NodeResourcesFit,
-    DefaultBinder,
-]
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from kubesched.framework.interface import Plugin
+
+
+def _discover() -> list[type[Plugin]]:
+    found: dict[str, type[Plugin]] = {}
+    for module_info in pkgutil.iter_modules(__path__):
+        if module_info.name.startswith("_") or module_info.name == "names":
+            continue
+        module = importlib.import_module(f"{__name__}.{module_info.name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, Plugin) and value.name and value.__module__ == module.__name__:
+                found[value.name] = value
+    return [found[name] for name in sorted(found)]
+
+
+IN_TREE_PLUGINS: list[type[Plugin]] = _discover()
 
 __all__ = ["IN_TREE_PLUGINS"]
