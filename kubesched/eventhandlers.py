@@ -28,6 +28,10 @@ KIND_OF_RESOURCE = {
     ev.Resource.CSINode: "CSINode",
     ev.Resource.CSIDriver: "CSIDriver",
     ev.Resource.VolumeAttachment: "VolumeAttachment",
+    ev.Resource.CSIStorageCapacity: "CSIStorageCapacity",
+    ev.Resource.ResourceClaim: "ResourceClaim",
+    ev.Resource.ResourceSlice: "ResourceSlice",
+    ev.Resource.DeviceClass: "DeviceClass",
 }
 
 

@@ -43,7 +43,8 @@ CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.Override)
 #: Kinds the scheduler's informers watch: what the cache and the in-tree plugins read.
 WATCHED_KINDS = (
     "Pod", "Node", "Namespace", "PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode",
-    "CSIDriver", "PodDisruptionBudget", "PriorityClass", "Service", "ReplicaSet", "StatefulSet", "ReplicationController",
+    "CSIDriver", "CSIStorageCapacity", "VolumeAttachment", "PodDisruptionBudget", "PriorityClass", "Service", "ReplicaSet",
+    "StatefulSet", "ReplicationController", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice",
 )
 
 

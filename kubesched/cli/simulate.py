@@ -7,9 +7,9 @@ import json
 import sys
 
 import yaml
+from rich import box
 from rich.console import Console
 from rich.table import Table
-from rich import box
 
 from kubesched.cli.common import LazyProgress, add_cluster_args, configuration_from, load_manifests, registry_from
 from kubesched.cluster.store import EVENT
