@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kubesched.framework.events import ClusterEvent
 from kubesched.framework.types import PodInfo
 
 
@@ -26,8 +27,8 @@ class QueuedPodInfo:
     pending_plugins: set[str] = field(default_factory=set)
     #: The PreEnqueue plugin that keeps the pod out of activeQ, if any.
     gating_plugin: str = ""
-    #: Events (by label) the pod was gated by; for metrics.
-    gating_plugin_events: list[str] = field(default_factory=list)
+    #: Events the gating plugin registered: only these (and wildcard ones) can un-gate the pod.
+    gating_plugin_events: list[ClusterEvent] = field(default_factory=list)
     #: Cached backoff expiry (seconds on the queue's clock), None until computed.
     backoff_expiration: float | None = None
 
@@ -40,5 +41,16 @@ class QueuedPodInfo:
         return self.pod_info.uid
 
     @property
+    def key(self) -> str:
+        """``namespace/name``: how activeQ, backoffQ and unschedulablePods identify the pod."""
+        return self.pod_info.key
+
+    @property
     def gated(self) -> bool:
         return bool(self.gating_plugin)
+
+    def snapshot(self) -> QueuedPodInfo:
+        """A shallow copy that later changes to this object do not affect (cheaper than copy.copy)."""
+        clone = object.__new__(QueuedPodInfo)
+        clone.__dict__.update(self.__dict__)
+        return clone

@@ -1,0 +1,59 @@
+"""The scheduling queue's metrics, with labelled children cached so the hot path skips ``labels()``.
+
+Every method is a no-op without a ``Metrics``; the queue calls them unconditionally.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubesched.metrics import Metrics
+
+#: inflight_events label for a popped pod (upstream ``metrics.PodPoppedInFlightEvent``).
+POD_POPPED_IN_FLIGHT_EVENT = "PodPopped"
+
+
+class QueueRecorder:
+    def __init__(self, metrics: Metrics | None) -> None:
+        self.metrics = metrics
+        self._incoming: dict[tuple[str, str], Any] = {}
+        self._in_flight: dict[str, Any] = {}
+        self._reasons: dict[tuple[str, str], Any] = {}
+        self._pending = {q: metrics.pending_pods.labels(q) for q in ("active", "backoff", "unschedulable", "gated")} if metrics else {}
+
+    def incoming(self, queue: str, event: str) -> None:
+        """``queue_incoming_pods_total{queue, event}``: a pod entered ``queue`` because of ``event``."""
+        if self.metrics is None:
+            return
+        child = self._incoming.get((queue, event))
+        if child is None:
+            child = self._incoming[(queue, event)] = self.metrics.queue_incoming_pods.labels(queue, event)
+        child.inc()
+
+    def pending(self, active: int, backoff: int, unschedulable: int, gated: int) -> None:
+        if self.metrics is None:
+            return
+        p = self._pending
+        p["active"].set(active)
+        p["backoff"].set(backoff)
+        p["unschedulable"].set(unschedulable)
+        p["gated"].set(gated)
+
+    def in_flight(self, label: str, delta: int) -> None:
+        """``inflight_events{event}``: events (and popped pods) the queue keeps for in-flight pods."""
+        if self.metrics is None or not delta:
+            return
+        child = self._in_flight.get(label)
+        if child is None:
+            child = self._in_flight[label] = self.metrics.inflight_events.labels(label)
+        child.inc(delta)
+
+    def unschedulable_reason(self, plugins: set[str], profile: str, delta: int) -> None:
+        """``unschedulable_pods{plugin, profile}`` (upstream ``metrics.UnschedulableReason``)."""
+        if self.metrics is None:
+            return
+        for plugin in plugins:
+            child = self._reasons.get((plugin, profile))
+            if child is None:
+                child = self._reasons[(plugin, profile)] = self.metrics.unschedulable_pods.labels(plugin, profile)
+            child.inc(delta)
