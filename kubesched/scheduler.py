@@ -100,6 +100,8 @@ class Scheduler:
             max_backoff=float(config.pod_max_backoff_seconds),
             pop_from_backoff=self.feature_gates.enabled("SchedulerPopFromBackoffQ"),
             metrics=self.metrics,
+            pod_lister=self._lookup_pod,
+            namespace_labels=self._namespace_labels,
         )
         for fw in self.frameworks.values():
             fw.ctx.nominator = self.queue
@@ -158,6 +160,13 @@ class Scheduler:
             await asyncio.sleep(1.0)
             for pod in self.cache.cleanup_assumed_pods():
                 self.queue.move_all_to_active_or_backoff_queue(ev.EVENT_ASSIGNED_POD_DELETE, pod.pod, None)
+
+    def _lookup_pod(self, namespace: str, name: str) -> dict | None:
+        return self.informers.store("Pod").get(f"{namespace}/{name}")
+
+    def _namespace_labels(self, namespace: str) -> dict[str, str]:
+        ns = self.informers.store("Namespace").get(namespace)
+        return ((ns or {}).get("metadata") or {}).get("labels") or {}
 
     def _activate(self, pods: dict[str, PodInfo]) -> None:
         self.queue.activate(pods)

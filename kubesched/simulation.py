@@ -29,7 +29,7 @@ _ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSIDriver", "Persistent
           "PersistentVolumeClaim", "Service", "PodDisruptionBudget", "ReplicationController", "ReplicaSet",
           "StatefulSet", "Deployment", "Pod")
 UNSCHEDULABLE_FLUSH = 300.0 + 31.0
-POLL = 0.01
+POLL = 0.1
 
 
 @dataclass
@@ -78,6 +78,8 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     for obj in ordered:
         store.create(kind_for(obj["apiVersion"], obj["kind"]), obj)  # type: ignore[arg-type]
     result = SimulationResult(store, ignored=ignored)
+    if progress is not None:
+        _report_progress(store, progress)
     kubelet = FakeKubelet(store)
     kubelet.start()
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
@@ -86,7 +88,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     started = loop.time()
     runner = loop.create_task(sched.run(), name="scheduler")
     try:
-        await settle(sched, store, kubelet, progress)
+        await settle(sched, store, [kubelet])
     finally:
         await sched.stop()
         runner.cancel()
@@ -96,35 +98,36 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     return result
 
 
-async def settle(sched: Scheduler, store: ObjectStore, kubelet: FakeKubelet,
-                 progress: Callable[[int, int], None] | None = None) -> None:
-    """Return once a full unschedulable flush leaves bindings, deletions and nominations unchanged."""
+async def settle(sched: Scheduler, store: ObjectStore, components: list) -> None:
+    """Return once nothing can change any more: the cluster is quiet and a full unschedulable flush
+    created, bound and deleted nothing; or nothing was created, bound or deleted for two flush
+    periods although work kept going (pods failing with errors retry forever, as upstream's do)."""
+    loop = asyncio.get_running_loop()
+    marker, changed_at = tuple(store.progress), loop.time()
     while True:
-        await _quiet(sched, store, kubelet, progress)
-        before = _fingerprint(store)
+        await asyncio.sleep(POLL)
+        if tuple(store.progress) != marker:
+            marker, changed_at = tuple(store.progress), loop.time()
+        if loop.time() - changed_at > 2 * UNSCHEDULABLE_FLUSH:
+            return
+        if not _quiet(sched, store, components):
+            continue
         if not sched.queue.counts().get("unschedulable"):
             return
         await asyncio.sleep(UNSCHEDULABLE_FLUSH)
-        await _quiet(sched, store, kubelet, progress)
-        if _fingerprint(store) == before:
-            return
 
 
-async def _quiet(sched: Scheduler, store: ObjectStore, kubelet: FakeKubelet,
-                 progress: Callable[[int, int], None] | None) -> None:
-    while True:
-        await asyncio.sleep(POLL)
-        if progress is not None:
-            bound = sum(1 for p in store.iter_all(POD) if (p.get("spec") or {}).get("nodeName"))
-            progress(bound, store.count(POD))
-        if sched.busy() or store.pending_timers or not kubelet.idle() or store.watch_events_pending():
-            continue
-        return
+def _quiet(sched: Scheduler, store: ObjectStore, components: list) -> bool:
+    return not (sched.busy() or store.pending_timers or store.watch_events_pending()
+                or any(not c.idle() for c in components))
 
 
-def _fingerprint(store: ObjectStore) -> tuple:
-    pods = []
-    for p in store.iter_all(POD):
-        meta, spec, status = p["metadata"], p.get("spec") or {}, p.get("status") or {}
-        pods.append((meta.get("uid"), spec.get("nodeName"), status.get("nominatedNodeName"), bool(meta.get("deletionTimestamp"))))
-    return tuple(sorted(pods, key=lambda t: t[0] or ""))
+def _report_progress(store: ObjectStore, progress: Callable[[int, int], None]) -> None:
+    """Call ``progress(bound pods, pods)`` every few hundred writes while the scheduler works."""
+    bound_at_start = sum(1 for p in store.iter_all(POD) if (p.get("spec") or {}).get("nodeName"))
+
+    def hook(rv: int, _kind: object, _event: object) -> None:
+        if rv % 256 == 0:
+            progress(store.progress[1] + bound_at_start, store.count(POD))
+
+    store.write_hooks.append(hook)

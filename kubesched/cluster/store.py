@@ -150,6 +150,8 @@ class ObjectStore:
         self.graceful_pod_deletion = graceful_pod_deletion
         self.pending_timers = 0
         self.write_count = 0
+        #: Counts of the writes that make progress in a simulation: creations, bindings, deletions.
+        self.progress = [0, 0, 0]
         #: Called as hook(rv, kind, event) after each committed write (persistence, metrics).
         self.write_hooks: list[Callable[[int, Kind, WatchEvent], None]] = []
         for ns in DEFAULT_NAMESPACES:
@@ -207,7 +209,8 @@ class ObjectStore:
         return w
 
     # --- writing ------------------------------------------------------------------------------
-    def create(self, kind: Kind, obj: dict, namespace: str | None = None) -> dict:
+    def create(self, kind: Kind, obj: dict, namespace: str | None = None, *, dry_run: bool = False) -> dict:
+        """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``)."""
         meta = obj.setdefault("metadata", {})
         if kind.namespaced:
             ns = meta.get("namespace") or namespace or "default"
@@ -235,9 +238,11 @@ class ObjectStore:
         meta.setdefault("generation", 1)
         meta.pop("resourceVersion", None)
         meta.pop("deletionTimestamp", None)
+        if dry_run:
+            return obj
         return self._commit(kind, ADDED, obj, None)
 
-    def update(self, kind: Kind, obj: dict, *, status_only: bool = False) -> dict:
+    def update(self, kind: Kind, obj: dict, *, status_only: bool = False, dry_run: bool = False) -> dict:
         """Replace an object; a set ``metadata.resourceVersion`` must match (optimistic concurrency)."""
         meta = obj.get("metadata") or {}
         current = self.get(kind, meta.get("namespace"), meta.get("name", ""))
@@ -254,6 +259,8 @@ class ObjectStore:
             raise Invalid.of(kind.kind, meta.get("name", ""), errors, kind.group)
         if new.get("spec") != current.get("spec") and not status_only:
             new["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
+        if dry_run:
+            return new
         result = self._commit(kind, MODIFIED, new, current)
         self._finish_deletion_if_released(kind, result)
         return result
@@ -274,8 +281,12 @@ class ObjectStore:
         return self.update(kind, new)
 
     def delete(self, kind: Kind, namespace: str | None, name: str, *, grace_period: int | None = None,
-               uid: str | None = None, resource_version: str | None = None) -> dict:
-        """Delete, gracefully for pods on a node (deletionTimestamp now, removal after the grace period)."""
+               uid: str | None = None, resource_version: str | None = None, dry_run: bool = False) -> dict:
+        """Delete, gracefully for pods on a node (deletionTimestamp now, removal after the grace period).
+
+        A namespace first turns Terminating (its contents go), then disappears on the next loop turn,
+        as the namespace controller would finish it.
+        """
         current = self.get(kind, namespace, name)
         meta = current["metadata"]
         if uid and meta.get("uid") != uid:
@@ -283,19 +294,23 @@ class ObjectStore:
         if resource_version and meta.get("resourceVersion") != resource_version:
             raise Conflict.of(kind.resource, name, f"Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {meta.get('resourceVersion')}", kind.group)
         grace = self._grace_period(kind, current, grace_period)
+        if dry_run:
+            return current
+        if kind == NAMESPACE:
+            return self._terminate_namespace(current)
         if grace > 0 or meta.get("finalizers"):
             return self._mark_terminating(kind, current, grace)
-        if kind == NAMESPACE:
-            self._delete_namespace_contents(name)
         return self._remove(kind, current)
 
     def bind(self, namespace: str, name: str, node_name: str, uid: str | None = None,
-             annotations: dict | None = None) -> dict:
+             annotations: dict | None = None, *, resource_version: str | None = None, dry_run: bool = False) -> dict:
         """The pods/binding subresource: set ``spec.nodeName`` and PodScheduled=True, once."""
         pod = self.get(POD, namespace, name)
         meta, spec = pod["metadata"], pod.get("spec") or {}
         if uid and meta.get("uid") != uid:
             raise Conflict.of("pods/binding", name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}")
+        if resource_version and meta.get("resourceVersion") != resource_version:
+            raise Conflict.of("pods/binding", name, "the object has been modified; please apply your changes to the latest version and try again")
         if meta.get("deletionTimestamp"):
             raise Conflict.of("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
         if spec.get("nodeName"):
@@ -310,7 +325,38 @@ class ObjectStore:
         status = dict(pod.get("status") or {})
         status["conditions"] = set_condition(status.get("conditions") or [], {"type": "PodScheduled", "status": "True"}, self.clock.wall())
         new["status"] = status
+        if dry_run:
+            return new
         return self._commit(POD, MODIFIED, new, pod)
+
+    # --- persistence --------------------------------------------------------------------------
+    def restore(self, objects: Iterable[tuple[Kind, dict]], rv: int) -> None:
+        """Replace every object with ``objects`` as last written at resourceVersion ``rv`` (a restart
+        from durable storage). The watch history starts empty, so a watcher resuming from an older
+        version gets 410 Gone and relists, as after an etcd compaction. Graceful deletions in flight
+        are re-armed for what is left of their grace period."""
+        self._objects = {}
+        self._history.clear()
+        for kind, obj in objects:
+            meta = obj["metadata"]
+            self._objects.setdefault(kind, {})[(meta.get("namespace", ""), meta["name"])] = obj
+        self.rv = rv
+        for kind, bucket in self._objects.items():
+            for obj in list(bucket.values()):
+                self._rearm_deletion(kind, obj)
+
+    def _rearm_deletion(self, kind: Kind, obj: dict) -> None:
+        meta = obj["metadata"]
+        if not meta.get("deletionTimestamp"):
+            return
+        if kind == NAMESPACE:
+            self._after(0, lambda: self._finish_namespace(meta["name"]))
+            return
+        if meta.get("deletionGracePeriodSeconds", 0) > 0:
+            from kubesched.framework.types import parse_time
+
+            remaining = max(0.0, parse_time(meta["deletionTimestamp"]) - self.clock.wall())
+            self._after(remaining, lambda: self._expire(kind, meta.get("namespace"), meta["name"], meta.get("uid")))
 
     # --- internals ----------------------------------------------------------------------------
     def _bootstrap(self, kind: Kind, obj: dict) -> None:
@@ -423,6 +469,7 @@ class ObjectStore:
         return obj
 
     def _remove(self, kind: Kind, current: dict) -> dict:
+        self.progress[2] += 1
         return self._commit(kind, DELETED, current, current)
 
     def _grace_period(self, kind: Kind, obj: dict, requested: int | None) -> int:
@@ -445,11 +492,30 @@ class ObjectStore:
         new["metadata"] = {**meta, "deletionTimestamp": rfc3339(self.clock.wall() + grace),
                            "deletionGracePeriodSeconds": grace}
         result = self._commit(kind, MODIFIED, new, current)
-        if kind == NAMESPACE:
-            self._delete_namespace_contents(meta["name"])
         if grace > 0:
             self._after(grace, lambda: self._expire(kind, meta.get("namespace"), meta["name"], meta.get("uid")))
         return result
+
+    def _terminate_namespace(self, current: dict) -> dict:
+        """Phase Terminating with a deletionTimestamp, contents deleted, then gone (``_finish_namespace``)."""
+        meta = current["metadata"]
+        if not meta.get("deletionTimestamp"):
+            new = dict(current)
+            new["metadata"] = {**meta, "deletionTimestamp": rfc3339(self.clock.wall()), "deletionGracePeriodSeconds": 0}
+            new["status"] = {**(current.get("status") or {}), "phase": "Terminating"}
+            current = self._commit(NAMESPACE, MODIFIED, new, current)
+        self._delete_namespace_contents(meta["name"])
+        name = meta["name"]
+        self._after(0, lambda: self._finish_namespace(name))
+        return current
+
+    def _finish_namespace(self, name: str) -> None:
+        namespace = self.try_get(NAMESPACE, None, name)
+        if namespace is None or not namespace["metadata"].get("deletionTimestamp"):
+            return
+        self._delete_namespace_contents(name)
+        if not namespace["metadata"].get("finalizers") and self.try_get(NAMESPACE, None, name) is not None:
+            self._remove(NAMESPACE, namespace)
 
     def _expire(self, kind: Kind, namespace: str | None, name: str, uid: str | None) -> None:
         """The grace period is over: the kubelet has stopped the pod, so the object goes."""
@@ -477,9 +543,6 @@ class ObjectStore:
             for (obj_ns, name), _obj in list(self._objects[kind].items()):
                 if obj_ns == ns and (ns, name) in self._objects[kind]:
                     self.delete(kind, ns, name, grace_period=0)
-        namespace = self.try_get(NAMESPACE, None, ns)
-        if namespace is not None and namespace["metadata"].get("deletionTimestamp") and not namespace["metadata"].get("finalizers"):
-            self._remove(NAMESPACE, namespace)
 
     def _after(self, seconds: float, action: Callable[[], None]) -> None:
         try:

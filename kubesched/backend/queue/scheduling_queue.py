@@ -380,6 +380,10 @@ class SchedulingQueue:
     def update_nominated_pod(self, old: PodInfo, new: PodInfo) -> None:
         self._nominator.update(old, new)
 
+    def nominated_node_names(self) -> list[str]:
+        """Nodes that have pods nominated to them (the filter checks only these for nominees)."""
+        return list(self._nominator.nominated_pods)
+
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         """Pods nominated to ``node_name``, as the queue currently knows them (upstream ``NominatedPodsForNode``).
 

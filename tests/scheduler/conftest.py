@@ -1,0 +1,15 @@
+"""Profiles and plugins shared by the scheduler-level tests."""
+
+from __future__ import annotations
+
+from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
+
+CORE = ["SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "NodeResourcesFit", "DefaultBinder"]
+
+
+def core_config(*extra: str, weights: dict[str, int] | None = None, name: str = "default-scheduler") -> SchedulerConfiguration:
+    """The issue-2 plugin set (plus ``extra`` plugins at every point they implement)."""
+    weights = {"NodeResourcesFit": 1, **(weights or {})}
+    refs = [PluginRef(n, weights.get(n, 0)) for n in (*CORE, *extra)]
+    profile = Profile(scheduler_name=name, plugins=Plugins(multi_point=PluginSet(refs)))
+    return SchedulerConfiguration(profiles=[profile])
