@@ -20,22 +20,43 @@ class Gate:
     locked: bool = False
 
 
-#: The 1.35 state of each gate kubesched's behaviour depends on.
+#: The 1.35 state of each gate the scheduler or its plugins consult (upstream ``pkg/features``,
+#: the 1.35 entry of each versioned spec; ``framework/plugins/feature`` and ``default_plugins.go``).
 GATES: dict[str, Gate] = {
+    "CSIMigrationPortworx": Gate(True, "GA", locked=True),
+    "ClearingNominatedNodeNameAfterBinding": Gate(True, "BETA"),
+    "DRAAdminAccess": Gate(True, "BETA"),
+    "DRAConsumableCapacity": Gate(False, "ALPHA"),
+    "DRADeviceBindingConditions": Gate(False, "ALPHA"),
+    "DRADeviceTaintRules": Gate(False, "ALPHA"),
+    "DRADeviceTaints": Gate(False, "ALPHA"),
+    "DRAExtendedResource": Gate(False, "ALPHA"),
+    "DRAPartitionableDevices": Gate(False, "ALPHA"),
+    "DRAPrioritizedList": Gate(True, "BETA"),
+    "DRAResourceClaimDeviceStatus": Gate(True, "BETA"),
+    "DRASchedulerFilterTimeout": Gate(True, "BETA"),
     "DynamicResourceAllocation": Gate(True, "GA", locked=True),
+    "GangScheduling": Gate(False, "ALPHA"),
+    "GenericWorkload": Gate(False, "ALPHA"),
+    "InPlacePodLevelResourcesVerticalScaling": Gate(False, "ALPHA"),
     "InPlacePodVerticalScaling": Gate(True, "GA", locked=True),
     "MatchLabelKeysInPodAffinity": Gate(True, "GA", locked=True),
-    "MatchLabelKeysInPodTopologySpread": Gate(True, "GA", locked=True),
+    "MatchLabelKeysInPodTopologySpread": Gate(True, "BETA"),
     "MatchLabelKeysInPodTopologySpreadSelectorMerge": Gate(True, "BETA"),
+    "NodeDeclaredFeatures": Gate(False, "ALPHA"),
     "NodeInclusionPolicyInPodTopologySpread": Gate(True, "GA", locked=True),
     "NominatedNodeNameForExpectation": Gate(True, "BETA"),
+    "OpportunisticBatching": Gate(True, "BETA"),
     "PodLevelResources": Gate(True, "BETA"),
+    "SchedulerAsyncAPICalls": Gate(False, "BETA"),
     "SchedulerAsyncPreemption": Gate(True, "BETA"),
     "SchedulerPopFromBackoffQ": Gate(True, "BETA"),
     "SchedulerQueueingHints": Gate(True, "GA", locked=True),
     "SidecarContainers": Gate(True, "GA", locked=True),
     "StorageCapacityScoring": Gate(False, "ALPHA"),
-    "VolumeAttributesClass": Gate(True, "GA", locked=True),
+    "TaintTolerationComparisonOperators": Gate(False, "ALPHA"),
+    "VolumeAttributesClass": Gate(True, "GA"),
+    "VolumeLimitScaling": Gate(False, "ALPHA"),
 }
 
 

@@ -109,3 +109,51 @@ def admit_default_toleration_seconds(pod: dict) -> None:
 
 def _tolerates_no_execute(tol: Mapping, key: str) -> bool:
     return (tol.get("key") or "") in ("", key) and (tol.get("effect") or "") in ("", "NoExecute")
+
+
+def apply_label_keys_to_selectors(pod: dict, gates: Mapping[str, bool] | None = None) -> None:
+    """kube-apiserver's pod creation defaulting (``mutatePodAffinity`` and
+    ``mutateTopologySpreadConstraints`` in ``pkg/registry/core/pod/strategy.go``): each key of
+    ``matchLabelKeys`` / ``mismatchLabelKeys`` found in the pod's labels becomes a ``key In (value)``
+    / ``key NotIn (value)`` requirement of the term's labelSelector (of the constraint's, for
+    topology spread), so the scheduler and the pod's later readers see the merged selector.
+
+    Gates: MatchLabelKeysInPodAffinity for (anti-)affinity terms; MatchLabelKeysInPodTopologySpread
+    and MatchLabelKeysInPodTopologySpreadSelectorMerge for topology spread constraints.
+    """
+    def enabled(name: str) -> bool:
+        return True if gates is None or name not in gates else bool(gates[name])
+
+    spec = pod.get("spec") or {}
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    affinity = spec.get("affinity") or {}
+    if enabled("MatchLabelKeysInPodAffinity"):
+        for section in ("podAffinity", "podAntiAffinity"):
+            part = affinity.get(section) or {}
+            for weighted in part.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
+                _merge_affinity_label_keys(weighted.get("podAffinityTerm") or {}, labels)
+            for term in part.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+                _merge_affinity_label_keys(term, labels)
+    if enabled("MatchLabelKeysInPodTopologySpread") and enabled("MatchLabelKeysInPodTopologySpreadSelectorMerge"):
+        for constraint in spec.get("topologySpreadConstraints") or []:
+            if constraint.get("matchLabelKeys") and constraint.get("labelSelector") is not None:
+                _append_label_key_requirements(constraint["labelSelector"], constraint["matchLabelKeys"], "In", labels)
+
+
+def _merge_affinity_label_keys(term: dict, labels: Mapping[str, str]) -> None:
+    """``applyMatchLabelKeysAndMismatchLabelKeys``; a nil labelSelector (matches nothing) is left alone."""
+    match, mismatch = term.get("matchLabelKeys") or [], term.get("mismatchLabelKeys") or []
+    if (not match and not mismatch) or term.get("labelSelector") is None:
+        return
+    _append_label_key_requirements(term["labelSelector"], match, "In", labels)
+    _append_label_key_requirements(term["labelSelector"], mismatch, "NotIn", labels)
+
+
+def _append_label_key_requirements(selector: dict, keys: list[str], operator: str, labels: Mapping[str, str]) -> None:
+    """``applyLabelKeysToLabelSelector``: keys missing from the pod's labels are skipped."""
+    for key in keys:
+        if key in labels:
+            selector.setdefault("matchExpressions", [])
+            if selector["matchExpressions"] is None:
+                selector["matchExpressions"] = []
+            selector["matchExpressions"].append({"key": key, "operator": operator, "values": [labels[key]]})

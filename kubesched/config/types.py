@@ -46,6 +46,9 @@ class Profile:
     percentage_of_nodes_to_score: int | None = None
     plugins: Plugins = field(default_factory=Plugins)
     plugin_config: dict[str, Any] = field(default_factory=dict)
+    #: ``pluginConfig`` names in document order, duplicates kept, so validation can report them
+    #: (``plugin_config`` keeps the first entry of a name). Empty means ``plugin_config``'s order.
+    plugin_config_names: list[str] = field(default_factory=list)
 
 
 @dataclass

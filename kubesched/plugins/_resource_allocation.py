@@ -1,21 +1,40 @@
-"""Shared scoring over requested / allocatable resources (upstream ``noderesources/resource_allocation.go``),
-vectorised over nodes: one (requested, allocatable) array pair per configured resource.
+"""Scoring helpers shared by the in-tree score plugins, vectorised over nodes.
+
+* upstream ``noderesources/resource_allocation.go``: a pod's request per configured resource, and
+  per node the (requested + pod request, allocatable) pair for each resource, as int64 arrays;
+* the strategies over those arrays: LeastAllocated, MostAllocated, RequestedToCapacityRatio
+  (``helper.BuildBrokenLinearFunction``) and BalancedAllocation's standard deviation;
+* ``helper.DefaultNormalizeScore``.
+
+Every formula keeps Go's integer semantics (truncating division, int64 conversion of floats) so
+scores are bit-for-bit upstream's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from kubesched.api import resources as res
 from kubesched.framework.interface import MAX_NODE_SCORE
+from kubesched.framework.status import Status, StatusError
 from kubesched.framework.types import PodInfo
 from kubesched.nodetable.table import CPU, EPHEMERAL, MEMORY, NodeBatch
 
 MAX_UTILIZATION = 100
 MAX_CUSTOM_PRIORITY_SCORE = 10
+POD_LEVEL_RESOURCES_GATE = "PodLevelResources"
+
+#: ``schedutil.DefaultMilliCPURequest`` / ``DefaultMemoryRequest`` as exact amounts, the
+#: ``NonMissingContainerRequests`` NodeResourcesFit scores with.
+NON_MISSING_DEFAULTS = {
+    res.CPU: Fraction(res.DEFAULT_MILLI_CPU_REQUEST, 1000),
+    res.MEMORY: Fraction(res.DEFAULT_MEMORY_REQUEST),
+}
 
 
 @dataclass(frozen=True)
@@ -29,64 +48,102 @@ DEFAULT_RESOURCES = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
 Scorer = Callable[[list[np.ndarray], list[np.ndarray]], np.ndarray]
 
 
+def specs_from(resources: Sequence[Any] | None) -> tuple[ResourceSpec, ...]:
+    """Config ``ResourceSpec`` objects (name, weight) as this module's immutable specs."""
+    return tuple(ResourceSpec(r.name, r.weight) for r in resources or ())
+
+
+def pod_memo(pod: PodInfo, key: str, compute: Callable[[], Any]) -> Any:
+    """A value derived from the pod, computed once for the pod's life (PodInfo keeps a ``__dict__``)."""
+    cache = pod.__dict__
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]
+
+
+# --- the pod's requests -------------------------------------------------------------------------
+def pod_request_amounts(pod: PodInfo, non_missing: bool, pod_level: bool = True) -> dict[str, Fraction]:
+    """``resourcehelper.PodRequests`` of the pod: with the 100m / 200Mi defaults for containers that
+    ask nothing when ``non_missing``; without pod-level ``spec.resources`` when not ``pod_level``."""
+    def compute() -> dict[str, Fraction]:
+        defaults = NON_MISSING_DEFAULTS if non_missing else None
+        if pod_level:
+            return res.pod_requests(pod.pod, defaults)
+        amounts = res.aggregate_container_requests(pod.pod, defaults)
+        overhead = res.parse_list((pod.spec.get("overhead")) or {})
+        for name, amount in overhead.items():
+            amounts[name] = amounts.get(name, Fraction(0)) + amount
+        return amounts
+
+    return pod_memo(pod, f"_ra_amounts_{non_missing}_{pod_level}", compute)
+
+
+def pod_request_list(pod: PodInfo, specs: Sequence[ResourceSpec], use_requested: bool, pod_level: bool = True) -> list[int]:
+    """``calculatePodResourceRequestList``: the pod's request for each configured resource, cpu in
+    millicores. Scoring on non-zero requests (``use_requested`` False) fills in the defaults."""
+    amounts = pod_request_amounts(pod, not use_requested, pod_level)
+    return [res.to_int(spec.name, amounts.get(spec.name, Fraction(0))) for spec in specs]
+
+
+def is_best_effort(pod_requests: Sequence[int]) -> bool:
+    return not any(pod_requests)
+
+
+# --- the nodes' side ------------------------------------------------------------------------------
+def requested_and_allocatable(nodes: NodeBatch, specs: Sequence[ResourceSpec], pod_requests: Sequence[int],
+                              use_requested: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """``calculateResourceAllocatableRequest`` for every node: per resource, (node requested + pod
+    request, node allocatable), both zero where the resource is left out of the score (a scalar
+    resource the pod does not ask for, one the node lacks, or a name that is not a resource)."""
+    size = len(nodes)
+    requested_list, allocatable_list = [], []
+    for spec, pod_req in zip(specs, pod_requests):
+        used, alloc = _node_columns(nodes, spec.name, pod_req, use_requested)
+        if alloc is None:
+            requested_list.append(np.zeros(size, dtype=np.int64))
+            allocatable_list.append(np.zeros(size, dtype=np.int64))
+            continue
+        present = alloc != 0
+        requested_list.append(np.where(present, used + pod_req, 0))
+        allocatable_list.append(alloc)
+    return requested_list, allocatable_list
+
+
+def _node_columns(nodes: NodeBatch, name: str, pod_req: int, use_requested: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    table = nodes.table
+    if name == res.CPU:
+        used = table.requested[CPU] if use_requested else table.non_zero[0]
+        return nodes.col(used), nodes.col(table.allocatable[CPU])
+    if name == res.MEMORY:
+        used = table.requested[MEMORY] if use_requested else table.non_zero[1]
+        return nodes.col(used), nodes.col(table.allocatable[MEMORY])
+    if name == res.EPHEMERAL_STORAGE:
+        return nodes.col(table.requested[EPHEMERAL]), nodes.col(table.allocatable[EPHEMERAL])
+    idx = table.resource_row(name)
+    if pod_req == 0 or not res.is_scalar(name) or idx is None:
+        return np.zeros(0, dtype=np.int64), None
+    return nodes.col(table.requested[idx]), nodes.col(table.allocatable[idx])
+
+
+def check_resources(specs: Sequence[ResourceSpec]) -> None:
+    """Upstream's ``resources not found`` error for a scorer configured with no resources."""
+    if not specs:
+        raise StatusError(Status.from_error(RuntimeError("resources not found")))
+
+
+# --- strategies -------------------------------------------------------------------------------------
 def go_div(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
     """Integer division truncating toward zero, as Go's ``/`` on int64."""
     q = np.abs(a) // np.abs(b)
     return np.where((np.sign(a) * np.sign(b)) < 0, -q, q)
 
 
-def pod_request_list(pod: PodInfo, specs: Sequence[ResourceSpec], use_requested: bool) -> list[int]:
-    """The pod's request for each configured resource; cpu/memory get the non-zero defaults
-    (100m / 200Mi for containers asking nothing) unless ``use_requested``."""
-    out = []
-    requests = pod.requests
-    non_zero_cpu, non_zero_mem = pod.non_zero_requests
-    for spec in specs:
-        if spec.name == res.CPU and not use_requested:
-            out.append(non_zero_cpu)
-        elif spec.name == res.MEMORY and not use_requested:
-            out.append(non_zero_mem)
-        else:
-            out.append(requests.get(spec.name, 0))
-    return out
-
-
-def requested_and_allocatable(nodes: NodeBatch, specs: Sequence[ResourceSpec], pod_requests: Sequence[int],
-                              use_requested: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Per resource: (node requested + pod request, node allocatable), zeros where the resource is
-    skipped (an extended resource the pod does not ask for, or one the node lacks)."""
-    table = nodes.table
-    requested_list, allocatable_list = [], []
-    size = len(nodes)
-    for spec, pod_req in zip(specs, pod_requests):
-        name = spec.name
-        if pod_req == 0 and res.is_scalar(name):
-            requested_list.append(np.zeros(size, dtype=np.int64))
-            allocatable_list.append(np.zeros(size, dtype=np.int64))
-            continue
-        idx = table.resource_row(name)
-        if idx is None:
-            requested_list.append(np.zeros(size, dtype=np.int64))
-            allocatable_list.append(np.zeros(size, dtype=np.int64))
-            continue
-        alloc = nodes.col(table.allocatable[idx])
-        if name == res.CPU:
-            used = nodes.col(table.requested[CPU] if use_requested else table.non_zero[0])
-        elif name == res.MEMORY:
-            used = nodes.col(table.requested[MEMORY] if use_requested else table.non_zero[1])
-        elif name == res.EPHEMERAL_STORAGE:
-            used = nodes.col(table.requested[EPHEMERAL])
-        else:
-            used = nodes.col(table.requested[idx])
-        requested_list.append(used + pod_req)
-        allocatable_list.append(alloc)
-    return requested_list, allocatable_list
-
-
 def _weighted(specs: Sequence[ResourceSpec], per_resource: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Scorer:
+    """Weighted integer mean of per-resource scores over the resources the node has."""
     def scorer(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:
-        total = np.zeros(len(requested[0]) if requested else 0, dtype=np.int64)
-        weights = np.zeros_like(total)
+        size = len(requested[0]) if requested else 0
+        total = np.zeros(size, dtype=np.int64)
+        weights = np.zeros(size, dtype=np.int64)
         for spec, req, alloc in zip(specs, requested, allocatable):
             present = alloc != 0
             score = per_resource(req, np.where(present, alloc, 1))
@@ -98,7 +155,7 @@ def _weighted(specs: Sequence[ResourceSpec], per_resource: Callable[[np.ndarray,
 
 
 def least_allocated(specs: Sequence[ResourceSpec]) -> Scorer:
-    """``(capacity - requested) * 100 / capacity``, 0 when over capacity; weighted mean over resources."""
+    """``leastRequestedScore``: ``(capacity - requested) * 100 / capacity``, 0 when over capacity."""
     def score(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
         return np.where(req > cap, 0, ((cap - req) * MAX_NODE_SCORE) // cap)
 
@@ -106,7 +163,7 @@ def least_allocated(specs: Sequence[ResourceSpec]) -> Scorer:
 
 
 def most_allocated(specs: Sequence[ResourceSpec]) -> Scorer:
-    """``requested * 100 / capacity`` with requested capped at capacity; weighted mean over resources."""
+    """``mostRequestedScore``: ``requested * 100 / capacity``, requested capped at capacity."""
     def score(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
         return (np.minimum(req, cap) * MAX_NODE_SCORE) // cap
 
@@ -131,8 +188,15 @@ def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[np.ndarray], np
     return fn
 
 
+def go_round(x: np.ndarray) -> np.ndarray:
+    """``math.Round`` (half away from zero) of non-negative floats, as int64."""
+    whole = np.trunc(x)
+    return (whole + ((x - whole) >= 0.5)).astype(np.int64)
+
+
 def requested_to_capacity_ratio(specs: Sequence[ResourceSpec], shape: Sequence[tuple[int, int]]) -> Scorer:
-    """Scores from a utilization->score curve; resources scoring 0 are left out of the mean."""
+    """Scores from the utilization->score curve (shape scores scaled from 0-10 to 0-100); resources
+    scoring 0 are left out of the weighted mean, which is rounded."""
     scaled = [(u, s * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for u, s in shape]
     curve = broken_linear(scaled)
 
@@ -143,12 +207,58 @@ def requested_to_capacity_ratio(specs: Sequence[ResourceSpec], shape: Sequence[t
         for spec, req, alloc in zip(specs, requested, allocatable):
             present = alloc != 0
             safe = np.where(present, alloc, 1)
-            util = np.where(req > safe, MAX_UTILIZATION, (req * MAX_UTILIZATION) // safe)
+            util = np.where(req > safe, MAX_UTILIZATION, (np.minimum(req, safe) * MAX_UTILIZATION) // safe)
             score = curve(util)
             counted = present & (score > 0)
             total += np.where(counted, score * spec.weight, 0)
             weights += np.where(counted, spec.weight, 0)
         mean = total / np.maximum(weights, 1)
-        return np.where(weights > 0, np.floor(mean + 0.5), 0).astype(np.int64)
+        return np.where(weights > 0, go_round(mean), 0)
 
     return scorer
+
+
+def balanced_allocation(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:
+    """``balancedResourceScorer``: ``(1 - std) * 100`` of the requested fractions (capped at 1) of
+    the resources the node has; two fractions use ``|a - b| / 2``, fewer give std 0."""
+    size = len(requested[0]) if requested else 0
+    valid = [alloc != 0 for alloc in allocatable]
+    fractions = [np.minimum(np.where(v, req, 0) / np.where(v, alloc, 1), 1.0)
+                 for v, req, alloc in zip(valid, requested, allocatable)]
+    count = np.zeros(size, dtype=np.int64)
+    total = np.zeros(size)
+    for v, f in zip(valid, fractions):
+        count += v
+        total += np.where(v, f, 0.0)
+    std = np.zeros(size)
+    if (count == 2).any():
+        std = np.where(count == 2, _two_fraction_std(valid, fractions, size), std)
+    many = count > 2
+    if many.any():
+        mean = total / np.maximum(count, 1)
+        squares = np.zeros(size)
+        for v, f in zip(valid, fractions):
+            squares += np.where(v, (f - mean) * (f - mean), 0.0)
+        std = np.where(many, np.sqrt(squares / np.maximum(count, 1)), std)
+    return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def _two_fraction_std(valid: list[np.ndarray], fractions: list[np.ndarray], size: int) -> np.ndarray:
+    """``|first - second| / 2`` of the first two valid fractions of each node."""
+    first = np.full(size, np.nan)
+    second = np.full(size, np.nan)
+    for v, f in zip(valid, fractions):
+        take_first = v & np.isnan(first)
+        take_second = v & ~take_first & np.isnan(second)
+        first = np.where(take_first, f, first)
+        second = np.where(take_second, f, second)
+    return np.abs((first - second) / 2)
+
+
+def default_normalize(scores: np.ndarray, reverse: bool) -> np.ndarray:
+    """``helper.DefaultNormalizeScore``: scale to 0-100 by the highest score (reversed on demand)."""
+    top = int(scores.max()) if len(scores) else 0
+    if top <= 0:
+        return np.full(len(scores), MAX_NODE_SCORE, dtype=np.int64) if reverse else scores
+    out = MAX_NODE_SCORE * scores // top
+    return MAX_NODE_SCORE - out if reverse else out

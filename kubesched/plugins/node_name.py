@@ -1,10 +1,9 @@
-"""NodeName: a pod that names a node (``spec.nodeName``) fits only that node."""
+"""NodeName: a pod that names a node (``spec.nodeName``) fits only that node (upstream ``nodename``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
-
-import numpy as np
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
@@ -17,25 +16,30 @@ from kubesched.plugins import names
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
+def fits(pod: Mapping, node: Mapping) -> bool:
+    """``nodename.Fits``: the pod names no node, or this one."""
+    wanted = (pod.get("spec") or {}).get("nodeName")
+    return not wanted or wanted == node["metadata"]["name"]
+
+
 class NodeName(BatchFilterPlugin, EnqueueExtensions):
     name = names.NodeName
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        self._mismatch = Status(Code.UnschedulableAndUnresolvable, ERR_REASON)
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterVerdict | None:
         wanted = pod.node_name
         if not wanted:
             return None
         row = nodes.table.row_of.get(wanted, -1)
-        mismatch = nodes.row_ids() != row
-        if np.all(~mismatch):
-            return None
-        return FilterVerdict.fail_where(mismatch, Status(Code.UnschedulableAndUnresolvable, ERR_REASON))
+        return FilterVerdict.fail_where(nodes.row_ids() != row, self._mismatch)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [ClusterEventWithHint(ClusterEvent(Resource.Node, ActionType.Add), self._after_node_add)]
 
     @staticmethod
     def _after_node_add(pod: dict, _old: Any, new: Any) -> QueueingHint:
-        wanted = (pod.get("spec") or {}).get("nodeName")
-        if not wanted or wanted == new["metadata"]["name"]:
-            return QueueingHint.Queue
-        return QueueingHint.QueueSkip
+        """Only the node the pod names can make it schedulable."""
+        return QueueingHint.Queue if fits(pod, new) else QueueingHint.QueueSkip

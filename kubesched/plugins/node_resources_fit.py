@@ -1,19 +1,23 @@
-"""NodeResourcesFit: a node must have room for the pod's requests (pods, cpu, memory,
+"""NodeResourcesFit: a node must have room for the pod's requests (pod count, cpu, memory,
 ephemeral-storage, hugepages, extended resources), and nodes are scored by how allocated they
-would be (LeastAllocated by default, MostAllocated or RequestedToCapacityRatio).
+would be: LeastAllocated (default), MostAllocated or RequestedToCapacityRatio (upstream
+``noderesources/fit.go``).
 
-Filtering compares the pod's request vector with ``allocatable - requested`` for every node in
-one numpy expression per requested resource.
+Filtering compares the pod's request with ``allocatable - requested`` for every node in one numpy
+expression per requested resource; nodes failing the same way share one Status.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kubesched.api import resources as res
+from kubesched.config.args import NodeResourcesFitArgs
+from kubesched.features import DEFAULT_GATES
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interface import (
@@ -26,18 +30,22 @@ from kubesched.framework.interface import (
     PreScorePlugin,
 )
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo, node_allocatable
+from kubesched.framework.types import NodeInfo, PodInfo, node_allocatable
 from kubesched.nodetable.table import PODS, NodeBatch
 from kubesched.plugins import names
 from kubesched.plugins._resource_allocation import (
-    DEFAULT_RESOURCES,
+    POD_LEVEL_RESOURCES_GATE,
     ResourceSpec,
     Scorer,
+    check_resources,
     least_allocated,
     most_allocated,
+    pod_memo,
+    pod_request_amounts,
     pod_request_list,
     requested_and_allocatable,
     requested_to_capacity_ratio,
+    specs_from,
 )
 
 PRE_FILTER_KEY = "PreFilter" + names.NodeResourcesFit
@@ -47,19 +55,10 @@ LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
 REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 
+TOO_MANY_PODS = "Too many pods"
 _STANDARD_ORDER = (res.CPU, res.MEMORY, res.EPHEMERAL_STORAGE)
-
-
-def _strategy(args: Any) -> tuple[str, tuple[ResourceSpec, ...], list[tuple[int, int]]]:
-    strategy = getattr(args, "scoring_strategy", None)
-    if strategy is None:
-        return LEAST_ALLOCATED, DEFAULT_RESOURCES, []
-    specs = tuple(ResourceSpec(r.name, r.weight) for r in (strategy.resources or ())) or DEFAULT_RESOURCES
-    shape = []
-    rtcr = getattr(strategy, "requested_to_capacity_ratio", None)
-    if rtcr is not None:
-        shape = [(p.utilization, p.score) for p in rtcr.shape]
-    return strategy.type, specs, shape
+#: Above this many failure reasons per node the int64 bitmask keys give way to row-unique keys.
+_MAX_BITS = 62
 
 
 def build_scorer(kind: str, specs: Sequence[ResourceSpec], shape: Sequence[tuple[int, int]]) -> Scorer:
@@ -72,81 +71,162 @@ def build_scorer(kind: str, specs: Sequence[ResourceSpec], shape: Sequence[tuple
     raise ValueError(f"scoring strategy {kind} is not supported")
 
 
-class _Request:
-    """The pod's requests in the order reasons are reported, computed once per cycle."""
+# --- the pod's request (``computePodResourceRequest``) ------------------------------------------
+def pod_fit_request(pod: PodInfo, pod_level: bool = True) -> dict[str, int]:
+    """The pod's request as NodeResourcesFit reads it: cpu (millicores), memory, ephemeral-storage
+    and scalar resources (hugepages, extended, ``*kubernetes.io/*``); zero-valued scalars kept."""
+    def compute() -> dict[str, int]:
+        amounts = pod_request_amounts(pod, non_missing=False, pod_level=pod_level)
+        return {name: res.to_int(name, amount) for name, amount in amounts.items()
+                if name in _STANDARD_ORDER or res.is_scalar(name)}
 
-    __slots__ = ("checked", "empty")
+    return pod_memo(pod, f"_fit_request_{pod_level}", compute)
 
-    def __init__(self, pod: PodInfo, ignored: frozenset[str], ignored_groups: frozenset[str]) -> None:
-        requests = pod.requests
-        checked: list[tuple[str, int]] = []
-        for name in _STANDARD_ORDER:
-            amount = requests.get(name, 0)
-            if amount > 0:
-                checked.append((name, amount))
-        for name, amount in requests.items():
-            if name in _STANDARD_ORDER or amount == 0:
-                continue
-            if res.is_extended(name) and (name in ignored or name.split("/", 1)[0] in ignored_groups):
-                continue
-            checked.append((name, amount))
+
+def checked_resources(request: Mapping[str, int], ignored: Iterable[str] = (),
+                      ignored_groups: Iterable[str] = ()) -> list[tuple[str, int]]:
+    """The non-zero requests Filter compares, in the order upstream reports them: cpu, memory,
+    ephemeral-storage, then scalar resources (sorted; Go visits them in map order). Extended
+    resources named in ``ignored`` or whose prefix is in ``ignored_groups`` are left out."""
+    ignored, ignored_groups = frozenset(ignored), frozenset(ignored_groups)
+    checked = [(name, request[name]) for name in _STANDARD_ORDER if request.get(name, 0) > 0]
+    for name in sorted(n for n in request if n not in _STANDARD_ORDER):
+        amount = request[name]
+        if amount == 0:
+            continue
+        if res.is_extended(name) and (name in ignored or name.split("/", 1)[0] in ignored_groups):
+            continue
+        checked.append((name, amount))
+    return checked
+
+
+class _FitRequest:
+    """PreFilter state: the requests Filter compares (computed once per cycle)."""
+
+    __slots__ = ("checked", "reasons")
+
+    def __init__(self, checked: list[tuple[str, int]]) -> None:
         self.checked = checked
-        self.empty = not any(requests.get(n, 0) for n in requests)
+        self.reasons = [TOO_MANY_PODS] + [f"Insufficient {name}" for name, _ in checked]
 
-    def clone(self) -> _Request:
+    def clone(self) -> _FitRequest:
         return self
 
 
+# --- per-node fitting (``Fits``), for hints and the kubelet -----------------------------------
+@dataclass(frozen=True)
+class InsufficientResource:
+    """What a node lacks (upstream ``InsufficientResource``); the kubelet prints the numbers."""
+
+    resource_name: str
+    reason: str
+    requested: int
+    used: int
+    capacity: int
+    unresolvable: bool = False
+
+
+def fits_request(request: Mapping[str, int], pod_count: int, allocatable: Mapping[str, int], requested: Mapping[str, int],
+                 ignored: Iterable[str] = (), ignored_groups: Iterable[str] = ()) -> list[InsufficientResource]:
+    """``fitsRequest`` on one node's aggregates."""
+    out = []
+    allowed = allocatable.get(res.PODS, 0)
+    if pod_count + 1 > allowed:
+        out.append(InsufficientResource(res.PODS, TOO_MANY_PODS, 1, pod_count, allowed))
+    for name, amount in checked_resources(request, ignored, ignored_groups):
+        alloc, used = allocatable.get(name, 0), requested.get(name, 0)
+        if amount > alloc - used:
+            out.append(InsufficientResource(name, f"Insufficient {name}", amount, used, alloc, amount > alloc))
+    return out
+
+
+def fits(pod: PodInfo, node_info: NodeInfo, pod_level: bool = True) -> list[InsufficientResource]:
+    """``noderesources.Fits``: what the node lacks for the pod (no resources ignored)."""
+    return fits_request(pod_fit_request(pod, pod_level), len(node_info.pods), node_info.allocatable, node_info.requested)
+
+
+def insufficient_resources(pod: PodInfo, node_info: NodeInfo) -> list[str]:
+    """The reasons of ``fits`` ("Too many pods", "Insufficient cpu", ...), for the kubelet's admission."""
+    return [r.reason for r in fits(pod, node_info)]
+
+
+def fits_empty_node(pod: PodInfo, node: Mapping, pod_level: bool = True) -> bool:
+    """``isFit``: whether the pod fits the node with nothing on it (no resources ignored)."""
+    return not fits_request(pod_fit_request(pod, pod_level), 0, node_allocatable(node), {})
+
+
+def requested_resources_increased(pod: PodInfo, old: Mapping, new: Mapping, pod_level: bool = True) -> bool:
+    """``haveAnyRequestedResourcesIncreased``: more pods allowed, or more of something the pod asks for."""
+    before, after = node_allocatable(old), node_allocatable(new)
+    if after.get(res.PODS, 0) > before.get(res.PODS, 0):
+        return True
+    request = pod_fit_request(pod, pod_level)
+    return any(amount > 0 and after.get(name, 0) > before.get(name, 0) for name, amount in request.items())
+
+
+# --- the plugin ---------------------------------------------------------------------------------------
 class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.NodeResourcesFit
+    Args = NodeResourcesFitArgs
 
-    def __init__(self, args: Any = None, handle: Any = None) -> None:
+    def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Any = None) -> None:
+        gates = getattr(handle, "feature_gates", None) or DEFAULT_GATES
+        if args is None:
+            args = NodeResourcesFitArgs()
+            args.set_defaults(gates)
         super().__init__(args, handle)
-        self.ignored = frozenset(getattr(args, "ignored_resources", None) or ())
-        self.ignored_groups = frozenset(getattr(args, "ignored_resource_groups", None) or ())
-        self.strategy, self.resources, shape = _strategy(args)
+        self.pod_level = gates.enabled(POD_LEVEL_RESOURCES_GATE)
+        self.ignored = frozenset(args.ignored_resources or ())
+        self.ignored_groups = frozenset(args.ignored_resource_groups or ())
+        strategy = args.scoring_strategy
+        if strategy is None:
+            raise ValueError("scoring strategy not specified")
+        self.strategy = strategy.type
+        self.resources = specs_from(strategy.resources)
+        rtcr = strategy.requested_to_capacity_ratio
+        shape = [(p.utilization, p.score) for p in rtcr.shape] if rtcr is not None else []
         self.scorer = build_scorer(self.strategy, self.resources, shape)
 
-    # --- PreFilter / Filter ---------------------------------------------------------------------
+    # --- PreFilter / Filter -------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
-        state.write(PRE_FILTER_KEY, _Request(pod, self.ignored, self.ignored_groups))
+        request = pod_fit_request(pod, self.pod_level)
+        state.write(PRE_FILTER_KEY, _FitRequest(checked_resources(request, self.ignored, self.ignored_groups)))
         return None, None
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterVerdict | None:
-        request = state.get(PRE_FILTER_KEY)
+        request: _FitRequest | None = state.get(PRE_FILTER_KEY)
         if request is None:
-            return FilterVerdict.all_fail(len(nodes), Status(Code.Error, f'error reading "{PRE_FILTER_KEY}" from cycleState: not found'))
+            return FilterVerdict.all_fail(len(nodes), Status.from_error(RuntimeError(
+                f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')))
         table = nodes.table
-        keys = np.zeros(len(nodes), dtype=np.int64)
+        failures = [nodes.col(table.pod_count) + 1 > nodes.col(table.allocatable[PODS])]
         unresolvable = np.zeros(len(nodes), dtype=bool)
-        reasons = ["Too many pods"]
-        keys |= (nodes.col(table.pod_count) + 1 > nodes.col(table.allocatable[PODS])).astype(np.int64)
-        if not request.empty:
-            for bit, (name, amount) in enumerate(request.checked, start=1):
-                reasons.append(f"Insufficient {name}")
-                idx = table.resource_row(name)
-                if idx is None:
-                    keys |= 1 << bit
-                    unresolvable[:] = True
-                    continue
-                alloc = nodes.col(table.allocatable[idx])
-                short = amount > alloc - nodes.col(table.requested[idx])
-                keys |= short.astype(np.int64) << bit
-                unresolvable |= short & (amount > alloc)
-        keys = np.where(unresolvable & (keys > 0), -keys, keys)
-        return _verdict_from_keys(keys, reasons)
+        for name, amount in request.checked:
+            idx = table.resource_row(name)
+            if idx is None:
+                failures.append(np.ones(len(nodes), dtype=bool))
+                unresolvable[:] = True
+                continue
+            alloc = nodes.col(table.allocatable[idx])
+            short = amount > alloc - nodes.col(table.requested[idx])
+            failures.append(short)
+            unresolvable |= short & (amount > alloc)
+        return _verdict(failures, unresolvable, request.reasons)
 
-    # --- Score ----------------------------------------------------------------------------------
+    # --- Score --------------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status | None:
-        state.write(PRE_SCORE_KEY, pod_request_list(pod, self.resources, use_requested=False))
+        state.write(PRE_SCORE_KEY, pod_request_list(pod, self.resources, use_requested=False, pod_level=self.pod_level))
         return None
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
-        pod_requests = state.get(PRE_SCORE_KEY) or pod_request_list(pod, self.resources, use_requested=False)
+        check_resources(self.resources)
+        pod_requests = state.get(PRE_SCORE_KEY)
+        if pod_requests is None:
+            pod_requests = pod_request_list(pod, self.resources, use_requested=False, pod_level=self.pod_level)
         requested, allocatable = requested_and_allocatable(nodes, self.resources, pod_requests, use_requested=False)
         return self.scorer(requested, allocatable)
 
-    # --- requeueing -----------------------------------------------------------------------------
+    # --- requeueing -----------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
             ClusterEventWithHint(ClusterEvent(Resource.Pod, ActionType.Delete | ActionType.UpdatePodScaleDown), self._after_pod_event),
@@ -155,73 +235,76 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
 
     @staticmethod
     def _after_pod_event(pod: dict, old: Any, new: Any) -> QueueingHint:
+        """A deleted pod that held (or was nominated to) a node, or a scale-down freeing what the pod asks for."""
         if new is None:
-            return QueueingHint.Queue if (old.get("spec") or {}).get("nodeName") else QueueingHint.QueueSkip
-        if new["metadata"].get("uid") == pod["metadata"].get("uid"):
+            spec, status = old.get("spec") or {}, old.get("status") or {}
+            if not spec.get("nodeName") and not status.get("nominatedNodeName"):
+                return QueueingHint.QueueSkip
             return QueueingHint.Queue
-        if not (new.get("spec") or {}).get("nodeName"):
-            return QueueingHint.QueueSkip
-        before, after = PodInfo(old).requests, PodInfo(new).requests
-        for name, amount in PodInfo(pod).requests.items():
-            if amount and before.get(name, 0) > after.get(name, 0):
-                return QueueingHint.Queue
-        return QueueingHint.QueueSkip
+        return QueueingHint.Queue if _scale_down_helps(pod, old, new) else QueueingHint.QueueSkip
 
     def _after_node_change(self, pod: dict, old: Any, new: Any) -> QueueingHint:
+        """A new node the pod fits, or an update growing something the pod asks for on a node it fits."""
         target = PodInfo(pod)
-        if not fits_empty_node(target, new, self.ignored, self.ignored_groups):
+        if not fits_empty_node(target, new, self.pod_level):
             return QueueingHint.QueueSkip
         if old is None:
             return QueueingHint.Queue
-        before, after = node_allocatable(old), node_allocatable(new)
-        if after.get(res.PODS, 0) > before.get(res.PODS, 0):
-            return QueueingHint.Queue
-        for name, amount in target.requests.items():
-            if amount and after.get(name, 0) > before.get(name, 0):
-                return QueueingHint.Queue
-        return QueueingHint.QueueSkip
+        if not requested_resources_increased(target, old, new, self.pod_level):
+            return QueueingHint.QueueSkip
+        return QueueingHint.Queue
 
 
-def fits_empty_node(pod: PodInfo, node: dict, ignored: frozenset[str] = frozenset(), ignored_groups: frozenset[str] = frozenset()) -> bool:
-    """Whether the pod's requests fit the node's allocatable at all (upstream ``isFit``)."""
-    allocatable = node_allocatable(node)
-    if allocatable.get(res.PODS, 0) < 1:
+def _scale_down_helps(pod: dict, old: dict, new: dict) -> bool:
+    """``isSchedulableAfterPodScaleDown``."""
+    if new["metadata"].get("uid") == pod["metadata"].get("uid"):
+        return True
+    if not (new.get("spec") or {}).get("nodeName"):
         return False
-    request = _Request(pod, ignored, ignored_groups)
-    return all(amount <= allocatable.get(name, 0) for name, amount in request.checked)
-
-
-def insufficient_resources(pod: PodInfo, node_info: Any) -> list[str]:
-    """Reasons a pod does not fit a NodeInfo (upstream ``noderesources.Fits``), for the kubelet's admission."""
-    reasons = []
-    if len(node_info.pods) + 1 > node_info.allocatable.get(res.PODS, 0):
-        reasons.append("Too many pods")
-    for name, amount in _Request(pod, frozenset(), frozenset()).checked:
-        if amount > node_info.allocatable.get(name, 0) - node_info.requested.get(name, 0):
-            reasons.append(f"Insufficient {name}")
-    return reasons
-
-
-def _verdict_from_keys(keys: np.ndarray, reasons: list[str]) -> FilterVerdict | None:
-    """Nodes sharing a combination of failures share one Status; negative keys are unresolvable."""
-    if not keys.any():
-        return None
-    statuses: dict[int, Status] = {}
-    for key in np.unique(keys):
-        key = int(key)
-        if key == 0:
+    before, after = _max_resource(old), _max_resource(new)
+    for name, amount in res.pod_requests(pod).items():
+        if amount == 0:
             continue
-        bits = abs(key)
-        failed = [reason for bit, reason in enumerate(reasons) if bits >> bit & 1]
-        code = Code.UnschedulableAndUnresolvable if key < 0 else Code.Unschedulable
-        statuses[key] = Status(code, *failed)
-    ordered = sorted(statuses)
-    lookup = {k: i for i, k in enumerate(ordered)}
-    return FilterVerdict(_map_keys(keys, lookup), [statuses[k] for k in ordered])
+        if (name in _STANDARD_ORDER or res.is_scalar(name)) and before.get(name, 0) > after.get(name, 0):
+            return True
+    return False
 
 
-def _map_keys(keys: np.ndarray, lookup: dict[int, int]) -> np.ndarray:
-    codes = np.full(len(keys), -1, dtype=np.int32)
-    for key, index in lookup.items():
-        codes[keys == key] = index
-    return codes
+def _max_resource(pod: dict) -> dict[str, int]:
+    """``Resource.SetMaxResource(PodRequests(pod))``: the tracked resources as integers."""
+    return {name: res.to_int(name, amount) for name, amount in res.pod_requests(pod).items()
+            if name in _STANDARD_ORDER or res.is_scalar(name)}
+
+
+# --- verdicts ---------------------------------------------------------------------------------------
+def _verdict(failures: list[np.ndarray], unresolvable: np.ndarray, reasons: list[str]) -> FilterVerdict | None:
+    """Nodes failing the same resources (and equally resolvable) share one Status."""
+    failed_any = np.logical_or.reduce(failures)
+    if not failed_any.any():
+        return None
+    groups, inverse = _group(failures, unresolvable & failed_any)
+    lookup = np.full(len(groups), -1, dtype=np.int32)
+    statuses: list[Status] = []
+    for i, (bits, unres) in enumerate(groups):
+        if not any(bits):
+            continue
+        lookup[i] = len(statuses)
+        failed = [reason for reason, bit in zip(reasons, bits) if bit]
+        statuses.append(Status(Code.UnschedulableAndUnresolvable if unres else Code.Unschedulable, *failed))
+    return FilterVerdict(lookup[inverse], statuses)
+
+
+def _group(failures: list[np.ndarray], unresolvable: np.ndarray) -> tuple[list[tuple[list[bool], bool]], np.ndarray]:
+    """Distinct (failed reasons, unresolvable) combinations and each node's index among them."""
+    width = len(failures)
+    if width <= _MAX_BITS:
+        keys = np.zeros(len(unresolvable), dtype=np.int64)
+        for bit, mask in enumerate(failures):
+            keys |= mask.astype(np.int64) << bit
+        uniq, inverse = np.unique(np.where(unresolvable, -keys, keys), return_inverse=True)
+        groups = [([bool(abs(int(k)) >> b & 1) for b in range(width)], int(k) < 0) for k in uniq]
+    else:
+        uniq_rows, inverse = np.unique(np.column_stack([*failures, unresolvable]), axis=0, return_inverse=True)
+        groups = [([bool(b) for b in row[:-1]], bool(row[-1])) for row in uniq_rows]
+    return groups, np.asarray(inverse).reshape(-1)
+

@@ -1,0 +1,547 @@
+"""NodeVolumeLimits: a node may not get more volumes of a CSI driver attached than its CSINode
+allows (``spec.drivers[].allocatable.count``) (upstream ``nodevolumelimits/csi.go``).
+
+Volumes are counted once per unique ``<driver>/<volumeHandle>``: CSI PVs, in-tree PVs and inline
+volumes migrated to CSI, generic ephemeral volumes, unbound claims (by their StorageClass's
+provisioner), and the node's VolumeAttachments.
+
+What the pods on a node already use is kept per row in a table extension: the row's unique volumes
+and a count per driver, recomputed only for rows whose pods changed or whose claims, PVs, classes,
+CSINode or VolumeAttachments changed (told by the informers through a ``ChangeFeed``). Filter then
+compares count arrays with the CSINode limits for the whole batch.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from kubesched.framework.interface import BatchFilterPlugin, EnqueueExtensions, FilterVerdict, PreFilterPlugin, PreFilterResult
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.nodetable.table import NodeBatch, NodeTable
+from kubesched.plugins import names
+from kubesched.plugins._volume_batch import ChangeFeed, CSINodeView, CSINodeViews, rows_mask
+from kubesched.plugins._volume_helpers import (
+    AWS_EBS,
+    AZURE_DISK,
+    CINDER,
+    GCE_PD,
+    PORTWORX,
+    claim_class,
+    ephemeral_claim_name,
+    inline_plugin,
+    memo,
+    meta,
+    migratable_provisioner,
+    migrated_plugins,
+    name_of,
+    not_found,
+    pod_volumes,
+    pv_plugin,
+    raw_pod_claims,
+    spec,
+    translate_pv,
+    volume_handle,
+    volume_is_for_pod,
+)
+
+PRE_FILTER_KEY = "PreFilter" + names.NodeVolumeLimits
+EXTENSION_KEY = names.NodeVolumeLimits
+ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+WATCHED = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "VolumeAttachment")
+
+#: Conditions under which a volume counts on a node (``isCSIMigrationOn``).
+ALWAYS = "always"          # a CSI volume
+CSINODE = "csinode"        # migrated in-tree plugin whose migration is complete: needs a CSINode
+_ALWAYS_MIGRATED = (AWS_EBS, GCE_PD, AZURE_DISK, CINDER)
+
+
+def _condition(plugin: str, portworx_migration: bool) -> str | None:
+    """When an in-tree plugin's volumes count as CSI ones: with any CSINode, only when the CSINode
+    lists the plugin (Portworx), or never (plugins whose migration the scheduler does not consider)."""
+    if plugin in _ALWAYS_MIGRATED:
+        return CSINODE
+    if plugin == PORTWORX and portworx_migration:
+        return plugin
+    return None
+
+
+def counts_on(condition: str, csinode: Mapping | None) -> bool:
+    if condition == ALWAYS:
+        return True
+    if csinode is None:
+        return False
+    return condition == CSINODE or condition in migrated_plugins(csinode)
+
+
+def may_count(pod: PodInfo) -> bool:
+    """PreFilter's test: a PVC, a generic ephemeral volume or an inline migratable volume."""
+    return memo(pod, "_kvol_may_count", lambda p: any(
+        v.get("persistentVolumeClaim") is not None or v.get("ephemeral") is not None or inline_plugin(v) is not None
+        for v in pod_volumes(p)))
+
+
+class ResolveError(Exception):
+    def __init__(self, message: str, unresolvable: bool = False) -> None:
+        super().__init__(message)
+        self.unresolvable = unresolvable
+
+
+@dataclass
+class Resolved:
+    """A pod's attachable volumes: unique name -> (driver, condition), and what the answer read."""
+
+    volumes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    claims: set[str] = field(default_factory=set)
+    pvs: set[str] = field(default_factory=set)
+
+
+class Resolver:
+    """``filterAttachableVolumes`` against the current PVCs, PVs and StorageClasses."""
+
+    def __init__(self, objects: Any, prefix: str, portworx_migration: bool) -> None:
+        self.pvcs: Mapping[str, Mapping] = objects("PersistentVolumeClaim")
+        self.pvs: Mapping[str, Mapping] = objects("PersistentVolume")
+        self.classes: Mapping[str, Mapping] = objects("StorageClass")
+        self.prefix = prefix
+        self.portworx_migration = portworx_migration
+
+    def resolve(self, pod: PodInfo, new_pod: bool, out: Resolved | None = None) -> Resolved:
+        out = out or Resolved()
+        for vol in pod_volumes(pod):
+            if vol.get("persistentVolumeClaim") is not None:
+                self._claim(pod, vol["persistentVolumeClaim"].get("claimName") or "", False, new_pod, out)
+            elif vol.get("ephemeral") is not None:
+                self._claim(pod, ephemeral_claim_name(pod.name, vol), True, new_pod, out)
+            else:
+                self._inline(vol, out)
+        return out
+
+    def _claim(self, pod: PodInfo, claim: str, ephemeral: bool, new_pod: bool, out: Resolved) -> None:
+        if not claim:
+            raise ResolveError("PersistentVolumeClaim had no name")
+        key = f"{pod.namespace}/{claim}"
+        out.claims.add(key)
+        pvc = self.pvcs.get(key)
+        if pvc is None:
+            if new_pod:
+                raise ResolveError(f"looking up PVC {key}: {not_found('persistentvolumeclaim', claim)}", unresolvable=True)
+            return
+        if ephemeral:
+            problem = volume_is_for_pod(pod.namespace, pod.name, pod.uid, pvc)
+            if problem is not None:
+                raise ResolveError(problem)
+        info = self._driver_info(pvc, out)
+        if info is not None:
+            driver, handle, condition = info
+            out.volumes[f"{driver}/{handle}"] = (driver, condition)
+
+    def _driver_info(self, pvc: Mapping, out: Resolved) -> tuple[str, str, str] | None:
+        """``getCSIDriverInfo``: from the bound PV (translated when in-tree), else from the class."""
+        pv_name = spec(pvc).get("volumeName") or ""
+        pv = self.pvs.get(pv_name) if pv_name else None
+        if pv_name:
+            out.pvs.add(pv_name)
+        if pv is None:
+            return self._driver_info_from_class(pvc)
+        csi = spec(pv).get("csi")
+        if csi is not None:
+            if not csi.get("driver") or not csi.get("volumeHandle"):
+                return None
+            return csi["driver"], csi["volumeHandle"], ALWAYS
+        plugin = pv_plugin(pv)
+        condition = None if plugin is None else _condition(plugin.name, self.portworx_migration)
+        translated = translate_pv(pv) if condition is not None else None
+        if plugin is None or condition is None or translated is None:
+            return None
+        return plugin.driver, translated["spec"]["csi"]["volumeHandle"], condition
+
+    def _driver_info_from_class(self, pvc: Mapping) -> tuple[str, str, str] | None:
+        """``getCSIDriverInfoFromSC``: the provisioner and a handle unique to the claim."""
+        sc = self.classes.get(claim_class(pvc)) if claim_class(pvc) else None
+        if sc is None:
+            return None
+        handle = f"{self.prefix}-{meta(pvc).get('namespace', '')}/{name_of(pvc)}"
+        provisioner = sc.get("provisioner") or ""
+        plugin = migratable_provisioner(provisioner)
+        if plugin is None:
+            return (provisioner, handle, ALWAYS) if provisioner else None
+        condition = _condition(plugin.name, self.portworx_migration)
+        return None if condition is None else (plugin.driver, handle, condition)
+
+    def _inline(self, vol: Mapping, out: Resolved) -> None:
+        """``checkAttachableInlineVolume``: inline in-tree volumes count once migrated."""
+        plugin = inline_plugin(vol)
+        if plugin is None:
+            return
+        condition = _condition(plugin.name, self.portworx_migration)
+        if condition is None:
+            return
+        handle = volume_handle(plugin, vol[plugin.source])
+        if handle is None:
+            raise ResolveError(f"converting volume({vol.get('name', '')}) from inline to csi: "
+                               f"invalid format for volume ID {vol[plugin.source].get('volumeID', '')}")
+        out.volumes[f"{plugin.driver}/{handle}"] = (plugin.driver, condition)
+
+
+# --- per-row index ------------------------------------------------------------------------------------
+@dataclass
+class _Row:
+    pod_volumes: dict[str, str] = field(default_factory=dict)   # unique -> driver, from the pods
+    counts: dict[str, int] = field(default_factory=dict)         # driver -> attached (pods and attachments)
+    error: str | None = None
+    claims: set[str] = field(default_factory=set)
+    pvs: set[str] = field(default_factory=set)
+
+
+class _Index:
+    """Table extension: per row, the volumes its pods (and VolumeAttachments) use."""
+
+    def __init__(self, table: NodeTable, plugin: NodeVolumeLimits) -> None:
+        self.table = table
+        self.plugin = plugin
+        self.pods: dict[int, dict[str, PodInfo]] = {}
+        self.rows: dict[int, _Row] = {}
+        self.dirty: set[int] = set()
+        self.all_dirty = True
+        self.synced = plugin.feed.seq if plugin.feed is not None else 0
+        self.counts: dict[str, np.ndarray] = {}
+        self.unique_rows: dict[str, set[int]] = {}
+        self.claim_rows: dict[str, set[int]] = {}
+        self.pv_rows: dict[str, set[int]] = {}
+        self.error_rows: set[int] = set()
+
+    # --- Extension protocol -------------------------------------------------------------------------
+    def grow(self, capacity: int) -> None:
+        for driver, arr in self.counts.items():
+            if len(arr) < capacity:
+                wider = np.zeros(capacity, dtype=np.int64)
+                wider[: len(arr)] = arr
+                self.counts[driver] = wider
+
+    def node_set(self, row: int, info: NodeInfo) -> None:
+        self.pods.setdefault(row, {})
+        self.dirty.add(row)
+
+    def node_removed(self, row: int, info: NodeInfo) -> None:
+        self._drop(row)
+        self.pods.pop(row, None)
+        self.dirty.discard(row)
+
+    def pod_added(self, row: int, pod: PodInfo) -> None:
+        if may_count(pod):
+            self.pods.setdefault(row, {})[pod.uid] = pod
+            self.dirty.add(row)
+
+    def pod_removed(self, row: int, pod: PodInfo) -> None:
+        if self.pods.get(row, {}).pop(pod.uid, None) is not None:
+            self.dirty.add(row)
+
+    def move_row(self, src: int, dst: int) -> None:
+        self._drop(dst)
+        result = self.rows.get(src)
+        self._drop(src)
+        self.pods[dst] = self.pods.pop(src, {})
+        if src in self.dirty or result is None:
+            self.dirty.discard(src)
+            self.dirty.add(dst)
+        else:
+            self._store(dst, result)
+
+    # --- refreshing ---------------------------------------------------------------------------------
+    def sync(self, csinodes: Mapping[str, Mapping], view: CSINodeView) -> None:
+        """Recompute every row whose inputs changed since the last call."""
+        feed = self.plugin.feed
+        changes = feed.since(self.synced) if feed is not None else None
+        if changes is None:
+            self.all_dirty = True
+        else:
+            for _, kind, old, new in changes:
+                self._mark(kind, old, new)
+        if feed is not None:
+            self.synced = feed.seq
+        rows = range(self.table.n) if self.all_dirty else sorted(r for r in self.dirty if r < self.table.n)
+        self.all_dirty = False
+        self.dirty.clear()
+        if not rows:
+            return
+        resolver = self.plugin.resolver()
+        attachments = self.plugin.attachments_by_node()
+        for row in rows:
+            self._drop(row)
+            name = self.table.names[row]
+            self._store(row, self._compute(row, resolver, csinodes.get(name), attachments.get(name, ())))
+
+    def _mark(self, kind: str, old: Any, new: Any) -> None:
+        if kind == "StorageClass":
+            self.all_dirty = True
+            return
+        for obj in (old, new):
+            if obj is None:
+                continue
+            if kind == "PersistentVolumeClaim":
+                self.dirty |= self.claim_rows.get(f"{meta(obj).get('namespace', '')}/{name_of(obj)}", set())
+            elif kind == "PersistentVolume":
+                self.dirty |= self.pv_rows.get(name_of(obj), set())
+                ref = spec(obj).get("claimRef") or {}
+                self.dirty |= self.claim_rows.get(f"{ref.get('namespace', '')}/{ref.get('name', '')}", set())
+            elif kind == "CSINode":
+                row = self.table.row_of.get(name_of(obj))
+                if row is not None:
+                    self.dirty.add(row)
+            elif kind == "VolumeAttachment":
+                row = self.table.row_of.get(spec(obj).get("nodeName", ""))
+                if row is not None:
+                    self.dirty.add(row)
+
+    def _compute(self, row: int, resolver: Resolver, csinode: Mapping | None, attachments: Any) -> _Row:
+        result = _Row()
+        resolved = Resolved()
+        try:
+            for pod in self.pods.get(row, {}).values():
+                resolver.resolve(pod, False, resolved)
+        except ResolveError as e:
+            result.error = str(e)
+        result.claims, result.pvs = resolved.claims, resolved.pvs
+        for unique, (driver, condition) in resolved.volumes.items():
+            if counts_on(condition, csinode):
+                result.pod_volumes[unique] = driver
+        attached = dict(result.pod_volumes)
+        for unique, driver, pv_name in self.plugin.attachment_volumes(attachments, resolver):
+            if pv_name:
+                result.pvs.add(pv_name)
+            attached.setdefault(unique, driver)
+        for driver in attached.values():
+            result.counts[driver] = result.counts.get(driver, 0) + 1
+        return result
+
+    def _store(self, row: int, result: _Row) -> None:
+        self.rows[row] = result
+        for unique in result.pod_volumes:
+            self.unique_rows.setdefault(unique, set()).add(row)
+        for key in result.claims:
+            self.claim_rows.setdefault(key, set()).add(row)
+        for name in result.pvs:
+            self.pv_rows.setdefault(name, set()).add(row)
+        for driver, count in result.counts.items():
+            arr = self.counts.get(driver)
+            if arr is None:
+                arr = self.counts[driver] = np.zeros(self.table.capacity, dtype=np.int64)
+            arr[row] = count
+        if result.error is not None:
+            self.error_rows.add(row)
+
+    def _drop(self, row: int) -> None:
+        result = self.rows.pop(row, None)
+        if result is None:
+            return
+        for index, keys in ((self.unique_rows, result.pod_volumes), (self.claim_rows, result.claims), (self.pv_rows, result.pvs)):
+            for key in keys:
+                rows = index.get(key)
+                if rows is not None:
+                    rows.discard(row)
+                    if not rows:
+                        del index[key]
+        for driver in result.counts:
+            self.counts[driver][row] = 0
+        self.error_rows.discard(row)
+
+
+# --- the plugin ---------------------------------------------------------------------------------------
+@dataclass
+class _State:
+    """The pod's attachable volumes (or the error resolving them), computed once per cycle."""
+
+    volumes: dict[str, tuple[str, str]]
+    error: Status | None = None
+
+    def clone(self) -> _State:
+        return self
+
+
+class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+    name = names.NodeVolumeLimits
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        gates = getattr(handle, "feature_gates", None)
+        self.portworx_migration = gates.enabled("CSIMigrationPortworx") if gates is not None else True
+        self.prefix = secrets.token_hex(16)
+        self.feed = ChangeFeed(handle, WATCHED) if handle is not None else None
+        self._views = CSINodeViews(self.feed)
+        self._exceeded = Status(Code.Unschedulable, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
+
+    def _objects(self, kind: str) -> Mapping[str, Mapping]:
+        return self.handle.objects(kind) if self.handle is not None else {}
+
+    def resolver(self) -> Resolver:
+        return Resolver(self._objects, self.prefix, self.portworx_migration)
+
+    def attachments_by_node(self) -> dict[str, list[Mapping]]:
+        out: dict[str, list[Mapping]] = {}
+        for va in self._objects("VolumeAttachment").values():
+            out.setdefault(spec(va).get("nodeName", ""), []).append(va)
+        return out
+
+    def attachment_volumes(self, attachments: Any, resolver: Resolver) -> list[tuple[str, str, str]]:
+        """(unique name, driver, PV name) of VolumeAttachments, by their PV's or inline CSI handle."""
+        out = []
+        for va in attachments:
+            driver = spec(va).get("attacher", "")
+            source = spec(va).get("source") or {}
+            pv_name = source.get("persistentVolumeName") or ""
+            handle = ""
+            if pv_name:
+                pv = resolver.pvs.get(pv_name)
+                if pv is not None:
+                    csi = spec(pv).get("csi")
+                    if csi is None:
+                        translated = translate_pv(pv)
+                        csi = translated["spec"]["csi"] if translated is not None else None
+                    handle = (csi or {}).get("volumeHandle", "")
+            else:
+                handle = ((source.get("inlineVolumeSpec") or {}).get("csi") or {}).get("volumeHandle", "")
+            if driver and handle:
+                out.append((f"{driver}/{handle}", driver, pv_name))
+        return out
+
+    # --- PreFilter ----------------------------------------------------------------------------------
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
+        if not may_count(pod):
+            return None, Status(Code.Skip)
+        try:
+            resolved = self.resolver().resolve(pod, True)
+        except ResolveError as e:
+            code = Code.UnschedulableAndUnresolvable
+            error = Status(code, str(e)) if e.unresolvable else Status.from_error(RuntimeError(str(e)))
+            state.write(PRE_FILTER_KEY, _State({}, error))
+            return None, None
+        state.write(PRE_FILTER_KEY, _State(resolved.volumes))
+        return None, None
+
+    # --- Filter ---------------------------------------------------------------------------------------
+    def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterVerdict | None:
+        if not pod_volumes(pod):
+            return None
+        s: _State | None = state.get(PRE_FILTER_KEY)
+        if s is None:
+            s = self._resolve_now(pod)
+        if s.error is not None:
+            return FilterVerdict.all_fail(len(nodes), s.error)
+        if not s.volumes:
+            return None
+        table = nodes.table
+        csinodes = self._objects("CSINode")
+        view = self._views.view(table, csinodes)
+        if not view.limits:
+            return None
+        index: _Index = table.extension(EXTENSION_KEY, lambda t: _Index(t, self))
+        index.sync(csinodes, view)
+        failed = np.zeros(len(nodes), dtype=bool)
+        applies_any = np.zeros(len(nodes), dtype=bool)
+        new_by_driver: dict[str, np.ndarray] = {}
+        for unique, (driver, condition) in s.volumes.items():
+            applies = self._applies(nodes, view, condition)
+            applies_any |= applies
+            if driver in view.limits:
+                new = new_by_driver.setdefault(driver, np.zeros(len(nodes), dtype=np.int64))
+                new += applies & ~rows_mask(nodes, index.unique_rows.get(unique, set()))
+        for driver, new in new_by_driver.items():
+            limit = view.limit(nodes, driver)
+            counts = index.counts.get(driver)
+            attached = nodes.col(counts) if counts is not None else 0
+            failed |= (limit >= 0) & (new > 0) & (attached + new > limit)
+        errors = applies_any & nodes.col(view.any_limit) & rows_mask(nodes, index.error_rows)
+        if errors.any():
+            row = int(nodes.row_ids()[np.flatnonzero(errors)[0]])
+            return FilterVerdict.all_fail(len(nodes), Status.from_error(RuntimeError(index.rows[row].error or "")))
+        return FilterVerdict.fail_where(failed, self._exceeded)
+
+    def _resolve_now(self, pod: PodInfo) -> _State:
+        try:
+            return _State(self.resolver().resolve(pod, True).volumes)
+        except ResolveError as e:
+            return _State({}, Status(Code.UnschedulableAndUnresolvable, str(e)) if e.unresolvable else Status.from_error(e))
+
+    @staticmethod
+    def _applies(nodes: NodeBatch, view: CSINodeView, condition: str) -> np.ndarray:
+        if condition == ALWAYS:
+            return np.ones(len(nodes), dtype=bool)
+        if condition == CSINODE:
+            return nodes.col(view.present)
+        return view.migrated_mask(nodes, condition)
+
+    # --- requeueing -----------------------------------------------------------------------------------
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(ClusterEvent(Resource.CSINode, ActionType.Add)),
+            ClusterEventWithHint(ClusterEvent(Resource.CSINode, ActionType.Update), self.is_schedulable_after_csinode_updated),
+            ClusterEventWithHint(ClusterEvent(Resource.Pod, ActionType.Delete), self.is_schedulable_after_pod_deleted),
+            ClusterEventWithHint(ClusterEvent(Resource.PersistentVolumeClaim, ActionType.Add), self.is_schedulable_after_pvc_added),
+            ClusterEventWithHint(ClusterEvent(Resource.VolumeAttachment, ActionType.Delete),
+                                 self.is_schedulable_after_volume_attachment_deleted),
+        ]
+
+    @staticmethod
+    def is_schedulable_after_pod_deleted(pod: dict, old: Any, new: Any) -> QueueingHint:
+        deleted = old or {}
+        volumes = spec(deleted).get("volumes") or []
+        if not volumes or not spec(deleted).get("nodeName"):
+            return QueueingHint.QueueSkip
+        for vol in volumes:
+            if vol.get("persistentVolumeClaim") is not None or vol.get("ephemeral") is not None or inline_plugin(vol) is not None:
+                return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
+    @staticmethod
+    def is_schedulable_after_pvc_added(pod: dict, old: Any, new: Any) -> QueueingHint:
+        if new is None or meta(new).get("namespace") != (meta(pod).get("namespace") or "default"):
+            return QueueingHint.QueueSkip
+        if any(ref.claim == name_of(new) for ref in raw_pod_claims(pod)):
+            return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
+    def is_schedulable_after_volume_attachment_deleted(self, pod: dict, old: Any, new: Any) -> QueueingHint:
+        """Queue when the detached volume is one of the pod's claims' PVs, or its inline CSI driver is
+        the driver of one of the pod's inline migratable volumes."""
+        source = spec(old or {}).get("source") or {}
+        pv_name = source.get("persistentVolumeName")
+        namespace = meta(pod).get("namespace") or "default"
+        if pv_name:
+            pvcs = self._objects("PersistentVolumeClaim")
+            for ref in raw_pod_claims(pod):
+                pvc = pvcs.get(f"{namespace}/{ref.claim}")
+                if pvc is not None and spec(pvc).get("volumeName") == pv_name:
+                    return QueueingHint.Queue
+        driver = ((source.get("inlineVolumeSpec") or {}).get("csi") or {}).get("driver")
+        if driver:
+            for vol in spec(pod).get("volumes") or []:
+                plugin = inline_plugin(vol)
+                if plugin is not None and plugin.driver == driver:
+                    return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
+    @staticmethod
+    def is_schedulable_after_csinode_updated(pod: dict, old: Any, new: Any) -> QueueingHint:
+        """Queue when some driver's attach limit went up (or went away)."""
+        def limits(obj: Any) -> dict[str, int]:
+            out = {}
+            for d in spec(obj or {}).get("drivers") or []:
+                count = (d.get("allocatable") or {}).get("count")
+                if count is not None:
+                    out[d.get("name", "")] = int(count)
+            return out
+
+        before, after = limits(old), limits(new)
+        for driver, count in before.items():
+            if driver not in after or after[driver] > count:
+                return QueueingHint.Queue
+        return QueueingHint.QueueSkip
+
