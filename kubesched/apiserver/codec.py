@@ -1,0 +1,126 @@
+"""Wire encoding: JSON in and out (orjson), YAML accepted on input, the ``Accept`` header's
+``as=Table`` / ``as=PartialObjectMetadata`` variants, and Status objects shaped as apiserver's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import yaml
+
+from kubesched.cluster.errors import APIError, BadRequest
+
+MAX_BODY = 3 * 1024 * 1024  # apiserver's MaxRequestBodyBytes
+JSON = "application/json"
+
+
+class NotAcceptable(APIError):
+    code = 406
+    reason = "NotAcceptable"
+
+
+class RequestTooLarge(APIError):
+    code = 413
+    reason = "RequestEntityTooLarge"
+
+
+def dumps(value: Any) -> bytes:
+    return orjson.dumps(value)
+
+
+def _go_json_error(data: bytes, error: orjson.JSONDecodeError) -> str:
+    """An approximation of encoding/json's syntax error text, which clients show verbatim."""
+    pos = getattr(error, "pos", 0) or 0
+    if pos >= len(data.rstrip()):
+        return "unexpected end of JSON input"
+    ch = chr(data[pos]) if data[pos] < 128 else "\\ufffd"
+    return f"invalid character '{ch}' looking for beginning of value"
+
+
+def decode_body(data: bytes, content_type: str, expected_kind: str | None = None) -> Any:
+    """Parse a request body (JSON, protobuf, or YAML when the client says so); 400 BadRequest otherwise."""
+    if "protobuf" in content_type:
+        from kubesched.apiserver.protobuf import decode
+
+        return decode(data)
+    if "yaml" in content_type:
+        try:
+            return yaml.safe_load(data.decode("utf-8")) if data.strip() else None
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise BadRequest(f"error converting YAML to JSON: {e}") from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        detail = _go_json_error(data, e)
+        if expected_kind:
+            raise BadRequest(f"the object provided is unrecognized (must be of type {expected_kind}): "
+                             f"couldn't get version/kind; json parse error: {detail}") from None
+        raise BadRequest(f"couldn't get version/kind; json parse error: {detail}") from None
+
+
+def status_failure(error: APIError) -> dict:
+    return error.status()
+
+
+def status_success(code: int = 200, details: dict | None = None) -> dict:
+    out: dict = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": code}
+    if details:
+        out["details"] = details
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """What the response body should be: the object(s), a Table, or only their metadata."""
+
+    form: str  # "object" | "table" | "partial"
+
+
+OBJECT, TABLE, PARTIAL = Output("object"), Output("table"), Output("partial")
+
+
+def negotiate(accept: str | None) -> Output:
+    """The first acceptable media type of ``Accept`` (protobuf and CBOR are skipped: JSON is served)."""
+    if not accept:
+        return OBJECT
+    for part in accept.split(","):
+        pieces = [p.strip() for p in part.split(";")]
+        media = pieces[0].lower()
+        params = dict(p.split("=", 1) for p in pieces[1:] if "=" in p)
+        if media not in ("application/json", "*/*", "application/*", "application/yaml", "application/json-seq"):
+            continue
+        as_kind = params.get("as")
+        if as_kind is None:
+            return OBJECT
+        if params.get("g") != "meta.k8s.io" or params.get("v") not in ("v1", "v1beta1"):
+            continue
+        if as_kind == "Table":
+            return TABLE
+        if as_kind in ("PartialObjectMetadata", "PartialObjectMetadataList"):
+            return PARTIAL
+    raise NotAcceptable("only the following media types are accepted: application/json, application/yaml, "
+                        "application/json;as=Table;v=v1;g=meta.k8s.io")
+
+
+class UnsupportedMediaType(APIError):
+    code = 415
+    reason = "UnsupportedMediaType"
+
+
+def check_body_type(content_type: str | None) -> None:
+    """Protobuf and CBOR bodies get 415, after which client-go retries the request as JSON."""
+    media = media_type(content_type)
+    if media in ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf", "*/*", "") or media.endswith("+json"):
+        return
+    raise UnsupportedMediaType(f"the body of the request was in an unknown format - accepted media types include: "
+                               f"application/json, application/yaml (got {media})")
+
+
+def media_type(content_type: str | None) -> str:
+    return (content_type or JSON).split(";", 1)[0].strip().lower()
+
+
+def query_bool(value: str | None) -> bool:
+    return (value or "").lower() in ("true", "1", "t", "yes")

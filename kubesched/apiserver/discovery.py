@@ -1,0 +1,168 @@
+"""Discovery documents built from the served kinds table (``kubesched.api.kinds``): ``/version``,
+legacy discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``) and aggregated
+discovery (``apidiscovery.k8s.io/v2``, which kubectl asks for first and falls back from).
+
+Documents are built once per server: the table does not change while it runs.
+"""
+
+from __future__ import annotations
+
+import platform
+from functools import cache
+
+from kubesched.api.kinds import KINDS, Kind
+
+VERSION = {
+    "major": "1", "minor": "35", "emulationMajor": "1", "emulationMinor": "35", "minCompatibilityMajor": "1",
+    "minCompatibilityMinor": "34", "gitVersion": "v1.35.0", "gitCommit": "kubesched", "gitTreeState": "clean",
+    "buildDate": "2025-12-17T00:00:00Z", "goVersion": "go1.25.5", "compiler": "gc",
+    "platform": f"linux/{'arm64' if platform.machine() in ('aarch64', 'arm64') else 'amd64'}",
+}
+
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+AGGREGATED_MEDIA_TYPE = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+#: subresource -> (group, version, kind of its body or None for the parent's kind, verbs)
+SUBRESOURCES: dict[str, tuple[str, str, str | None, list[str]]] = {
+    "status": ("", "", None, ["get", "patch", "update"]),
+    "scale": ("autoscaling", "v1", "Scale", ["get", "patch", "update"]),
+    "binding": ("", "v1", "Binding", ["create"]),
+    "eviction": ("policy", "v1", "Eviction", ["create"]),
+    "finalize": ("", "", None, ["update"]),
+}
+
+
+def served_kinds() -> list[Kind]:
+    return list(KINDS)
+
+
+def group_versions() -> dict[str, list[Kind]]:
+    """``group/version`` (``v1`` for core) -> its kinds, in table order."""
+    out: dict[str, list[Kind]] = {}
+    for kind in KINDS:
+        out.setdefault(kind.api_version, []).append(kind)
+    return out
+
+
+def _resource(kind: Kind) -> dict:
+    entry = {"name": kind.resource, "singularName": kind.singular, "namespaced": kind.namespaced, "kind": kind.kind,
+             "verbs": VERBS}
+    if kind.short_names:
+        entry["shortNames"] = list(kind.short_names)
+    if kind.categories:
+        entry["categories"] = list(kind.categories)
+    return entry
+
+
+def _subresource_entries(kind: Kind) -> list[dict]:
+    out = []
+    for sub in kind.subresources:
+        group, version, body_kind, verbs = SUBRESOURCES.get(sub, ("", "", None, ["get"]))
+        entry = {"name": f"{kind.resource}/{sub}", "singularName": "", "namespaced": kind.namespaced,
+                 "kind": body_kind or kind.kind, "verbs": verbs}
+        if group or (version and body_kind):
+            entry["group"], entry["version"] = group, version
+        out.append(entry)
+    return out
+
+
+@cache
+def resource_list(group_version: str) -> dict | None:
+    """The ``APIResourceList`` of ``/api/v1`` or ``/apis/<group>/<version>``."""
+    kinds = group_versions().get(group_version)
+    if kinds is None:
+        return None
+    resources = []
+    for kind in kinds:
+        resources.append(_resource(kind))
+        resources += _subresource_entries(kind)
+    if group_version == "v1":
+        resources.append({"name": "bindings", "singularName": "binding", "namespaced": True, "kind": "Binding", "verbs": ["create"]})
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+
+def _group_entry(group: str) -> dict:
+    versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in sorted({k.version for k in KINDS if k.group == group})]
+    return {"name": group, "versions": versions, "preferredVersion": versions[0]}
+
+
+@cache
+def api_versions() -> dict:
+    return {"kind": "APIVersions", "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]}
+
+
+def _groups() -> list[str]:
+    seen: list[str] = []
+    for kind in KINDS:
+        if kind.group and kind.group not in seen:
+            seen.append(kind.group)
+    return seen
+
+
+@cache
+def api_group_list() -> dict:
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_entry(g) for g in _groups()]}
+
+
+def api_group(group: str) -> dict | None:
+    if group not in _groups():
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group)}
+
+
+# --- aggregated discovery ------------------------------------------------------------------------
+def _aggregated_resource(kind: Kind) -> dict:
+    entry: dict = {
+        "resource": kind.resource,
+        "responseKind": {"group": kind.group, "version": kind.version, "kind": kind.kind},
+        "scope": "Namespaced" if kind.namespaced else "Cluster",
+        "singularResource": kind.singular,
+        "verbs": VERBS,
+    }
+    if kind.short_names:
+        entry["shortNames"] = list(kind.short_names)
+    if kind.categories:
+        entry["categories"] = list(kind.categories)
+    subs = []
+    for sub in kind.subresources:
+        group, version, body_kind, verbs = SUBRESOURCES.get(sub, ("", "", None, ["get"]))
+        response = {"group": group, "version": version, "kind": body_kind} if body_kind else \
+            {"group": kind.group, "version": kind.version, "kind": kind.kind}
+        subs.append({"subresource": sub, "responseKind": response, "verbs": verbs})
+    if subs:
+        entry["subresources"] = subs
+    return entry
+
+
+def _aggregated_group(group: str) -> dict:
+    versions: dict[str, list[dict]] = {}
+    for kind in KINDS:
+        if kind.group == group:
+            versions.setdefault(kind.version, []).append(_aggregated_resource(kind))
+    meta = {"name": group} if group else {"creationTimestamp": None}
+    return {"metadata": meta,
+            "versions": [{"version": v, "resources": r, "freshness": "Current"} for v, r in sorted(versions.items())]}
+
+
+@cache
+def aggregated(legacy: bool) -> dict:
+    """``/api`` (legacy=True: the core group only) or ``/apis`` as an ``APIGroupDiscoveryList``."""
+    items = [_aggregated_group("")] if legacy else [_aggregated_group(g) for g in _groups()]
+    return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
+
+
+def wants_aggregated(accept: str) -> str | None:
+    """The aggregated discovery version (``v2``/``v2beta1``) the client asks for first, if any."""
+    for part in accept.split(","):
+        params = {}
+        for piece in part.split(";")[1:]:
+            if "=" in piece:
+                k, v = piece.split("=", 1)
+                params[k.strip()] = v.strip()
+        if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList":
+            if params.get("v") in ("v2", "v2beta1"):
+                return params["v"]
+        elif part.strip().startswith("application/json") or part.strip().startswith("*/*"):
+            return None
+    return None

@@ -1,0 +1,599 @@
+"""The REST verbs over the object store, independent of the HTTP library: a parsed ``Call`` in, a
+``Reply`` (status code and JSON-able body) out. ``kubesched.apiserver.server`` does the HTTP.
+
+Semantics follow kube-apiserver's generic registry: create/update/patch/delete with dryRun,
+preconditions and fieldManager; list with label and field selectors, ``limit``/``continue`` and
+Table output; the ``status``, ``scale``, ``binding``, ``eviction`` and ``finalize`` subresources;
+and a garbage collector for ``ownerReferences`` (what kube-controller-manager's would do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from kubesched.api.events import core_to_v1, v1_to_core
+from kubesched.api.kinds import Kind, kind_for, kind_named
+from kubesched.api.selectors import parse_label_selector
+from kubesched.apiserver import apply as ssa
+from kubesched.apiserver import codec, selectors, tables
+from kubesched.apiserver.codec import Output
+from kubesched.apiserver.defaults import Defaulter
+from kubesched.apiserver.patch import apply_patch
+from kubesched.clock import rfc3339
+from kubesched.cluster.errors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound, TooManyRequests
+from kubesched.cluster.store import EVENT, NAMESPACE, POD, ObjectStore, json_copy
+
+log = logging.getLogger(__name__)
+
+EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
+PDB = kind_named("PodDisruptionBudget")
+SCALABLE = {"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"}
+OWNER_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "Job", "CronJob",
+               "Service", "Node", "Namespace", "PersistentVolumeClaim", "ResourceClaim"}
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+class ServerError(APIError):
+    code = 500
+    reason = "InternalError"
+
+
+class NotFoundPath(APIError):
+    code = 404
+    reason = "NotFound"
+
+    def __init__(self) -> None:
+        super().__init__("the server could not find the requested resource")
+
+    def status(self) -> dict:
+        out = super().status()
+        out["details"] = {}
+        return out
+
+
+def method_not_allowed() -> MethodNotAllowed:
+    return MethodNotAllowed("the server does not allow this method on the requested resource")
+
+
+class View:
+    """A served kind and how its objects map to the stored ones (events.k8s.io events are stored
+    once, as core/v1 events, and converted on the way in and out)."""
+
+    __slots__ = ("converted", "kind", "store_kind")
+
+    def __init__(self, kind: Kind) -> None:
+        self.kind = kind
+        self.converted = kind == EVENTS_V1
+        self.store_kind = EVENT if self.converted else kind
+
+    def out(self, obj: dict) -> dict:
+        return core_to_v1(obj) if self.converted else obj
+
+    def into(self, obj: dict) -> dict:
+        return v1_to_core(obj) if self.converted else obj
+
+    def not_found(self, name: str) -> NotFound:
+        return NotFound.of(self.kind.resource, name, self.kind.group)
+
+
+@dataclass
+class Call:
+    method: str
+    view: View
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    query: Mapping[str, str]
+    body: bytes = b""
+    content_type: str = codec.JSON
+    output: Output = codec.OBJECT
+    user_agent: str = ""
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+SUCCESS_201 = orjson.dumps(codec.status_success(201))
+
+
+class RestAPI:
+    def __init__(self, store: ObjectStore, *, garbage_collect: bool = True) -> None:
+        self.store = store
+        self.defaulter = Defaulter(store)
+        self.garbage_collect = garbage_collect
+
+    # --- helpers ----------------------------------------------------------------------------
+    def now(self) -> str:
+        return rfc3339(self.store.clock.wall())
+
+    def _get(self, view: View, namespace: str | None, name: str) -> dict:
+        obj = self.store.try_get(view.store_kind, namespace, name)
+        if obj is None:
+            raise view.not_found(name)
+        return obj
+
+    def _decode_object(self, call: Call) -> dict:
+        kind = call.view.kind
+        if len(call.body) > codec.MAX_BODY:
+            raise codec.RequestTooLarge(f"Request entity too large: limit is {codec.MAX_BODY}")
+        obj = codec.decode_body(call.body, call.content_type, kind.kind)
+        if not isinstance(obj, dict):
+            raise BadRequest(f"the object provided is unrecognized (must be of type {kind.kind}): couldn't get version/kind; "
+                             f"json parse error: json: cannot unmarshal {type(obj).__name__} into Go value of type struct")
+        api_version, obj_kind = obj.get("apiVersion"), obj.get("kind")
+        if (api_version and api_version != kind.api_version) or (obj_kind and obj_kind != kind.kind):
+            raise BadRequest(f'{obj_kind or kind.kind} in version "{api_version or kind.api_version}" cannot be handled as a '
+                             f'{kind.kind}: no kind "{obj_kind}" is registered for version "{api_version}" in scheme '
+                             f'"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
+        obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
+        meta = obj.get("metadata")
+        if meta is None:
+            obj["metadata"] = {}
+        elif not isinstance(meta, dict):
+            raise BadRequest(f"the object provided is unrecognized (must be of type {kind.kind}): metadata must be an object")
+        return obj
+
+    def _check_namespace(self, call: Call, obj: dict) -> None:
+        if not call.view.kind.namespaced:
+            return
+        meta = obj["metadata"]
+        if meta.get("namespace") and call.namespace and meta["namespace"] != call.namespace:
+            raise BadRequest("the namespace of the provided object does not match the namespace sent on the request")
+        if call.namespace:
+            meta["namespace"] = call.namespace
+
+    def _dry_run(self, call: Call, options: Mapping | None = None) -> bool:
+        values = [call.query.get("dryRun", "")]
+        if options and options.get("dryRun"):
+            values += list(options["dryRun"])
+        for value in values:
+            if value and value != "All":
+                raise BadRequest(f'unsupported dry run value "{value}": supported values: "All"')
+        return any(values)
+
+    def _manager(self, call: Call) -> str | None:
+        """``fieldManager``, or for kubectl (which leaves it out on some verbs, e.g. scale) the
+        User-Agent's product, as upstream derives it. Other clients without one are not tracked,
+        which keeps the scheduler's hot paths free of field-set bookkeeping."""
+        manager = call.query.get("fieldManager")
+        if manager is not None and len(manager) > 128:
+            raise BadRequest("fieldManager: Too long: may not be more than 128 bytes")
+        if manager is None and call.user_agent.startswith("kubectl/"):
+            manager = "kubectl"
+        return manager
+
+    def _record(self, call: Call, old: dict | None, new: dict, subresource: str = "") -> None:
+        manager = self._manager(call)
+        if manager:
+            ssa.record_update(old, new, manager, call.view.kind.api_version, call.view.kind.kind, self.now(), subresource)
+
+    # --- reads --------------------------------------------------------------------------------
+    def get(self, call: Call) -> Reply:
+        assert call.name is not None
+        obj = call.view.out(self._get(call.view, call.namespace, call.name))
+        if call.subresource == "scale":
+            return Reply(200, self._scale_of(call.view, obj))
+        if call.output.form == "table":
+            rv = obj["metadata"].get("resourceVersion", "")
+            return Reply(200, tables.to_table(call.view.kind, [obj], {"resourceVersion": rv}, call.query.get("includeObject", "PartialObjectMetadata"),
+                                              row_source=self._row_source(call.view)))
+        if call.output.form == "partial":
+            return Reply(200, tables.partial_metadata(obj))
+        return Reply(200, obj)
+
+    def _row_source(self, view: View) -> Callable[[dict], dict] | None:
+        return v1_to_core if view.converted else None
+
+    def predicate(self, call: Call) -> Callable[[dict], bool] | None:
+        """Label and field selectors of the request, over stored objects."""
+        labels = selectors.label_predicate(call.query.get("labelSelector"))
+        fields = selectors.field_predicate(call.view.kind, call.query.get("fieldSelector"))
+        if fields is not None and call.view.converted:
+            on_served = fields
+
+            def fields(obj: dict) -> bool:
+                return on_served(core_to_v1(obj))
+
+        return selectors.combine(labels, fields)
+
+    def list(self, call: Call) -> Reply:
+        view = call.view
+        predicate = self.predicate(call)
+        rv = self.store.rv
+        name = selectors.single_name(call.query.get("fieldSelector"))
+        if name is not None and (call.namespace is not None or not view.kind.namespaced):
+            one = self.store.try_get(view.store_kind, call.namespace, name)
+            items = [one] if one is not None and (predicate is None or predicate(one)) else []
+        else:
+            items, rv = self.store.list(view.store_kind, call.namespace, predicate)
+            items.sort(key=_sort_key)
+        limit = _int_param(call.query, "limit")
+        token = call.query.get("continue")
+        list_rv = rv
+        if token:
+            list_rv, start = _decode_continue(token)
+            items = [o for o in items if _sort_key(o) > start]
+        meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+        if limit and limit > 0 and len(items) > limit:
+            remaining = len(items) - limit
+            items = items[:limit]
+            meta["continue"] = _encode_continue(list_rv, _sort_key(items[-1]))
+            meta["remainingItemCount"] = remaining
+        if call.output.form == "table":
+            return Reply(200, tables.to_table(view.kind, items, meta, call.query.get("includeObject", "PartialObjectMetadata")))
+        served = [view.out(o) for o in items] if view.converted else items
+        if call.output.form == "partial":
+            return Reply(200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
+                               "items": [tables.partial_metadata(o) for o in served]})
+        return Reply(200, {"kind": f"{view.kind.kind}List", "apiVersion": view.kind.api_version, "metadata": meta, "items": served})
+
+    # --- writes -------------------------------------------------------------------------------
+    def create(self, call: Call) -> Reply:
+        obj = self._decode_object(call)
+        self._check_namespace(call, obj)
+        dry = self._dry_run(call)
+        self.defaulter.apply(call.view.kind, obj)
+        self.defaulter.validate(call.view.kind, obj)
+        self._record(call, None, obj)
+        stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
+        return Reply(201, call.view.out(stored))
+
+    def create_object(self, obj: dict) -> dict:
+        """Create ``obj`` as a POST would (defaulting included), for in-process callers."""
+        kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
+        if kind is None:
+            raise NotFound(f'no matches for kind "{obj.get("kind")}" in version "{obj.get("apiVersion")}"')
+        view = View(kind)
+        self.defaulter.apply(kind, obj)
+        self.defaulter.validate(kind, obj)
+        return view.out(self.store.create(view.store_kind, view.into(obj)))
+
+    def replace(self, call: Call) -> Reply:
+        assert call.name is not None
+        obj = self._decode_object(call)
+        meta = obj["metadata"]
+        if meta.get("name") and meta["name"] != call.name:
+            raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({call.name})")
+        meta["name"] = call.name
+        self._check_namespace(call, obj)
+        dry = self._dry_run(call)
+        if call.subresource == "scale":
+            return self._write_scale(call, obj, dry)
+        current = self._get(call.view, call.namespace, call.name)
+        served = call.view.out(current)
+        if "managedFields" not in meta and (served["metadata"].get("managedFields")):
+            meta["managedFields"] = served["metadata"]["managedFields"]
+        if call.subresource == "finalize":
+            return self._finalize(call, current, obj, dry)
+        if not call.subresource:
+            self.defaulter.validate(call.view.kind, obj)
+        self._record(call, served, obj, call.subresource or "")
+        stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
+        return Reply(200, call.view.out(stored))
+
+    def patch(self, call: Call) -> Reply:
+        assert call.name is not None
+        if len(call.body) > codec.MAX_BODY:
+            raise codec.RequestTooLarge(f"Request entity too large: limit is {codec.MAX_BODY}")
+        media = codec.media_type(call.content_type)
+        if media == APPLY_PATCH:
+            return self._apply(call)
+        body = codec.decode_body(call.body, media)
+        dry = self._dry_run(call)
+        current = self._get(call.view, call.namespace, call.name)
+        served = call.view.out(current)
+        if call.subresource == "scale":
+            scale = apply_patch(media, self._scale_of(call.view, served), body, "Scale")
+            return self._write_scale(call, scale, dry)
+        patched = apply_patch(media, json_copy(served), body, call.view.kind.kind)
+        meta = patched.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise BadRequest("metadata must be an object")
+        meta["name"] = served["metadata"]["name"]
+        if call.view.kind.namespaced:
+            meta["namespace"] = served["metadata"].get("namespace")
+        meta.setdefault("resourceVersion", served["metadata"]["resourceVersion"])
+        if not call.subresource:
+            self.defaulter.validate(call.view.kind, patched)
+        self._record(call, served, patched, call.subresource or "")
+        stored = self.store.update(call.view.store_kind, call.view.into(patched), status_only=call.subresource == "status", dry_run=dry)
+        return Reply(200, call.view.out(stored))
+
+    def _apply(self, call: Call) -> Reply:
+        assert call.name is not None
+        manager = self._manager(call)
+        if not manager:
+            raise BadRequest("PATCH request with apply-patch+yaml content type requires fieldManager")
+        applied = codec.decode_body(call.body, "yaml")
+        if not isinstance(applied, dict):
+            raise BadRequest("error decoding YAML: the applied configuration is not an object")
+        kind = call.view.kind
+        meta = applied.setdefault("metadata", {}) or {}
+        applied["metadata"] = meta
+        if applied.get("apiVersion") != kind.api_version or applied.get("kind") != kind.kind:
+            raise BadRequest(f"apply configuration must be of kind {kind.kind} in version {kind.api_version}, "
+                             f"got {applied.get('kind')} in {applied.get('apiVersion')}")
+        if meta.get("name") and meta["name"] != call.name:
+            raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({call.name})")
+        meta["name"] = call.name
+        self._check_namespace(call, applied)
+        dry = self._dry_run(call)
+        force = codec.query_bool(call.query.get("force"))
+        current = self.store.try_get(call.view.store_kind, call.namespace, call.name)
+        if current is None:
+            if call.subresource:
+                raise call.view.not_found(call.name)
+            obj = ssa.server_side_apply(None, applied, manager, force, kind.kind, self.now())
+            self.defaulter.apply(kind, obj)
+            stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
+            return Reply(201, call.view.out(stored))
+        served = call.view.out(current)
+        obj = ssa.server_side_apply(served, applied, manager, force, kind.kind, self.now())
+        obj["metadata"]["resourceVersion"] = served["metadata"]["resourceVersion"]
+        stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
+        return Reply(200, call.view.out(stored))
+
+    def delete(self, call: Call) -> Reply:
+        assert call.name is not None
+        options = self._delete_options(call)
+        dry = self._dry_run(call, options)
+        grace = _int_param(call.query, "gracePeriodSeconds")
+        if grace is None and options.get("gracePeriodSeconds") is not None:
+            grace = int(options["gracePeriodSeconds"])
+        pre = options.get("preconditions") or {}
+        current = self._get(call.view, call.namespace, call.name)
+        result = self.store.delete(call.view.store_kind, call.namespace, call.name, grace_period=grace, uid=pre.get("uid"),
+                                   resource_version=pre.get("resourceVersion"), dry_run=dry)
+        if not dry:
+            policy = call.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
+            if options.get("orphanDependents") is True or codec.query_bool(call.query.get("orphanDependents")):
+                policy = "Orphan"
+            self._collect_later(call.view.kind, current, policy)
+        return Reply(200, call.view.out(result))
+
+    def delete_collection(self, call: Call) -> Reply:
+        options = self._delete_options(call)
+        dry = self._dry_run(call, options)
+        predicate = self.predicate(call)
+        items, _ = self.store.list(call.view.store_kind, call.namespace, predicate)
+        deleted = []
+        grace = _int_param(call.query, "gracePeriodSeconds")
+        for obj in sorted(items, key=_sort_key):
+            meta = obj["metadata"]
+            try:
+                deleted.append(self.store.delete(call.view.store_kind, meta.get("namespace"), meta["name"], grace_period=grace, dry_run=dry))
+            except NotFound:
+                continue
+            if not dry:
+                self._collect_later(call.view.kind, obj, call.query.get("propagationPolicy") or "Background")
+        return Reply(200, {"kind": f"{call.view.kind.kind}List", "apiVersion": call.view.kind.api_version,
+                           "metadata": {"resourceVersion": str(self.store.rv)}, "items": [call.view.out(o) for o in deleted]})
+
+    def _delete_options(self, call: Call) -> dict:
+        if not call.body or not call.body.strip():
+            return {}
+        options = codec.decode_body(call.body, call.content_type, "DeleteOptions")
+        if not isinstance(options, dict):
+            raise BadRequest("the body of a DELETE must be a DeleteOptions object")
+        return options
+
+    # --- subresources -------------------------------------------------------------------------
+    def bind(self, call: Call) -> Reply:
+        """POST pods/<name>/binding (or the legacy POST bindings)."""
+        body = codec.decode_body(call.body, call.content_type, "Binding")
+        if not isinstance(body, dict):
+            raise BadRequest("the object provided is unrecognized (must be of type Binding)")
+        meta = body.get("metadata") or {}
+        name = call.name or meta.get("name")
+        if not name:
+            raise BadRequest("name is required for a binding")
+        if call.name and meta.get("name") and meta["name"] != call.name:
+            raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({call.name})")
+        target = body.get("target") or {}
+        if not target.get("name"):
+            raise Invalid(f'Binding "{name}" is invalid: target.name: Required value', kind="Binding", name=name,
+                          causes=[{"reason": "FieldValueRequired", "message": "Required value", "field": "target.name"}])
+        self.store.bind(call.namespace or "default", name, target["name"], uid=meta.get("uid"), annotations=meta.get("annotations"),
+                        resource_version=meta.get("resourceVersion"), dry_run=self._dry_run(call))
+        return Reply(201, SUCCESS_201)
+
+    def evict(self, call: Call) -> Reply:
+        """POST pods/<name>/eviction: delete unless it would violate a PodDisruptionBudget."""
+        assert call.name is not None and call.namespace is not None
+        body = codec.decode_body(call.body, call.content_type, "Eviction") if call.body.strip() else {}
+        options = (body or {}).get("deleteOptions") or {}
+        dry = self._dry_run(call, options)
+        pod = self.store.get(POD, call.namespace, call.name)
+        pre = options.get("preconditions") or {}
+        status = pod.get("status") or {}
+        ignore_pdb = pod["metadata"].get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed", "Pending")
+        if not ignore_pdb:
+            self._charge_budget(pod, dry)
+        grace = options.get("gracePeriodSeconds")
+        self.store.delete(POD, call.namespace, call.name, grace_period=None if grace is None else int(grace),
+                          uid=pre.get("uid"), resource_version=pre.get("resourceVersion"), dry_run=dry)
+        return Reply(201, SUCCESS_201)
+
+    def _charge_budget(self, pod: dict, dry: bool) -> None:
+        assert PDB is not None
+        meta = pod["metadata"]
+        labels = meta.get("labels") or {}
+        matching = []
+        for pdb in self.store.list(PDB, meta.get("namespace"))[0]:
+            selector = (pdb.get("spec") or {}).get("selector")
+            if selector is not None and parse_label_selector(selector).matches(labels):
+                matching.append(pdb)
+        if not matching:
+            return
+        if len(matching) > 1:
+            raise ServerError("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
+        pdb = matching[0]
+        status = pdb.get("status") or {}
+        name = pdb["metadata"]["name"]
+        if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1):
+            raise _too_many(f"The disruption budget {name} is still being processed by the server.")
+        if status.get("disruptionsAllowed", 0) <= 0:
+            raise _too_many(f"The disruption budget {name} needs {status.get('desiredHealthy', 0)} healthy pods and has "
+                            f"{status.get('currentHealthy', 0)} currently")
+        if dry:
+            return
+
+        def charge(obj: dict) -> None:
+            st = obj.setdefault("status", {})
+            st["disruptionsAllowed"] = st.get("disruptionsAllowed", 0) - 1
+            st.setdefault("disruptedPods", {})[meta["name"]] = self.now()
+
+        try:
+            self.store.mutate(PDB, meta.get("namespace"), name, charge)
+        except Conflict:
+            raise _too_many(f"The disruption budget {name} changed while evicting; try again.") from None
+
+    def _scale_of(self, view: View, obj: dict) -> dict:
+        if view.kind.kind not in SCALABLE:
+            raise NotFoundPath()
+        spec, status, meta = obj.get("spec") or {}, obj.get("status") or {}, obj["metadata"]
+        if view.kind.kind == "ReplicationController":
+            selector = selectors.format_labels(spec.get("selector"))
+            selector = "" if selector == "<none>" else selector
+        else:
+            selector = selectors.format_label_selector(spec.get("selector"))
+            selector = "" if selector == "<none>" else selector
+        scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta}
+        return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
+                "spec": {"replicas": spec.get("replicas", 0)}, "status": {"replicas": status.get("replicas", 0), "selector": selector}}
+
+    def _write_scale(self, call: Call, scale: dict, dry: bool) -> Reply:
+        assert call.name is not None
+        replicas = (scale.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            detail = f"Invalid value: {replicas}: must be greater than or equal to 0"
+            raise Invalid(f'Scale.autoscaling "{call.name}" is invalid: spec.replicas: {detail}', kind="Scale", name=call.name,
+                          group="autoscaling", causes=[{"reason": "FieldValueInvalid", "message": detail, "field": "spec.replicas"}])
+        expect_rv = (scale.get("metadata") or {}).get("resourceVersion")
+        current = self._get(call.view, call.namespace, call.name)
+        if expect_rv and expect_rv != current["metadata"]["resourceVersion"]:
+            raise Conflict.of(call.view.kind.resource, call.name,
+                              "the object has been modified; please apply your changes to the latest version and try again", call.view.kind.group)
+        new = json_copy(current)
+        new.setdefault("spec", {})["replicas"] = replicas
+        self._record(call, current, new, "scale")
+        stored = self.store.update(call.view.store_kind, new, dry_run=dry)
+        return Reply(200, self._scale_of(call.view, stored))
+
+    def _finalize(self, call: Call, current: dict, obj: dict, dry: bool) -> Reply:
+        finalizers = list((obj.get("spec") or {}).get("finalizers") or [])
+
+        def set_finalizers(ns: dict) -> None:
+            ns.setdefault("spec", {})["finalizers"] = finalizers
+
+        if dry:
+            return Reply(200, current)
+        return Reply(200, self.store.mutate(NAMESPACE, None, current["metadata"]["name"], set_finalizers))
+
+    # --- garbage collection ---------------------------------------------------------------------
+    def _collect_later(self, kind: Kind, owner: dict, policy: str) -> None:
+        if not self.garbage_collect or kind.kind not in OWNER_KINDS:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.collect(owner, policy)
+            return
+        loop.call_soon(self.collect, owner, policy)
+
+    def collect(self, owner: dict, policy: str) -> None:
+        """Delete (or, for Orphan, release) the objects ``owner`` owns, recursively."""
+        uid = owner["metadata"].get("uid")
+        namespace = owner["metadata"].get("namespace")
+        for kind in list(self.store.kinds()):
+            if namespace and not kind.namespaced:
+                continue
+            for obj in list(self.store.iter_all(kind)):
+                meta = obj["metadata"]
+                refs = meta.get("ownerReferences") or []
+                if not any(r.get("uid") == uid for r in refs):
+                    continue
+                if namespace and meta.get("namespace") != namespace:
+                    continue
+                try:
+                    self._collect_one(kind, obj, uid, policy)
+                except APIError as e:
+                    log.debug("garbage collection of %s/%s: %s", kind.resource, meta.get("name"), e)
+
+    def _collect_one(self, kind: Kind, obj: dict, owner_uid: str, policy: str) -> None:
+        meta = obj["metadata"]
+        if policy == "Orphan":
+            self.store.mutate(kind, meta.get("namespace"), meta["name"], lambda o: _drop_owner(o, owner_uid))
+            return
+        others = [r for r in meta.get("ownerReferences") or [] if r.get("uid") != owner_uid]
+        if others and any(self._owner_exists(r, meta.get("namespace")) for r in others):
+            self.store.mutate(kind, meta.get("namespace"), meta["name"], lambda o: _drop_owner(o, owner_uid))
+            return
+        self.store.delete(kind, meta.get("namespace"), meta["name"])
+        if kind.kind in OWNER_KINDS:
+            self.collect(obj, policy)
+
+    def _owner_exists(self, ref: Mapping, namespace: str | None) -> bool:
+        owner_kind = kind_for(ref.get("apiVersion", ""), ref.get("kind", ""))
+        if owner_kind is None:
+            return False
+        found = self.store.try_get(owner_kind, namespace if owner_kind.namespaced else None, ref.get("name", ""))
+        return found is not None and found["metadata"].get("uid") == ref.get("uid")
+
+
+def _drop_owner(obj: dict, uid: str) -> None:
+    refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
+    if refs:
+        obj["metadata"]["ownerReferences"] = refs
+    else:
+        obj["metadata"].pop("ownerReferences", None)
+
+
+def _too_many(cause: str) -> TooManyRequests:
+    error = TooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.",
+                            causes=[{"reason": "DisruptionBudget", "message": cause}])
+    return error
+
+
+def _sort_key(obj: dict) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return meta.get("namespace", ""), meta["name"]
+
+
+def _int_param(query: Mapping[str, str], name: str) -> int | None:
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise BadRequest(f'invalid value for {name}: "{raw}"') from None
+
+
+def _encode_continue(rv: int, key: tuple[str, str]) -> str:
+    start = f"{key[0]}/{key[1]}\x00" if key[0] else f"{key[1]}\x00"
+    raw = orjson.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = orjson.loads(raw)
+        start = data["start"].rstrip("\x00")
+        rv = int(data["rv"])
+    except (ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise BadRequest("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)") from None
+    ns, _, name = start.rpartition("/")
+    return rv, (ns, name)

@@ -1,0 +1,70 @@
+"""The protobuf wire format, just enough to read: varints, tags and length-delimited fields.
+
+Used to decode Kubernetes protobuf request bodies (``kubesched.apiserver.protobuf``) and, by the
+schema generator (``kubesched.apiserver.protogen``), protobuf ``FileDescriptorProto``s.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
+
+
+class WireError(ValueError):
+    pass
+
+
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    result, shift = 0, 0
+    while True:
+        if pos >= len(data):
+            raise WireError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 70:
+            raise WireError("varint too long")
+
+
+def fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
+    """``(field number, wire type, value)``: ints for varints and fixed, bytes for length-delimited."""
+    pos, end = 0, len(data)
+    while pos < end:
+        tag, pos = read_varint(data, pos)
+        number, wire = tag >> 3, tag & 7
+        if wire == VARINT:
+            value, pos = read_varint(data, pos)
+            yield number, wire, value
+        elif wire == LENGTH:
+            size, pos = read_varint(data, pos)
+            if pos + size > end:
+                raise WireError("truncated length-delimited field")
+            yield number, wire, data[pos:pos + size]
+            pos += size
+        elif wire == FIXED64:
+            yield number, wire, struct.unpack_from("<Q", data, pos)[0]
+            pos += 8
+        elif wire == FIXED32:
+            yield number, wire, struct.unpack_from("<I", data, pos)[0]
+            pos += 4
+        else:
+            raise WireError(f"unsupported wire type {wire}")
+
+
+def signed64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def signed32(value: int) -> int:
+    value &= 0xFFFFFFFFFFFFFFFF
+    value = value - (1 << 64) if value >= 1 << 63 else value
+    return value
+
+
+def zigzag(value: int) -> int:
+    return (value >> 1) ^ -(value & 1)

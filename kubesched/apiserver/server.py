@@ -1,0 +1,383 @@
+"""``APIServer``: the Kubernetes REST API over HTTP (aiohttp) on top of an ``ObjectStore``.
+
+One catch-all route parses ``/api/v1/...`` and ``/apis/<group>/<version>/...`` itself (cheaper than
+a router with hundreds of patterns, and it keeps unknown paths answering with apiserver's 404
+Status). Watches stream newline-delimited JSON events over a chunked response, with bookmarks,
+``timeoutSeconds``, ``sendInitialEvents`` and a 410 ``ERROR`` event for a resourceVersion the
+store no longer has. Plain HTTP, no authentication: any bearer token is accepted as anyone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+from aiohttp import web
+
+from kubesched.api.kinds import Kind, kind_for_resource
+from kubesched.apiserver import codec, discovery, openapi, tables
+from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, method_not_allowed
+from kubesched.apiserver.persistence import SQLitePersistence
+from kubesched.cluster.errors import APIError, BadRequest, Gone
+from kubesched.cluster.store import BOOKMARK, ERROR, ObjectStore, WatchEvent
+
+log = logging.getLogger(__name__)
+
+JSON_HEADERS = {"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
+_NAMESPACE_SUBRESOURCES = ("status", "finalize")
+_CACHE_LIMIT = 8192
+KUBERNETES_SERVICE = {
+    "apiVersion": "v1", "kind": "Service",
+    "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+    "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]},
+}
+
+
+class APIServer:
+    """Serve ``store`` (a fresh one by default) on ``host:port``; ``port=0`` picks a free port."""
+
+    def __init__(self, store: ObjectStore | None = None, *, host: str = "127.0.0.1", port: int = 6443,
+                 data: str | Path | None = None, bookmark_interval: float = 60.0, garbage_collect: bool = True) -> None:
+        self.store = store if store is not None else ObjectStore()
+        self.host = host
+        self.port = port
+        self.data = Path(data) if data else None
+        self.bookmark_interval = bookmark_interval
+        self.rest = RestAPI(self.store, garbage_collect=garbage_collect)
+        self.persistence: SQLitePersistence | None = None
+        self.restored = 0
+        self._runner: web.AppRunner | None = None
+        self._encoded: dict[tuple, bytes] = {}
+        self._watches: set[asyncio.Task] = set()
+        self.requests = 0
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=codec.MAX_BODY)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    async def start(self) -> None:
+        if self.data is not None:
+            self.persistence = SQLitePersistence(self.data)
+            self.restored = self.persistence.attach(self.store)
+        if self.restored == 0:
+            self._bootstrap()
+        self._runner = web.AppRunner(self.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, backlog=2048, reuse_address=True)
+        await site.start()
+        if self.port == 0:
+            server = site._server
+            assert server is not None and server.sockets  # type: ignore[union-attr]
+            self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        log.info("API server listening on %s", self.url)
+
+    async def stop(self) -> None:
+        for task in list(self._watches):
+            task.cancel()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if self.persistence is not None:
+            self.persistence.close()
+            self.persistence = None
+
+    def _bootstrap(self) -> None:
+        """What a fresh cluster has besides namespaces and priority classes: the ``kubernetes`` Service."""
+        from kubesched.api.kinds import kind_named
+
+        service = kind_named("Service")
+        if service is not None and self.store.try_get(service, "default", "kubernetes") is None:
+            obj = orjson.loads(orjson.dumps(KUBERNETES_SERVICE))
+            obj["spec"]["ports"][0]["targetPort"] = self.port or 6443
+            self.rest.create_object(obj)
+
+    def kubeconfig(self, token: str = "kubesched") -> dict:
+        return {
+            "apiVersion": "v1", "kind": "Config", "preferences": {},
+            "clusters": [{"name": "kubesched", "cluster": {"server": self.url}}],
+            "users": [{"name": "kubesched", "user": {"token": token}}],
+            "contexts": [{"name": "kubesched", "context": {"cluster": "kubesched", "user": "kubesched", "namespace": "default"}}],
+            "current-context": "kubesched",
+        }
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        target = Path(path).expanduser()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(target.suffix + ".tmp")
+        tmp.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+        tmp.chmod(0o600)
+        tmp.replace(target)
+        return target
+
+    # --- dispatch -------------------------------------------------------------------------------
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests += 1
+        try:
+            return await self._dispatch(request)
+        except APIError as e:
+            return _json(e.code, e.status())
+        except web.HTTPRequestEntityTooLarge:
+            error = codec.RequestTooLarge(f"Request entity too large: limit is {codec.MAX_BODY}")
+            return _json(413, error.status())
+        except (asyncio.CancelledError, ConnectionResetError):
+            raise
+        except Exception as e:
+            log.exception("%s %s failed", request.method, request.path_qs)
+            return _json(500, APIError(f"Internal error occurred: {e}").status())
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        parts = [p for p in path.split("/") if p]
+        if not parts:
+            return _json(200, {"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/openapi/v3", "/version"]})
+        head = parts[0]
+        if head in ("api", "apis"):
+            target = _parse_resource(parts)
+            if target is None:
+                return self._discovery(request, parts)
+            return await self._resource(request, *target)
+        if head == "version":
+            return _json(200, discovery.VERSION)
+        if head in ("healthz", "livez", "readyz"):
+            return web.Response(text="ok", content_type="text/plain")
+        if head == "openapi":
+            return self._openapi(path)
+        raise NotFoundPath()
+
+    def _discovery(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
+        accept = request.headers.get("Accept", "")
+        if parts == ["api"] or parts == ["apis"]:
+            wanted = discovery.wants_aggregated(accept)
+            if wanted:
+                doc = dict(discovery.aggregated(parts == ["api"]))
+                doc["apiVersion"] = f"apidiscovery.k8s.io/{wanted}"
+                return web.Response(body=orjson.dumps(doc), headers={
+                    "Content-Type": f"application/json;g=apidiscovery.k8s.io;v={wanted};as=APIGroupDiscoveryList"})
+            return _json(200, discovery.api_versions() if parts == ["api"] else discovery.api_group_list())
+        if parts == ["api", "v1"]:
+            return _json(200, discovery.resource_list("v1"))
+        if parts[0] == "apis" and len(parts) == 2:
+            group = discovery.api_group(parts[1])
+            if group is not None:
+                return _json(200, group)
+        if parts[0] == "apis" and len(parts) == 3:
+            doc = discovery.resource_list(f"{parts[1]}/{parts[2]}")
+            if doc is not None:
+                return _json(200, doc)
+        raise NotFoundPath()
+
+    def _openapi(self, path: str) -> web.StreamResponse:
+        if path.rstrip("/") == "/openapi/v3":
+            return web.Response(body=openapi.root_document(), content_type="application/json")
+        if path.startswith("/openapi/v3/"):
+            doc = openapi.document_for_path(path)
+            if doc is not None:
+                return web.Response(body=doc, content_type="application/json",
+                                    headers={"Cache-Control": "public, immutable", "Etag": '"kubesched"'})
+        raise NotFoundPath()
+
+    async def _resource(self, request: web.Request, kind: Kind, namespace: str | None, name: str | None,
+                        subresource: str | None, watch_path: bool) -> web.StreamResponse:
+        method = request.method
+        query = request.query
+        body = await request.read() if request.can_read_body else b""
+        if body and method in ("POST", "PUT"):
+            codec.check_body_type(request.headers.get("Content-Type"))
+        call = Call(method, View(kind), namespace, name, subresource, query, body,
+                    request.headers.get("Content-Type", codec.JSON), user_agent=request.headers.get("User-Agent", ""))
+        if method == "GET":
+            call.output = codec.negotiate(request.headers.get("Accept"))
+            if watch_path or codec.query_bool(query.get("watch")):
+                if name is not None:
+                    call.query = {**query, "fieldSelector": _with_name(query.get("fieldSelector"), name)}
+                    call.name = None
+                return await self._watch(request, call)
+            reply = self.rest.get(call) if name is not None else self.rest.list(call)
+            return _reply(reply)
+        if watch_path:
+            raise method_not_allowed()
+        return _reply(self._write(call))
+
+    def _write(self, call: Call) -> Reply:
+        method, name, sub = call.method, call.name, call.subresource
+        if sub == "binding" or (call.view.kind.kind == "Binding"):
+            if method != "POST":
+                raise method_not_allowed()
+            return self.rest.bind(call)
+        if sub == "eviction":
+            if method != "POST":
+                raise method_not_allowed()
+            return self.rest.evict(call)
+        if method == "POST" and name is None:
+            return self.rest.create(call)
+        if method == "PUT" and name is not None:
+            return self.rest.replace(call)
+        if method == "PATCH" and name is not None:
+            return self.rest.patch(call)
+        if method == "DELETE" and name is not None and sub is None:
+            return self.rest.delete(call)
+        if method == "DELETE" and name is None:
+            return self.rest.delete_collection(call)
+        raise method_not_allowed()
+
+    # --- watch ----------------------------------------------------------------------------------
+    async def _watch(self, request: web.Request, call: Call) -> web.StreamResponse:
+        query = call.query
+        predicate = self.rest.predicate(call)
+        rv_text = query.get("resourceVersion", "")
+        initial = codec.query_bool(query.get("sendInitialEvents"))
+        bookmarks = codec.query_bool(query.get("allowWatchBookmarks"))
+        timeout = float(query.get("timeoutSeconds") or 0) or random.uniform(1800, 3600)
+        if rv_text in ("", "0") or initial:
+            since = None
+        else:
+            try:
+                since = int(rv_text)
+            except ValueError:
+                raise BadRequest(f'invalid resource version "{rv_text}"') from None
+        response = web.StreamResponse(status=200, headers=JSON_HEADERS)
+        response.enable_chunked_encoding()
+        try:
+            watch = self.store.watch(call.view.store_kind, since=since, namespace=call.namespace, predicate=predicate)
+        except Gone as e:
+            await response.prepare(request)
+            await response.write(self._line(call, ERROR, e.status()))
+            await response.write_eof()
+            return response
+        start_rv = self.store.rv
+        task = asyncio.current_task()
+        if task is not None:
+            self._watches.add(task)
+        try:
+            await response.prepare(request)
+            if initial:
+                await response.write(b"".join(self._encode(call, e) for e in watch.drain()))
+                await response.write(self._bookmark(call, start_rv, initial_end=True))
+            await self._stream(call, watch, response, timeout, bookmarks)
+            await response.write_eof()
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            watch.stop()
+            if task is not None:
+                self._watches.discard(task)
+        return response
+
+    async def _stream(self, call: Call, watch: Any, response: web.StreamResponse, timeout: float, bookmarks: bool) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            wait = min(remaining, self.bookmark_interval) if bookmarks else remaining
+            try:
+                batch = await asyncio.wait_for(watch.next_batch(), wait)
+            except TimeoutError:
+                if bookmarks and not watch.pending:
+                    await response.write(self._bookmark(call, self.store.rv))
+                continue
+            if not batch:
+                if watch.stopped:
+                    break
+                continue
+            await response.write(b"".join(self._encode(call, e) for e in batch))
+        if bookmarks and not watch.pending:
+            await response.write(self._bookmark(call, self.store.rv))
+
+    def _encode(self, call: Call, event: WatchEvent) -> bytes:
+        obj = event.object
+        if call.output.form == "object":
+            key = (call.view.kind, event.type, obj["metadata"].get("resourceVersion"), id(obj))
+            cached = self._encoded.get(key)
+            if cached is None:
+                if len(self._encoded) >= _CACHE_LIMIT:
+                    self._encoded.clear()
+                cached = self._encoded[key] = self._line(call, event.type, call.view.out(obj))
+            return cached
+        served = call.view.out(obj)
+        if call.output.form == "table":
+            meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+            row_source = self.rest._row_source(call.view)
+            out = tables.to_table(call.view.kind, [served], meta, call.query.get("includeObject", "PartialObjectMetadata"), row_source=row_source)
+        else:
+            out = tables.partial_metadata(served)
+        return self._line(call, event.type, out)
+
+    def _line(self, call: Call, event_type: str, obj: dict) -> bytes:
+        return b'{"type":"' + event_type.encode() + b'","object":' + orjson.dumps(obj) + b"}\n"
+
+    def _bookmark(self, call: Call, rv: int, initial_end: bool = False) -> bytes:
+        meta: dict = {"resourceVersion": str(rv)}
+        if initial_end:
+            meta["annotations"] = {"k8s.io/initial-events-end": "true"}
+        kind = call.view.kind
+        return self._line(call, BOOKMARK, {"kind": kind.kind, "apiVersion": kind.api_version, "metadata": meta})
+
+
+def _json(status: int, body: Any) -> web.Response:
+    return web.Response(status=status, body=body if isinstance(body, bytes) else orjson.dumps(body), headers=JSON_HEADERS)
+
+
+def _reply(reply: Reply) -> web.Response:
+    response = _json(reply.status, reply.body)
+    for key, value in reply.headers.items():
+        response.headers[key] = value
+    return response
+
+
+def _with_name(selector: str | None, name: str) -> str:
+    term = f"metadata.name={name}"
+    return f"{selector},{term}" if selector else term
+
+
+def _parse_resource(parts: list[str]) -> tuple[Kind, str | None, str | None, str | None, bool] | None:
+    """``(kind, namespace, name, subresource, legacy watch prefix)`` of a resource path, None for a
+    discovery path; raises 404 for paths that name nothing served."""
+    if parts[0] == "api":
+        if len(parts) < 3:
+            return None
+        if parts[1] != "v1":
+            raise NotFoundPath()
+        group, version, rest = "", "v1", parts[2:]
+    else:
+        if len(parts) < 4:
+            return None
+        group, version, rest = parts[1], parts[2], parts[3:]
+    watch = False
+    if rest[0] == "watch":
+        watch, rest = True, rest[1:]
+        if not rest:
+            raise NotFoundPath()
+    namespace: str | None = None
+    if rest[0] == "namespaces" and len(rest) >= 3 and not (len(rest) == 3 and rest[2] in _NAMESPACE_SUBRESOURCES):
+        namespace, rest = rest[1], rest[2:]
+    if len(rest) > 3:
+        raise NotFoundPath()
+    resource, name = rest[0], rest[1] if len(rest) > 1 else None
+    subresource = rest[2] if len(rest) > 2 else None
+    if resource == "bindings" and group == "" and namespace is not None and name is None:
+        return _binding_kind(), namespace, None, None, watch
+    kind = kind_for_resource(group, resource)
+    if kind is None or kind.version != version:
+        raise NotFoundPath()
+    if namespace is not None and not kind.namespaced:
+        raise NotFoundPath()
+    if subresource is not None and subresource not in kind.subresources:
+        raise NotFoundPath()
+    return kind, namespace, name, subresource, watch
+
+
+def _binding_kind() -> Kind:
+    return Kind("Binding", "", "v1", "bindings", True)

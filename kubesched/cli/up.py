@@ -1,0 +1,50 @@
+"""``kubesched up``: a simulated cluster you drive with kubectl. The API server, the fake kubelet,
+the controllers and the scheduler run in one process; the scheduler talks to the API server over
+HTTP, as it would to a real cluster. Manifests given with ``-f`` are created at start."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kubesched.cli.apiserver import add_server_args
+from kubesched.cli.common import configuration_from, registry_from
+from kubesched.up import Cluster, UpOptions, banner
+from kubesched.up import run as run_up
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("up", help="run a simulated cluster (API server, kubelet, controllers, scheduler) for kubectl",
+                       description=__doc__)
+    add_server_args(p)
+    p.add_argument("-f", "--filename", dest="files", action="append", default=[], metavar="FILE_OR_DIR",
+                   help="manifests to create at start (YAML or JSON; directories are read recursively)")
+    p.add_argument("--config", help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
+    p.add_argument("--feature-gates", default="", metavar="A=true,B=false", help="feature gates to change")
+    p.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE[:CLASS]",
+                   help="register out-of-tree plugins from an importable module (repeatable)")
+    p.add_argument("--seed", type=int, default=None, help="random seed of the scheduler and the store")
+    p.add_argument("--termination-delay", type=float, default=0.2, metavar="SECONDS",
+                   help="how long a deleted running pod takes to stop (default 0.2s)")
+    p.add_argument("--no-scheduler", action="store_true", help="do not run the scheduler (e.g. to run another one)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    registry = registry_from(args)
+    cfg, gates = configuration_from(args, registry)
+    objects = []
+    if args.files:
+        from kubesched.api.manifests import load
+
+        objects = load(args.files)
+    options = UpOptions(host=args.address, port=args.port, data=args.data, kubeconfig_out=args.kubeconfig_out,
+                        config=cfg, registry=registry, feature_gates=gates, objects=objects, seed=args.seed,
+                        termination_delay=args.termination_delay, scheduler=not args.no_scheduler)
+
+    def ready(cluster: Cluster) -> None:
+        print(banner(cluster))
+        sys.stdout.flush()
+
+    run_up(options, ready)
+    return 0

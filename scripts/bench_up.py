@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Benchmark ``kubesched up`` end to end over HTTP: start it as a subprocess, create N nodes, then
+M pods (concurrent POSTs), and measure pods/s from the first pod creation until every pod is
+bound (seen through a watch, as any client would see it). Not a test; prints the figure.
+
+    python scripts/bench_up.py --nodes 1000 --pods 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+import orjson
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def node(i: int) -> dict:
+    name = f"node-{i:05d}"
+    capacity = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": f"zone-{i % 3}"}},
+            "status": {"capacity": capacity, "allocatable": capacity, "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def pod(i: int) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"pod-{i:06d}", "namespace": "default", "labels": {"app": f"a{i % 50}"}},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
+
+
+async def post_all(session: aiohttp.ClientSession, url: str, objects: list[dict], concurrency: int) -> None:
+    queue = list(reversed(objects))
+
+    async def worker() -> None:
+        while queue:
+            body = orjson.dumps(queue.pop())
+            async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as resp:
+                if resp.status >= 300:
+                    raise RuntimeError(f"POST {url}: {resp.status} {await resp.text()}")
+                await resp.read()
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+async def count_bound(session: aiohttp.ClientSession, server: str, total: int, done: asyncio.Event, progress: dict) -> None:
+    bound: set[str] = set()
+    async with session.get(f"{server}/api/v1/namespaces/default/pods", params={"watch": "1", "resourceVersion": "0"},
+                           timeout=aiohttp.ClientTimeout(total=None)) as resp:
+        buffer = b""
+        async for chunk in resp.content.iter_any():
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                if not line:
+                    continue
+                event = orjson.loads(line)
+                obj = event["object"]
+                if (obj.get("spec") or {}).get("nodeName"):
+                    bound.add(obj["metadata"]["name"])
+            progress["bound"] = len(bound)
+            if len(bound) >= total:
+                done.set()
+                return
+
+
+async def wait_ready(session: aiohttp.ClientSession, server: str, proc: subprocess.Popen) -> None:
+    for _ in range(300):
+        if proc.poll() is not None:
+            raise RuntimeError("kubesched up exited early")
+        try:
+            async with session.get(f"{server}/readyz") as resp:
+                if resp.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.1)
+    raise RuntimeError("kubesched up did not become ready")
+
+
+async def bench(args: argparse.Namespace) -> float:
+    port = free_port()
+    server = f"http://127.0.0.1:{port}"
+    workdir = Path(tempfile.mkdtemp(prefix="kubesched-bench-"))
+    profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
+    cmd = [sys.executable, *profile, "-m", "kubesched.cli.main", "up", "--port", str(port), "--kubeconfig-out", str(workdir / "kubeconfig")]
+    if args.config:
+        cmd += ["--config", args.config]
+    log = open(workdir / "up.log", "w")  # noqa: SIM115 - the subprocess writes it until the end
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=args.concurrency + 8)) as session:
+            await wait_ready(session, server, proc)
+            t0 = time.perf_counter()
+            await post_all(session, f"{server}/api/v1/nodes", [node(i) for i in range(args.nodes)], args.concurrency)
+            print(f"{args.nodes} nodes created in {time.perf_counter() - t0:.1f}s")
+            await asyncio.sleep(2.0)  # let the scheduler's informers see every node
+            done, progress = asyncio.Event(), {"bound": 0}
+            watcher = asyncio.create_task(count_bound(session, server, args.pods, done, progress))
+            start = time.perf_counter()
+            await post_all(session, f"{server}/api/v1/namespaces/default/pods", [pod(i) for i in range(args.pods)], args.concurrency)
+            created = time.perf_counter() - start
+            print(f"{args.pods} pods created in {created:.1f}s ({args.pods / created:.0f} creates/s)")
+            while not done.is_set():
+                try:
+                    await asyncio.wait_for(done.wait(), 5.0)
+                except TimeoutError:
+                    print(f"  ... {progress['bound']} bound after {time.perf_counter() - start:.0f}s")
+                    if time.perf_counter() - start > args.timeout:
+                        raise RuntimeError("timed out waiting for bindings") from None
+            elapsed = time.perf_counter() - start
+            watcher.cancel()
+            rate = args.pods / elapsed
+            print(f"{args.pods} pods bound on {args.nodes} nodes in {elapsed:.1f}s: {rate:.0f} pods/s (creation to bound, over HTTP)")
+            return rate
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--concurrency", type=int, default=32, help="concurrent create requests")
+    parser.add_argument("--config", help="KubeSchedulerConfiguration file passed to kubesched up")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--profile", metavar="FILE", help="run kubesched up under cProfile, writing stats to FILE")
+    args = parser.parse_args()
+    asyncio.run(bench(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

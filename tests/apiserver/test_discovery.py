@@ -1,0 +1,48 @@
+"""Discovery and OpenAPI documents, as kubectl reads them."""
+
+import orjson
+
+from kubesched.apiserver import discovery, openapi
+
+
+def resources(group_version):
+    return {r["name"]: r for r in discovery.resource_list(group_version)["resources"]}
+
+
+def test_core_resources_with_subresources_short_names_and_categories():
+    core = resources("v1")
+    assert core["pods"]["shortNames"] == ["po"] and core["pods"]["categories"] == ["all"]
+    assert core["pods/binding"]["kind"] == "Binding" and core["pods/binding"]["verbs"] == ["create"]
+    assert core["pods/eviction"]["group"] == "policy" and core["pods/eviction"]["kind"] == "Eviction"
+    assert core["nodes"]["namespaced"] is False
+    assert "watch" in core["events"]["verbs"]
+
+
+def test_scale_subresource_is_autoscaling_v1():
+    scale = resources("apps/v1")["deployments/scale"]
+    assert (scale["group"], scale["version"], scale["kind"]) == ("autoscaling", "v1", "Scale")
+
+
+def test_group_list_and_unknown_group_version():
+    names = [g["name"] for g in discovery.api_group_list()["groups"]]
+    assert {"apps", "policy", "scheduling.k8s.io", "storage.k8s.io", "coordination.k8s.io", "events.k8s.io"} <= set(names)
+    assert discovery.resource_list("apps/v2") is None
+
+
+def test_aggregated_discovery():
+    core = discovery.aggregated(True)["items"]
+    assert len(core) == 1 and core[0]["versions"][0]["version"] == "v1"
+    pods = next(r for r in core[0]["versions"][0]["resources"] if r["resource"] == "pods")
+    assert pods["scope"] == "Namespaced" and {s["subresource"] for s in pods["subresources"]} == {"status", "binding", "eviction"}
+    assert discovery.wants_aggregated("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json") == "v2"
+    assert discovery.wants_aggregated("application/json, */*") is None
+
+
+def test_openapi_v3_lets_kubectl_validate_on_the_server():
+    root = orjson.loads(openapi.root_document())
+    assert root["paths"]["api/v1"]["serverRelativeURL"].startswith("/openapi/v3/api/v1?hash=")
+    doc = orjson.loads(openapi.document_for_path("/openapi/v3/apis/apps/v1"))
+    patch = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {"group": "apps", "version": "v1", "kind": "Deployment"}
+    assert any(p["name"] == "fieldValidation" and p["in"] == "query" for p in patch["parameters"])
+    assert "requestBody" not in patch  # kubectl then computes apply patches from its built-in types
