@@ -145,6 +145,9 @@ class Scheduler:
             await asyncio.gather(*self.binding_tasks, return_exceptions=True)
         if self.api_tasks:
             await asyncio.gather(*self.api_tasks, return_exceptions=True)
+        background = next(iter(self.frameworks.values())).ctx.background
+        if background:
+            await asyncio.gather(*background, return_exceptions=True)
         await self.broadcaster.stop()
         for task in self._background:
             task.cancel()
@@ -153,7 +156,9 @@ class Scheduler:
 
     def busy(self) -> bool:
         """Whether anything is in flight: pods to pop, bindings, API writes or events to send."""
-        return bool(not self.queue.is_idle() or self.binding_tasks or self.api_tasks or not self.broadcaster.idle())
+        background = next(iter(self.frameworks.values())).ctx.background
+        return bool(not self.queue.is_idle() or self.binding_tasks or self.api_tasks or background
+                    or not self.broadcaster.idle())
 
     async def _cleanup_assumed(self) -> None:
         while True:

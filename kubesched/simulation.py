@@ -11,13 +11,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubesched.api.kinds import kind_for
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from kubesched.cluster.client import MemoryClient
 from kubesched.cluster.kubelet import FakeKubelet
+from kubesched.cluster.resourceclaims import FakeResourceClaimController
 from kubesched.cluster.store import POD, ObjectStore
+from kubesched.cluster.volumes import FakeVolumeController
 from kubesched.config.types import SchedulerConfiguration
+from kubesched.controllers import start_all
 from kubesched.features import FeatureGates
 from kubesched.framework.registry import Registry
 from kubesched.schedule_one import Attempt
@@ -26,8 +30,9 @@ from kubesched.scheduler import Scheduler
 #: Creation order: what others refer to first, pods last (as ``kubectl apply`` of a well-formed
 #: directory would end up), so that the scheduler starts with the whole cluster in view.
 _ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSIDriver", "PersistentVolume", "Node", "CSINode",
-          "PersistentVolumeClaim", "Service", "PodDisruptionBudget", "ReplicationController", "ReplicaSet",
-          "StatefulSet", "Deployment", "Pod")
+          "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "PersistentVolumeClaim", "ResourceClaimTemplate",
+          "ResourceClaim", "Service", "PodDisruptionBudget", "ReplicationController", "ReplicaSet", "StatefulSet",
+          "Deployment", "Pod")
 UNSCHEDULABLE_FLUSH = 300.0 + 31.0
 POLL = 0.1
 
@@ -73,32 +78,44 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
                     gates: FeatureGates | None, explain: bool, progress: Callable[[int, int], None] | None) -> SimulationResult:
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
-    store = ObjectStore(clock, seed=seed, auto_create_namespaces=True)
+    store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates)
     ordered, ignored = creation_order(objects)
     for obj in ordered:
         store.create(kind_for(obj["apiVersion"], obj["kind"]), obj)  # type: ignore[arg-type]
     result = SimulationResult(store, ignored=ignored)
     if progress is not None:
         _report_progress(store, progress)
-    kubelet = FakeKubelet(store)
-    kubelet.start()
+    components = start_cluster_components(store)
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
                       on_attempt=result.attempts.append if explain else None)
     await sched.start()
     started = loop.time()
     runner = loop.create_task(sched.run(), name="scheduler")
     try:
-        await settle(sched, store, [kubelet])
+        await settle(sched, store, components)
     finally:
         await sched.stop()
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
-        await kubelet.stop()
+        for component in components:
+            await component.stop()
     result.virtual_seconds = loop.time() - started
     return result
 
 
-async def settle(sched: Scheduler, store: ObjectStore, components: list) -> None:
+def start_cluster_components(store: ObjectStore) -> list[Any]:
+    """What runs beside the scheduler in a real cluster: the kubelet, the workload controllers, the
+    PV controller with a provisioner, and the ResourceClaim controller. Owner references from
+    exported manifests cannot match new uids, so dangling dependents are not collected."""
+    kubelet = FakeKubelet(store)
+    volumes = FakeVolumeController(store)
+    claims = FakeResourceClaimController(store)
+    for component in (kubelet, volumes, claims):
+        component.start()
+    return [kubelet, volumes, claims, start_all(store, collect_dangling=False)]
+
+
+async def settle(sched: Scheduler, store: ObjectStore, components: list[Any]) -> None:
     """Return once nothing can change any more: the cluster is quiet and a full unschedulable flush
     created, bound and deleted nothing; or nothing was created, bound or deleted for two flush
     periods although work kept going (pods failing with errors retry forever, as upstream's do)."""
@@ -117,7 +134,7 @@ async def settle(sched: Scheduler, store: ObjectStore, components: list) -> None
         await asyncio.sleep(UNSCHEDULABLE_FLUSH)
 
 
-def _quiet(sched: Scheduler, store: ObjectStore, components: list) -> bool:
+def _quiet(sched: Scheduler, store: ObjectStore, components: list[Any]) -> bool:
     return not (sched.busy() or store.pending_timers or store.watch_events_pending()
                 or any(not c.idle() for c in components))
 

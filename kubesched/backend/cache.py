@@ -177,6 +177,7 @@ class Cache:
                 table.pod_added(info, pod)
             else:
                 table.pod_removed(info, pod)
+        table.snapshot_taken()
         return table
 
     # --- internals -------------------------------------------------------------------------------
@@ -219,7 +220,7 @@ class Cache:
 
 def _same_scheduling_facts(a: PodInfo, b: PodInfo) -> bool:
     """Whether swapping ``a`` for ``b`` changes nothing a plugin reads (labels, spec, sizing status)."""
-    if a.labels != b.labels:
+    if a.labels != b.labels or a.deletion_timestamp != b.deletion_timestamp:
         return False
     spec_a, spec_b = a.spec, b.spec
     if spec_a is spec_b:

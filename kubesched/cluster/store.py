@@ -16,7 +16,7 @@ import asyncio
 import random
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -137,6 +137,7 @@ class ObjectStore:
         history_limit: int = 200_000,
         auto_create_namespaces: bool = False,
         graceful_pod_deletion: bool = True,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         self.clock = clock or RealClock()
         self.rv = 0
@@ -148,9 +149,11 @@ class ObjectStore:
         self._seeded = seed is not None
         self.auto_create_namespaces = auto_create_namespaces
         self.graceful_pod_deletion = graceful_pod_deletion
+        self.feature_gates = feature_gates
         self.pending_timers = 0
         self.write_count = 0
-        #: Counts of the writes that make progress in a simulation: creations, bindings, deletions.
+        #: Counts of the writes that make progress in a simulation: creations (events aside),
+        #: bindings, deletions.
         self.progress = [0, 0, 0]
         #: Called as hook(rv, kind, event) after each committed write (persistence, metrics).
         self.write_hooks: list[Callable[[int, Kind, WatchEvent], None]] = []
@@ -240,6 +243,8 @@ class ObjectStore:
         meta.pop("deletionTimestamp", None)
         if dry_run:
             return obj
+        if kind != EVENT:
+            self.progress[0] += 1
         return self._commit(kind, ADDED, obj, None)
 
     def update(self, kind: Kind, obj: dict, *, status_only: bool = False, dry_run: bool = False) -> dict:
@@ -327,6 +332,7 @@ class ObjectStore:
         new["status"] = status
         if dry_run:
             return new
+        self.progress[1] += 1
         return self._commit(POD, MODIFIED, new, pod)
 
     # --- persistence --------------------------------------------------------------------------
@@ -397,6 +403,7 @@ class ObjectStore:
     def _default_and_admit(self, kind: Kind, obj: dict) -> None:
         if kind == POD:
             admission.default_pod(obj)
+            admission.apply_label_keys_to_selectors(obj, self.feature_gates)
             admission.admit_priority(obj, self._priority_class, self._global_default_priority_class())
             admission.admit_default_toleration_seconds(obj)
         elif kind == NODE:

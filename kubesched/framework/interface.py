@@ -168,7 +168,14 @@ class FilterPlugin(Plugin):
 
 
 class BatchFilterPlugin(Plugin):
-    """Vectorised filter over a batch of nodes."""
+    """Vectorised filter over a batch of nodes.
+
+    By default it sees every candidate node, which is cheapest for array code. A plugin whose
+    per-node work is expensive sets ``feasible_only = True`` and is given only the nodes that
+    earlier plugins let through, as upstream runs filters.
+    """
+
+    feasible_only: ClassVar[bool] = False
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterVerdict | None:
         raise NotImplementedError

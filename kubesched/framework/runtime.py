@@ -8,10 +8,11 @@ first failing plugin in configured order.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,8 @@ class HandleContext:
     feature_gates: FeatureGates = field(default_factory=lambda: DEFAULT_GATES)
     metrics: Metrics | None = None
     parallelism: int = 16
+    #: API writes plugins started from synchronous extension points (PostFilter, Unreserve, ...).
+    background: set[asyncio.Task] = field(default_factory=set)
 
 
 @dataclass
@@ -233,6 +236,26 @@ class Framework:
         if self.ctx.activator is not None:
             self.ctx.activator(pods)
 
+    def run_in_background(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
+        """Run an API call from a synchronous extension point without blocking the cycle (upstream
+        does such writes asynchronously too); failures are logged, and the scheduler counts the
+        task as work in flight until it ends."""
+
+        async def guarded() -> None:
+            try:
+                await coro
+            except Exception as e:
+                log.warning("%s failed: %s", what, e)
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # called outside the scheduler's loop (tools, tests): just run it
+            asyncio.run(guarded())
+            return
+        task = loop.create_task(guarded(), name=what)
+        self.ctx.background.add(task)
+        task.add_done_callback(self.ctx.background.discard)
+
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.ctx.waiting_pods.get(uid)
 
@@ -337,19 +360,36 @@ class Framework:
         for position, pl in enumerate(self._filters):
             if pl.name in skip or not isinstance(pl, BatchFilterPlugin):
                 continue
-            verdict = pl.filter_nodes(state, pod, batch)
-            if verdict is None:
-                continue
-            failed = verdict.codes >= 0
-            newly = failed & (ids < 0)
+            if pl.feasible_only:
+                codes, verdict_statuses = self._filter_feasible_only(pl, state, pod, batch, ids)
+            else:
+                verdict = pl.filter_nodes(state, pod, batch)
+                if verdict is None:
+                    continue
+                codes, verdict_statuses = verdict.codes, verdict.statuses
+            newly = (codes >= 0) & (ids < 0)
             if not newly.any():
                 continue
             base = len(statuses)
-            for s in verdict.statuses:
+            for s in verdict_statuses:
                 statuses.append(self._filter_status(pl.name, s))
-            ids[newly] = verdict.codes[newly] + base
+            ids[newly] = codes[newly] + base
             first_pos[newly] = position
         return first_pos, ids, statuses
+
+    @staticmethod
+    def _filter_feasible_only(pl: BatchFilterPlugin, state: CycleState, pod: PodInfo, batch: NodeBatch,
+                              ids: np.ndarray) -> tuple[np.ndarray, list[Status]]:
+        """Run an expensive plugin only on the nodes no earlier plugin rejected."""
+        codes = np.full(len(ids), -1, dtype=np.int32)
+        alive = np.flatnonzero(ids < 0)
+        if len(alive) == 0:
+            return codes, []
+        verdict = pl.filter_nodes(state, pod, batch if len(alive) == len(ids) else batch.subset(alive))
+        if verdict is None:
+            return codes, []
+        codes[alive] = verdict.codes
+        return codes, verdict.statuses
 
     def _filter_status(self, plugin: str, status: Status) -> Status:
         if not status.is_rejected():

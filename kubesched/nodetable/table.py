@@ -211,16 +211,22 @@ class NodeTable:
 
     def write_aggregates(self, row: int, info: NodeInfo) -> None:
         """Copy what the pods on a node add up to (requested, non-zero requested, pod count)."""
-        requested = self.requested
-        requested[:, row] = 0
+        self.requested[:, row] = 0
         for name, amount in info.requested.items():
             idx = self.resource_index.get(name)
             if idx is None:
                 idx = self._add_resource(name)
-            requested[idx, row] = amount
+            self.requested[idx, row] = amount
         self.non_zero[0, row] = info.non_zero_requested[0]
         self.non_zero[1, row] = info.non_zero_requested[1]
         self.pod_count[row] = len(info.pods)
+
+    def snapshot_taken(self) -> None:
+        """Tell extensions that want it that this cycle's updates are all applied."""
+        for ext in self.extensions.values():
+            hook = getattr(ext, "snapshot_taken", None)
+            if hook is not None:
+                hook()
 
     # --- internals --------------------------------------------------------------------------
     def _append_row(self, info: NodeInfo) -> int:

@@ -176,6 +176,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
                        ReservePlugin, PreBindPlugin, EnqueueExtensions):
     name = names.DynamicResources
     Args = DynamicResourcesArgs
+    #: The allocator's per-node work is expensive: run it only where earlier filters passed.
+    feasible_only = True
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         gates: FeatureGates = getattr(handle, "feature_gates", None) or DEFAULT_GATES
@@ -194,7 +196,6 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
         timeout = args.filter_timeout if gates.enabled("DRASchedulerFilterTimeout") else None
         self.filter_timeout: float | None = timeout if timeout and timeout > 0 else None
         self.manager: DRAManager = manager_for(handle)
-        self.background: set[asyncio.Task] = set()
 
     # --- claims of a pod ------------------------------------------------------------------------
     def foreach_pod_claim(self, pod: Mapping) -> Iterator[tuple[str, dict]]:
@@ -598,21 +599,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
     # --- helpers --------------------------------------------------------------------------------
     def _spawn(self, coro: Coroutine[Any, Any, None], what: str) -> None:
         """Run an API write in the background (PostFilter and Unreserve are synchronous here)."""
-
-        async def guarded() -> None:
-            try:
-                await coro
-            except Exception as e:
-                log.warning("%s failed: %s", what, e)
-
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            asyncio.run(guarded())
+        run = getattr(self.handle, "run_in_background", None)
+        if run is not None:
+            run(coro, what)
             return
-        task = loop.create_task(guarded())
-        self.background.add(task)
-        task.add_done_callback(self.background.discard)
+        try:
+            asyncio.get_running_loop().create_task(coro)
+        except RuntimeError:
+            asyncio.run(coro)
 
 
 async def _wrap(call: Coroutine[Any, Any, dict], context: str) -> dict:

@@ -18,7 +18,7 @@ def table_of(*nodes):
 
 
 def test_columns_follow_node_infos_and_pod_deltas():
-    table, (a, b) = table_of(make_node("a", cpu="4"), make_node("b", cpu="2", memory="1Gi"))
+    table, (a, _b) = table_of(make_node("a", cpu="4"), make_node("b", cpu="2", memory="1Gi"))
     assert list(table.allocatable[CPU, :2]) == [4000, 2000]
     assert table.allocatable[MEMORY, 1] == 2**30
     pod = PodInfo(make_pod("p", cpu="500m", node="a"))

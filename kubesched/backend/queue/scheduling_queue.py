@@ -69,6 +69,9 @@ _SCALE_DOWN = ClusterEvent(Resource.Pod, ActionType.UpdatePodScaleDown)
 ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q = "Active", "Backoff", "Unschedulable"
 
 
+#: Shortest sleep of the periodic flush loop, in seconds.
+MIN_TIMER_WAIT = 0.001
+
 class Strategy(IntEnum):
     """How a pod leaves unschedulablePods (upstream ``queueingStrategy``); higher wins."""
 
@@ -358,9 +361,10 @@ class SchedulingQueue:
                 self.flush_backoff_q_completed()
                 while next_backoff <= now:
                     next_backoff += ORDERING_WINDOW
-            delay = min(next_backoff, next_leftover) - self._clock.now()
-            if delay > 0:
-                await asyncio.wait((self._stop,), timeout=delay)
+            # Always wait a little: float rounding can leave a boundary a hair in the future, and a
+            # zero wait would spin without ever letting (virtual) time advance.
+            delay = max(min(next_backoff, next_leftover) - self._clock.now(), MIN_TIMER_WAIT)
+            await asyncio.wait((self._stop,), timeout=delay)
 
     def close(self) -> None:
         """Stop ``run`` and wake ``pop`` (which then returns None); in-flight pods are done()."""
