@@ -78,8 +78,13 @@ class Algorithm:
             if attempt is not None:
                 attempt.chosen = host
             return ScheduleResult(host, evaluated, 1)
-        batch = table.batch(feasible)
-        totals = self.prioritize(fw, state, pod, batch, attempt)
+        if len(feasible) == table.n:
+            # Every node is feasible: score whole columns in row order, then read totals in visiting order.
+            totals = self.prioritize(fw, state, pod, table.all_rows(), attempt)[feasible]
+            if attempt is not None and attempt.scores is not None:
+                attempt.scores = attempt.scores.reordered(feasible)
+        else:
+            totals = self.prioritize(fw, state, pod, table.batch(feasible), attempt)
         host = table.names[int(feasible[self.select_host(totals)])]
         if attempt is not None:
             attempt.chosen = host
@@ -142,15 +147,14 @@ class Algorithm:
         rotated = np.concatenate([candidates[start:], candidates[:start]]) if start else candidates
         if not fw.has_filter_plugins():
             return rotated[:to_find], min(to_find, n_all)
-        batch = table.batch(rotated)
-        first_pos, ids, statuses = fw.run_batch_filters(state, pod, batch)
+        first_pos, ids, statuses = self._run_batch_filters(fw, state, pod, table, rotated)
         statuses = list(statuses)
         if fw.has_classic_filters:
-            passed, processed = self._classic_pass(fw, state, pod, batch, first_pos, ids, statuses, to_find)
+            passed, processed = self._classic_pass(fw, state, pod, table, rotated, first_pos, ids, statuses, to_find)
         else:
             passed = ids < 0
             processed = n_all
-        self._apply_nominated_pods(fw, state, pod, batch, passed, ids, statuses)
+        self._apply_nominated_pods(fw, state, pod, table, rotated, passed, ids, statuses)
         positions = np.flatnonzero(passed[:processed])
         if len(positions) > to_find:
             processed = int(positions[to_find - 1]) + 1
@@ -164,11 +168,21 @@ class Algorithm:
             self._record_filters(attempt, table, rotated, ids, statuses, positions, processed)
         return rotated[positions], processed
 
-    def _classic_pass(self, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch, first_pos: np.ndarray,
-                      ids: np.ndarray, statuses: list[Status], to_find: int) -> tuple[np.ndarray, int]:
+    @staticmethod
+    def _run_batch_filters(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                           rotated: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[Status]]:
+        """Batch filters over ``rotated`` rows. When every node is a candidate the plugins read whole
+        columns (views, no copies) and only the two small result arrays are put in visiting order."""
+        if len(rotated) == table.n:
+            first_pos, ids, statuses = fw.run_batch_filters(state, pod, table.all_rows())
+            return first_pos[rotated], ids[rotated], statuses
+        return fw.run_batch_filters(state, pod, table.batch(rotated))
+
+    def _classic_pass(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
+                      first_pos: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int) -> tuple[np.ndarray, int]:
         """Run classic Filter plugins node by node in visiting order, each only where no earlier
         plugin failed, and stop once enough nodes passed everything."""
-        infos = batch.infos()
+        infos = [table.infos[r] for r in rotated]
         passed = np.zeros(len(infos), dtype=bool)
         found = 0
         for position, info in enumerate(infos):
@@ -185,8 +199,8 @@ class Algorithm:
                     return passed, position + 1
         return passed, len(infos)
 
-    def _apply_nominated_pods(self, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch,
-                              passed: np.ndarray, ids: np.ndarray, statuses: list[Status]) -> None:
+    def _apply_nominated_pods(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                              rows: np.ndarray, passed: np.ndarray, ids: np.ndarray, statuses: list[Status]) -> None:
         """Nodes with higher-or-equal priority nominated pods must also fit with those pods added."""
         nominator = fw.ctx.nominator
         nodes_with_nominees = getattr(nominator, "nominated_node_names", None)
@@ -195,8 +209,6 @@ class Algorithm:
         names = nodes_with_nominees()
         if not names:
             return
-        table = batch.table
-        rows = batch.row_ids()
         for name in names:
             row = table.row_of.get(name)
             if row is None:

@@ -86,7 +86,7 @@ class Scheduler:
         self._stopping = False
         base = HandleContext(clock=self.clock, snapshot=lambda: self.cache.table, client=client,
                              activator=self._activate, informers=self.informers, feature_gates=self.feature_gates,
-                             metrics=self.metrics, parallelism=config.parallelism)
+                             metrics=self.metrics, parallelism=config.parallelism, rng=self.rng)
         registry = registry if registry is not None else in_tree_registry()
         self.frameworks: dict[str, Framework] = {}
         for profile in config.profiles:

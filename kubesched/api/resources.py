@@ -9,7 +9,7 @@ until the end, then rounded up as ``Quantity.MilliValue()`` (cpu) and ``Quantity
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 from kubesched.api.quantity import parse_quantity
@@ -110,7 +110,7 @@ def pod_level_requests_set(pod: Mapping) -> bool:
     return any(name in (CPU, MEMORY) or is_hugepages(name) for name in requests)
 
 
-def aggregate_container_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None) -> Amounts:
+def _aggregate_container_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None) -> Amounts:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     statuses: dict[str, Mapping] = {}
@@ -137,10 +137,10 @@ def aggregate_container_requests(pod: Mapping, non_missing: Mapping[str, Fractio
     return total
 
 
-def pod_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None, overhead: bool = True) -> Amounts:
-    """``resourcehelper.PodRequests`` with pod-level resources and overhead, as exact amounts."""
+def _pod_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None, overhead: bool = True) -> Amounts:
+    """The unmemoised computation behind ``pod_requests``."""
     spec = pod.get("spec") or {}
-    total = aggregate_container_requests(pod, non_missing)
+    total = _aggregate_container_requests(pod, non_missing)
     if pod_level_requests_set(pod):
         for name, amount in parse_list(spec["resources"].get("requests")).items():
             if name in (CPU, MEMORY) or is_hugepages(name):
@@ -148,6 +148,53 @@ def pod_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None
     if overhead and spec.get("overhead"):
         _add(total, parse_list(spec["overhead"]))
     return total
+
+
+# Pods made from one template ask for the same things: the sums are memoised by content, so
+# thousands of replicas cost one computation. Pods being resized in place are not memoised.
+_MEMO: dict[tuple, Amounts] = {}
+_MEMO_LIMIT = 8192
+
+
+def _items(raw: Mapping | None) -> tuple:
+    return tuple(sorted(raw.items())) if raw else ()
+
+
+def _content_key(pod: Mapping) -> tuple | None:
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        if cs.get("resources") is not None or cs.get("allocatedResources") is not None:
+            return None
+    containers = tuple(_items((c.get("resources") or {}).get("requests")) for c in spec.get("containers") or ())
+    inits = tuple((_items((c.get("resources") or {}).get("requests")), c.get("restartPolicy"))
+                  for c in spec.get("initContainers") or ())
+    return containers, inits, _items(spec.get("overhead")), _items((spec.get("resources") or {}).get("requests"))
+
+
+def _memoised(kind: str, pod: Mapping, extra: tuple, compute: Callable[[], Amounts]) -> Amounts:
+    key = _content_key(pod)
+    if key is None:
+        return compute()
+    full = (kind, key, extra)
+    found = _MEMO.get(full)
+    if found is None:
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        found = _MEMO[full] = compute()
+    return dict(found)
+
+
+def aggregate_container_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None) -> Amounts:
+    """Containers summed, init containers as floors, sidecars added (without pod-level resources or overhead)."""
+    extra = _items(non_missing)
+    return _memoised("containers", pod, extra, lambda: _aggregate_container_requests(pod, non_missing))
+
+
+def pod_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None, overhead: bool = True) -> Amounts:
+    """``resourcehelper.PodRequests`` with pod-level resources and overhead, as exact amounts."""
+    extra = (_items(non_missing), overhead)
+    return _memoised("pod", pod, extra, lambda: _pod_requests(pod, non_missing, overhead))
 
 
 def non_zero_requests(pod: Mapping, requests: Amounts) -> tuple[int, int]:

@@ -329,6 +329,8 @@ class ObjectStore:
         new["spec"] = {**spec, "nodeName": node_name}
         status = dict(pod.get("status") or {})
         status["conditions"] = set_condition(status.get("conditions") or [], {"type": "PodScheduled", "status": "True"}, self.clock.wall())
+        if (self.feature_gates or {}).get("ClearingNominatedNodeNameAfterBinding", True):
+            status.pop("nominatedNodeName", None)
         new["status"] = status
         if dry_run:
             return new

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import random
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ class HandleContext:
     parallelism: int = 16
     #: API writes plugins started from synchronous extension points (PostFilter, Unreserve, ...).
     background: set[asyncio.Task] = field(default_factory=set)
+    #: The run's seeded random source, for plugins that randomise (preemption's start offset).
+    rng: random.Random = field(default_factory=random.Random)
 
 
 @dataclass
@@ -89,6 +92,10 @@ class ScoreResult:
 
     total: np.ndarray
     plugins: list[tuple[str, np.ndarray, np.ndarray, int]]
+
+    def reordered(self, order: np.ndarray) -> ScoreResult:
+        """The same scores for the nodes at ``order`` (positions into this result)."""
+        return ScoreResult(self.total[order], [(n, raw[order], norm[order], w) for n, raw, norm, w in self.plugins])
 
 
 class Framework:

@@ -103,8 +103,10 @@ def requested_and_allocatable(nodes: NodeBatch, specs: Sequence[ResourceSpec], p
             requested_list.append(np.zeros(size, dtype=np.int64))
             allocatable_list.append(np.zeros(size, dtype=np.int64))
             continue
-        present = alloc != 0
-        requested_list.append(np.where(present, used + pod_req, 0))
+        requested = used + pod_req
+        if not alloc.all():
+            requested = np.where(alloc != 0, requested, 0)
+        requested_list.append(requested)
         allocatable_list.append(alloc)
     return requested_list, allocatable_list
 
@@ -138,34 +140,55 @@ def go_div(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
     return np.where((np.sign(a) * np.sign(b)) < 0, -q, q)
 
 
-def _weighted(specs: Sequence[ResourceSpec], per_resource: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Scorer:
+#: Below this capacity, ``floor(x * 100 / cap)`` computed in float64 equals Go's int64 result: the
+#: products stay exact (< 2**53) and a non-integer quotient is at least 1/cap away from the next
+#: integer, far more than float64's rounding error at 100.
+FLOAT_EXACT_LIMIT = 2**44
+
+
+def _floats_exact(allocatable: list[np.ndarray]) -> bool:
+    return all(len(a) == 0 or int(a.max()) < FLOAT_EXACT_LIMIT for a in allocatable)
+
+
+def _weighted(specs: Sequence[ResourceSpec], per_resource: Callable[[np.ndarray, np.ndarray, bool], np.ndarray]) -> Scorer:
     """Weighted integer mean of per-resource scores over the resources the node has."""
     def scorer(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:
         size = len(requested[0]) if requested else 0
-        total = np.zeros(size, dtype=np.int64)
-        weights = np.zeros(size, dtype=np.int64)
+        exact = _floats_exact(allocatable)
+        total = np.zeros(size)
+        weights: np.ndarray | int = 0
         for spec, req, alloc in zip(specs, requested, allocatable):
+            if alloc.all():
+                total += per_resource(req, alloc, exact) * spec.weight
+                weights = weights + spec.weight
+                continue
             present = alloc != 0
-            score = per_resource(req, np.where(present, alloc, 1))
+            score = per_resource(req, np.where(present, alloc, 1), exact)
             total += np.where(present, score * spec.weight, 0)
-            weights += np.where(present, spec.weight, 0)
-        return np.where(weights > 0, total // np.maximum(weights, 1), 0)
+            weights = weights + np.where(present, spec.weight, 0)
+        if isinstance(weights, int):
+            return np.floor(total / weights).astype(np.int64) if weights else np.zeros(size, dtype=np.int64)
+        return np.where(weights > 0, np.floor(total / np.maximum(weights, 1)), 0).astype(np.int64)
 
     return scorer
 
 
 def least_allocated(specs: Sequence[ResourceSpec]) -> Scorer:
     """``leastRequestedScore``: ``(capacity - requested) * 100 / capacity``, 0 when over capacity."""
-    def score(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
-        return np.where(req > cap, 0, ((cap - req) * MAX_NODE_SCORE) // cap)
+    def score(req: np.ndarray, cap: np.ndarray, exact: bool) -> np.ndarray:
+        if exact:
+            return np.floor(np.maximum(cap - req, 0) * float(MAX_NODE_SCORE) / cap)
+        return np.where(req > cap, 0, ((cap - req) * MAX_NODE_SCORE) // cap).astype(np.float64)
 
     return _weighted(specs, score)
 
 
 def most_allocated(specs: Sequence[ResourceSpec]) -> Scorer:
     """``mostRequestedScore``: ``requested * 100 / capacity``, requested capped at capacity."""
-    def score(req: np.ndarray, cap: np.ndarray) -> np.ndarray:
-        return (np.minimum(req, cap) * MAX_NODE_SCORE) // cap
+    def score(req: np.ndarray, cap: np.ndarray, exact: bool) -> np.ndarray:
+        if exact:
+            return np.floor(np.minimum(req, cap) * float(MAX_NODE_SCORE) / cap)
+        return ((np.minimum(req, cap) * MAX_NODE_SCORE) // cap).astype(np.float64)
 
     return _weighted(specs, score)
 
@@ -222,6 +245,11 @@ def balanced_allocation(requested: list[np.ndarray], allocatable: list[np.ndarra
     """``balancedResourceScorer``: ``(1 - std) * 100`` of the requested fractions (capped at 1) of
     the resources the node has; two fractions use ``|a - b| / 2``, fewer give std 0."""
     size = len(requested[0]) if requested else 0
+    if len(requested) == 2 and allocatable[0].all() and allocatable[1].all():
+        # The usual case (cpu and memory on every node): std of two fractions is half their gap.
+        first = np.minimum(requested[0] / allocatable[0], 1.0)
+        second = np.minimum(requested[1] / allocatable[1], 1.0)
+        return ((1 - np.abs(first - second) / 2) * MAX_NODE_SCORE).astype(np.int64)
     valid = [alloc != 0 for alloc in allocatable]
     fractions = [np.minimum(np.where(v, req, 0) / np.where(v, alloc, 1), 1.0)
                  for v, req, alloc in zip(valid, requested, allocatable)]
