@@ -197,8 +197,9 @@ def pod_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None
     return _memoised("pod", pod, extra, lambda: _pod_requests(pod, non_missing, overhead))
 
 
-def non_zero_requests(pod: Mapping, requests: Amounts) -> tuple[int, int]:
-    """(milli-cpu, memory) used by scoring: requests with 100m / 200Mi for what no container asks."""
+def non_zero_amounts(pod: Mapping, requests: Amounts) -> Amounts:
+    """The pod's requests with 100m / 200Mi for the cpu / memory no container asks for (with
+    pod-level resources: only where the pod asks for none at all), as scoring counts them."""
     if pod_level_requests_set(pod):
         defaults = {}
         if CPU not in requests:
@@ -207,7 +208,12 @@ def non_zero_requests(pod: Mapping, requests: Amounts) -> tuple[int, int]:
             defaults[MEMORY] = Fraction(DEFAULT_MEMORY_REQUEST)
     else:
         defaults = {CPU: Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000), MEMORY: Fraction(DEFAULT_MEMORY_REQUEST)}
-    non_zero = pod_requests(pod, defaults) if defaults else requests
+    return pod_requests(pod, defaults) if defaults else requests
+
+
+def non_zero_requests(pod: Mapping, requests: Amounts) -> tuple[int, int]:
+    """(milli-cpu, memory) of ``non_zero_amounts``."""
+    non_zero = non_zero_amounts(pod, requests)
     return to_int(CPU, non_zero.get(CPU, Fraction(0))), to_int(MEMORY, non_zero.get(MEMORY, Fraction(0)))
 
 

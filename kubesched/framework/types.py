@@ -217,8 +217,14 @@ class PodInfo:
         return res.scheduler_resources(self.request_amounts)
 
     @cached_property
+    def non_zero_amounts(self) -> dict:
+        """Requests with scoring's 100m / 200Mi defaults for what containers leave unset."""
+        return res.non_zero_amounts(self.pod, self.request_amounts)
+
+    @cached_property
     def non_zero_requests(self) -> tuple[int, int]:
-        return res.non_zero_requests(self.pod, self.request_amounts)
+        amounts = self.non_zero_amounts
+        return res.to_int(res.CPU, amounts.get(res.CPU, 0)), res.to_int(res.MEMORY, amounts.get(res.MEMORY, 0))
 
     # --- node selection --------------------------------------------------------------------
     @cached_property

@@ -65,10 +65,11 @@ def pod_memo(pod: PodInfo, key: str, compute: Callable[[], Any]) -> Any:
 def pod_request_amounts(pod: PodInfo, non_missing: bool, pod_level: bool = True) -> dict[str, Fraction]:
     """``resourcehelper.PodRequests`` of the pod: with the 100m / 200Mi defaults for containers that
     ask nothing when ``non_missing``; without pod-level ``spec.resources`` when not ``pod_level``."""
+    if pod_level:
+        return pod.non_zero_amounts if non_missing else pod.request_amounts
+
     def compute() -> dict[str, Fraction]:
         defaults = NON_MISSING_DEFAULTS if non_missing else None
-        if pod_level:
-            return res.pod_requests(pod.pod, defaults)
         amounts = res.aggregate_container_requests(pod.pod, defaults)
         overhead = res.parse_list((pod.spec.get("overhead")) or {})
         for name, amount in overhead.items():
