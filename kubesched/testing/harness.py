@@ -1,0 +1,292 @@
+"""PluginHarness: run one plugin's extension points against a handful of manifests, no cluster.
+
+Inputs go through the same admission and defaulting as objects created in a cluster (pods get
+their priority, default tolerations and requests-from-limits; nodes their allocatable), and the
+plugin gets a real handle: the node table, the informer caches (``handle.objects(kind)``), feature
+gates and a client on an embedded store. What comes back is plain data: codes are the status
+names, so a test reads like upstream's table tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubesched import config as config_module
+from kubesched.api.kinds import kind_for
+from kubesched.backend.cache import Cache
+from kubesched.backend.queue.types import QueuedPodInfo
+from kubesched.clock import ManualClock
+from kubesched.cluster.client import MemoryClient
+from kubesched.cluster.store import NODE, POD, ObjectStore, json_copy
+from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile
+from kubesched.features import FeatureGates
+from kubesched.framework import status as st
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import (
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    BindPlugin,
+    FilterPlugin,
+    NodeScore,
+    Plugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ScorePlugin,
+    normalizes,
+)
+from kubesched.framework.registry import in_tree_registry
+from kubesched.framework.runtime import Framework, HandleContext
+from kubesched.framework.types import PodInfo
+from kubesched.nodetable.table import NodeBatch
+
+__all__ = ["HarnessResult", "PluginHarness", "Status"]
+
+
+@dataclass(frozen=True)
+class Status:
+    """A plugin's answer as data: ``code`` is one of Success, Error, Unschedulable,
+    UnschedulableAndUnresolvable, Wait, Skip, Pending. ``node_names`` is the PreFilterResult."""
+
+    code: str = "Success"
+    reasons: list[str] = field(default_factory=list)
+    node_names: set[str] | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(cls, status: st.Status | None, node_names: set[str] | None = None) -> Status:
+        if status is None:
+            return cls("Success", [], node_names)
+        return cls(status.code.name, list(status.reasons), node_names)
+
+    @property
+    def is_success(self) -> bool:
+        return self.code == "Success"
+
+
+SUCCESS = Status()
+
+
+@dataclass
+class HarnessResult:
+    pre_filter: Status
+    filter: dict[str, Status]
+    pre_score: Status
+    raw_scores: dict[str, int]
+    scores: dict[str, int]
+
+
+class _Informer:
+    """A fixed informer cache: plugins may subscribe, nothing ever changes."""
+
+    def __init__(self, store: dict[str, dict]) -> None:
+        self.store = store
+
+    def add_handler(self, _handler: Any) -> None:
+        return None
+
+
+class _Informers:
+    def __init__(self, store: ObjectStore) -> None:
+        self._store = store
+
+    def store(self, kind_name: str) -> dict[str, dict]:
+        kind = _kind_by_name(kind_name)
+        if kind is None:
+            return {}
+        return {_key(obj): obj for obj in self._store.iter_all(kind)}
+
+    def informer(self, kind_name: str) -> _Informer:
+        return _Informer(self.store(kind_name))
+
+
+def _kind_by_name(name: str) -> Any:
+    from kubesched.api.kinds import kind_named
+
+    return kind_named(name)
+
+
+def _key(obj: Mapping) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+
+
+class PluginHarness:
+    """Run ``plugin`` (an in-tree plugin name, or a Plugin class) against a small cluster.
+
+    ``args`` is the plugin's v1 args (camelCase dict) — upstream's defaults are applied and the
+    args are validated exactly as in a configuration file. ``nodes``, ``pods`` (bound ones have
+    ``spec.nodeName``), ``namespaces`` and ``objects`` (PVCs, Services, PriorityClasses, ...) are
+    manifest dicts.
+    """
+
+    def __init__(self, plugin: str | type[Plugin], args: Mapping[str, Any] | None = None, *,
+                 nodes: Iterable[Mapping] = (), pods: Iterable[Mapping] = (), namespaces: Iterable[Mapping] = (),
+                 objects: Iterable[Mapping] = (), feature_gates: Mapping[str, bool] | None = None) -> None:
+        self.gates = FeatureGates(dict(feature_gates or {}))
+        self.registry = in_tree_registry()
+        if isinstance(plugin, str):
+            if plugin not in self.registry:
+                raise ValueError(f'plugin "{plugin}" does not exist; known plugins: {", ".join(sorted(self.registry))}')
+            self.plugin_name = plugin
+        else:
+            self.plugin_name = plugin.name
+            self.registry = {**self.registry, plugin.name: plugin}
+        clock = ManualClock()
+        self.store = ObjectStore(clock, seed=0, auto_create_namespaces=True, feature_gates=self.gates)
+        for obj in [*namespaces, *objects, *nodes, *pods]:
+            self._create(obj)
+        self.cache = Cache(clock)
+        for node in self.store.iter_all(NODE):
+            self.cache.add_node(node)
+        for pod in self.store.iter_all(POD):
+            if (pod.get("spec") or {}).get("nodeName"):
+                self.cache.add_pod(PodInfo(pod))
+        self.table = self.cache.update_snapshot()
+        self.framework = self._framework(args, clock)
+        self.plugin = self.framework.plugins[self.plugin_name]
+
+    # --- public API ----------------------------------------------------------------------------------
+    def run(self, pod: Mapping, candidates: Iterable[str] | None = None) -> HarnessResult:
+        """PreFilter, Filter on every node, then PreScore and Score on ``candidates`` (default: all)."""
+        info = PodInfo(self._admitted(pod))
+        state = CycleState()
+        pre_filter, skipped = self._pre_filter(state, info)
+        if skipped:
+            filtered = {name: SUCCESS for name in self._names()}
+        elif pre_filter.is_success:
+            filtered = self._filter(state, info)
+        else:
+            filtered = {name: pre_filter for name in self._names()}
+        batch = self._candidates(candidates)
+        pre_score, score_skipped = self._pre_score(state, info, batch)
+        raw: dict[str, int] = {}
+        scores: dict[str, int] = {}
+        if not score_skipped and pre_score.is_success and isinstance(self.plugin, (ScorePlugin, BatchScorePlugin)):
+            raw, scores = self._score(state, info, batch)
+        return HarnessResult(pre_filter, filtered, pre_score, raw, scores)
+
+    def pre_enqueue(self, pod: Mapping) -> Status:
+        if not isinstance(self.plugin, PreEnqueuePlugin):
+            raise TypeError(f"plugin {self.plugin_name} is not a PreEnqueue plugin")
+        return Status.of(self.plugin.pre_enqueue(PodInfo(self._admitted(pod))))
+
+    def less(self, pod1: Mapping, pod2: Mapping, queued_at1: float | None = None, queued_at2: float | None = None) -> bool:
+        if not isinstance(self.plugin, QueueSortPlugin):
+            raise TypeError(f"plugin {self.plugin_name} is not a QueueSort plugin")
+        a = QueuedPodInfo(PodInfo(self._admitted(pod1)), queued_at1 or 0.0)
+        b = QueuedPodInfo(PodInfo(self._admitted(pod2)), queued_at2 or 0.0)
+        return self.plugin.less(a, b)
+
+    # --- setup ---------------------------------------------------------------------------------------
+    def _create(self, obj: Mapping) -> None:
+        kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
+        if kind is None:
+            raise ValueError(f"kind {obj.get('kind')!r} ({obj.get('apiVersion')}) is not served by kubesched")
+        self.store.create(kind, json_copy(dict(obj)))
+
+    def _admitted(self, pod: Mapping) -> dict:
+        """The pod as the API server would store it (not stored: it is the pod being scheduled)."""
+        copy = json_copy(dict(pod))
+        copy.setdefault("apiVersion", "v1")
+        copy.setdefault("kind", "Pod")
+        admitted = self.store.create(POD, copy, dry_run=True)
+        admitted["metadata"].setdefault("uid", f"harness-{admitted['metadata'].get('name', '')}")
+        return admitted
+
+    def _framework(self, args: Mapping[str, Any] | None, clock: ManualClock) -> Framework:
+        plugin_args = self._decoded_args(args)
+        refs = [PluginRef(self.plugin_name, 1)]
+        cls = self.registry[self.plugin_name]
+        if not (isinstance(cls, type) and issubclass(cls, QueueSortPlugin)):
+            refs.insert(0, PluginRef("PrioritySort"))
+        if not (isinstance(cls, type) and issubclass(cls, BindPlugin)):
+            refs.append(PluginRef("DefaultBinder"))
+        profile = Profile(plugins=Plugins(multi_point=PluginSet(refs)), plugin_config=plugin_args)
+        ctx = HandleContext(clock=clock, snapshot=lambda: self.table, client=MemoryClient(self.store),
+                            informers=_Informers(self.store), feature_gates=self.gates)
+        return Framework(self.registry, profile, ctx)
+
+    def _decoded_args(self, args: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Decode, default and validate ``args`` exactly as a configuration file's pluginConfig."""
+        doc: dict[str, Any] = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "harness", "plugins": {"multiPoint": {"enabled": [{"name": self.plugin_name}]}}}],
+        }
+        if args is not None:
+            doc["profiles"][0]["pluginConfig"] = [{"name": self.plugin_name, "args": dict(args)}]
+        cfg = config_module.load_dict(doc, registry=self.registry, feature_gates=self.gates, source="PluginHarness")
+        value = cfg.profiles[0].plugin_config.get(self.plugin_name)
+        return {} if value is None else {self.plugin_name: value}
+
+    # --- extension points ------------------------------------------------------------------------------
+    def _names(self) -> list[str]:
+        return list(self.table.names[: self.table.n])
+
+    def _pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[Status, bool]:
+        if not isinstance(self.plugin, PreFilterPlugin):
+            return SUCCESS, False
+        result, status = self.plugin.pre_filter(state, pod, self.table.all_rows())
+        node_names = None if result is None or result.all_nodes() else set(result.node_names or ())
+        if status is not None and status.code == st.Code.Skip:
+            state.skip_filter_plugins.add(self.plugin_name)
+            return Status("Skip", list(status.reasons), node_names), True
+        return Status.of(status, node_names), False
+
+    def _filter(self, state: CycleState, pod: PodInfo) -> dict[str, Status]:
+        names = self._names()
+        if isinstance(self.plugin, BatchFilterPlugin):
+            verdict = self.plugin.filter_nodes(state, pod, self.table.all_rows())
+            if verdict is None:
+                return {name: SUCCESS for name in names}
+            return {name: Status.of(verdict.status_at(i)) for i, name in enumerate(names)}
+        if isinstance(self.plugin, FilterPlugin):
+            return {name: Status.of(self.plugin.filter(state, pod, self.table.infos[i])) for i, name in enumerate(names)}
+        return {}
+
+    def _candidates(self, candidates: Iterable[str] | None) -> NodeBatch:
+        if candidates is None:
+            return self.table.all_rows()
+        names = list(candidates)
+        unknown = [n for n in names if n not in self.table.row_of]
+        if unknown:
+            raise ValueError(f"unknown candidate node(s): {', '.join(unknown)}")
+        return self.table.batch(np.array([self.table.row_of[n] for n in names], dtype=np.int64))
+
+    def _pre_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[Status, bool]:
+        if not isinstance(self.plugin, PreScorePlugin):
+            return SUCCESS, False
+        status = self.plugin.pre_score(state, pod, batch)
+        if status is not None and status.code == st.Code.Skip:
+            return Status("Skip", list(status.reasons)), True
+        return Status.of(status), False
+
+    def _score(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[dict[str, int], dict[str, int]]:
+        names = batch.names()
+        plugin = self.plugin
+        if isinstance(plugin, BatchScorePlugin):
+            raw = np.asarray(plugin.score_nodes(state, pod, batch), dtype=np.int64)
+            normalized = raw
+            if normalizes(plugin):
+                out = plugin.normalize_scores(state, pod, batch, raw.copy())
+                normalized = raw if out is None else np.asarray(out, dtype=np.int64)
+            return dict(zip(names, map(int, raw))), dict(zip(names, map(int, normalized)))
+        assert isinstance(plugin, ScorePlugin)
+        scores = []
+        for name in names:
+            result = plugin.score(state, pod, name)
+            value, status = result if isinstance(result, tuple) else (result, None)
+            if not st.is_success(status):
+                raise st.StatusError(status)  # type: ignore[arg-type]
+            scores.append(NodeScore(name, int(value)))
+        raw_scores = {s.name: s.score for s in scores}
+        if normalizes(plugin):
+            status = plugin.normalize_score(state, pod, scores)
+            if not st.is_success(status):
+                raise st.StatusError(status)  # type: ignore[arg-type]
+        return raw_scores, {s.name: s.score for s in scores}
