@@ -46,6 +46,12 @@ def load_manifests(args: argparse.Namespace) -> list[dict]:
     return load(args.files)
 
 
+def stdout_console() -> Console:
+    """Rich output on stdout: the terminal's width, or wide lines (no truncation) when piped."""
+    out = Console(highlight=False, soft_wrap=True)
+    return out if out.is_terminal else Console(highlight=False, soft_wrap=True, width=250)
+
+
 class LazyProgress:
     """A progress bar on stderr that appears only for runs longer than ``delay`` seconds."""
 

@@ -18,7 +18,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.api.errors import KubeschedError
-from kubesched.cli.common import LazyProgress, add_cluster_args, configuration_from, load_manifests, registry_from
+from kubesched.cli.common import (
+    LazyProgress,
+    add_cluster_args,
+    configuration_from,
+    load_manifests,
+    registry_from,
+    stdout_console,
+)
 from kubesched.explain import attempt_to_json
 from kubesched.simulation import simulate
 
@@ -79,14 +86,9 @@ def _score_plugins(nodes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     return [p for p in seen if p not in zero], zero
 
 
-def _console() -> Console:
-    out = Console(highlight=False, soft_wrap=True)
-    return out if out.is_terminal else Console(highlight=False, soft_wrap=True, width=200)
-
-
 def render(attempt: dict[str, Any], count: int, top: int, wide: bool = False, console: Console | None = None) -> None:
     """The readable table: feasible nodes by total score (winner marked), then why the others failed."""
-    console = console or _console()
+    console = console or stdout_console()
     nodes = attempt["nodes"]
     feasible = [n for n in nodes if n["filter"].get("passed")]
     filtered = [n for n in nodes if not n["filter"].get("passed") and "plugin" in n["filter"]]

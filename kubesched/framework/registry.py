@@ -8,7 +8,11 @@ own factory. The in-tree registry is merged with out-of-tree plugins the way
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from kubesched.api.errors import KubeschedError
@@ -38,13 +42,31 @@ def in_tree_registry() -> Registry:
     return {cls.name: cls for cls in IN_TREE_PLUGINS}
 
 
-def load_out_of_tree(spec: str) -> Registry:
-    """Plugins from ``package.module:Class`` (or ``package.module`` exporting ``PLUGINS``)."""
-    module_name, _, attr = spec.partition(":")
+def _import(module_name: str) -> ModuleType:
+    """A module by dotted name, or from a ``.py`` file path (for plugins that are not installed)."""
+    if module_name.endswith(".py"):
+        path = Path(module_name)
+        if not path.is_file():
+            raise RegistryError(f"plugin file {module_name!r} does not exist")
+        spec = importlib.util.spec_from_file_location(f"kubesched_plugin_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise RegistryError(f"cannot load plugin file {module_name!r}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        return module
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ImportError as e:
         raise RegistryError(f"cannot import plugin module {module_name!r}: {e}") from e
+
+
+def load_out_of_tree(spec: str) -> Registry:
+    """Plugins from ``package.module:Class`` or ``path/to/file.py:Class`` (without ``:Class``, the
+    module's ``PLUGINS`` list)."""
+    head, sep, tail = spec.rpartition(":")
+    module_name, attr = (head, tail) if sep and tail.isidentifier() else (spec, "")
+    module = _import(module_name)
     if attr:
         target = getattr(module, attr, None)
         if target is None:
