@@ -32,12 +32,25 @@ class Clock(Protocol):
         ...
 
 
+_last_second: list = [None, ""]
+
+
+def _second(whole: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS`` of a whole second, remembered: timestamps come in runs of the same second."""
+    if _last_second[0] != whole:
+        _last_second[0] = whole
+        _last_second[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+    return _last_second[1]
+
+
 def rfc3339(epoch_seconds: float) -> str:
-    return dt.datetime.fromtimestamp(epoch_seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _second(int(epoch_seconds // 1)) + "Z"
 
 
 def rfc3339_micro(epoch_seconds: float) -> str:
-    return dt.datetime.fromtimestamp(epoch_seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    whole = int(epoch_seconds // 1)
+    micros = min(round((epoch_seconds - whole) * 1_000_000), 999_999)
+    return f"{_second(whole)}.{micros:06d}Z"
 
 
 class RealClock:

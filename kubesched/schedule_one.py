@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kubesched import fastpaths
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.framework.runtime import Framework, ScoreResult
@@ -78,7 +79,7 @@ class Algorithm:
             if attempt is not None:
                 attempt.chosen = host
             return ScheduleResult(host, evaluated, 1)
-        if len(feasible) == table.n:
+        if len(feasible) == table.n and fastpaths.ENABLED:
             # Every node is feasible: score whole columns in row order, then read totals in visiting order.
             totals = self.prioritize(fw, state, pod, table.all_rows(), attempt)[feasible]
             if attempt is not None and attempt.scores is not None:
@@ -93,7 +94,7 @@ class Algorithm:
     # --- filtering -------------------------------------------------------------------------------
     def find_nodes_that_fit(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
                             attempt: Attempt | None = None) -> tuple[np.ndarray, Diagnosis]:
-        diagnosis = Diagnosis(table.names[: table.n])
+        diagnosis = Diagnosis(table.names, table.n)
         pre_result, status, plugins = fw.run_pre_filter(state, pod)
         diagnosis.unschedulable_plugins = set(plugins)
         if status is not None and not status.is_success():
@@ -173,7 +174,7 @@ class Algorithm:
                            rotated: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[Status]]:
         """Batch filters over ``rotated`` rows. When every node is a candidate the plugins read whole
         columns (views, no copies) and only the two small result arrays are put in visiting order."""
-        if len(rotated) == table.n:
+        if len(rotated) == table.n and fastpaths.ENABLED:
             first_pos, ids, statuses = fw.run_batch_filters(state, pod, table.all_rows())
             return first_pos[rotated], ids[rotated], statuses
         return fw.run_batch_filters(state, pod, table.batch(rotated))

@@ -8,6 +8,7 @@ embedded cluster, ``kubesched apiserver`` and a real cluster.
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import random
 from collections.abc import Callable
@@ -84,6 +85,8 @@ class Scheduler:
         self.binding_tasks: set[asyncio.Task] = set()
         self.api_tasks: set[asyncio.Task] = set()
         self._stopping = False
+        #: Set once the informers synced and their handlers saw the initial lists (``/readyz``).
+        self.handlers_synced = False
         base = HandleContext(clock=self.clock, snapshot=lambda: self.cache.table, client=client,
                              activator=self._activate, informers=self.informers, feature_gates=self.feature_gates,
                              metrics=self.metrics, parallelism=config.parallelism, rng=self.rng)
@@ -118,12 +121,22 @@ class Scheduler:
 
     async def start(self) -> None:
         """Start informers, wait for them to sync, and start the queue's timers (not the loop)."""
+        await self.start_informers()
+        self.start_scheduling()
+
+    async def start_informers(self) -> None:
+        """Informers, event handlers and the event broadcaster, until synced: what a standby replica
+        runs too (upstream starts informers before leader election, so a new leader has a warm cache)."""
         for kind in WATCHED_KINDS:
             self.informers.informer(kind)
         self.handlers.register()
         self.informers.start()
         await self.informers.wait_for_sync()
         self.broadcaster.start()
+        self.handlers_synced = True
+
+    def start_scheduling(self) -> None:
+        """The queue's timers and the assumed-pod cleanup: what only the leader runs (then ``run()``)."""
         loop = asyncio.get_running_loop()
         self._background.append(loop.create_task(self.queue.run(), name="scheduling-queue"))
         if self.cache.ttl > 0:
@@ -138,11 +151,17 @@ class Scheduler:
             self.schedule_one(qpi)
             await asyncio.sleep(0)  # let binding cycles and informers run between pods
 
-    async def stop(self) -> None:
+    async def stop(self, binding_timeout: float | None = None) -> None:
+        """Stop taking pods, let in-flight binding cycles finish (those still running after
+        ``binding_timeout`` seconds are cancelled, which rolls them back), flush API writes and
+        events, then stop the informers."""
         self._stopping = True
         self.queue.close()
         if self.binding_tasks:
-            await asyncio.gather(*self.binding_tasks, return_exceptions=True)
+            _, pending = await asyncio.wait(set(self.binding_tasks), timeout=binding_timeout)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
         if self.api_tasks:
             await asyncio.gather(*self.api_tasks, return_exceptions=True)
         background = next(iter(self.frameworks.values())).ctx.background
@@ -225,7 +244,8 @@ class Scheduler:
         self._report_attempt(attempt)
         host = result.suggested_host
         assumed = pod.bound_to(host)
-        assumed_qpi = replace(qpi, pod_info=assumed)
+        assumed_qpi = copy.copy(qpi)
+        assumed_qpi.pod_info = assumed
         try:
             self.cache.assume_pod(assumed)
         except Exception as e:
@@ -274,6 +294,11 @@ class Scheduler:
                              start: float) -> None:
         try:
             status = await self._bind_pod(state, fw, result, qpi, start)
+        except asyncio.CancelledError:
+            # Shutdown cut the cycle short: roll it back (Unreserve, forget the assumed pod, requeue).
+            self._handle_binding_error(state, fw, qpi, result, Status(Code.Error, "binding cycle cancelled: scheduler is shutting down"),
+                                       start)
+            raise
         except Exception as e:
             log.exception("binding cycle of %s failed", qpi.pod_info.key)
             status = Status.from_error(e)

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
+from kubesched import fastpaths
 from kubesched.api.quantity import parse_quantity
 
 CPU = "cpu"
@@ -160,7 +161,8 @@ def _items(raw: Mapping | None) -> tuple:
     return tuple(sorted(raw.items())) if raw else ()
 
 
-def _content_key(pod: Mapping) -> tuple | None:
+def content_key(pod: Mapping) -> tuple | None:
+    """What a pod's requests depend on, hashable; None while the pod is being resized in place."""
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
@@ -173,7 +175,7 @@ def _content_key(pod: Mapping) -> tuple | None:
 
 
 def _memoised(kind: str, pod: Mapping, extra: tuple, compute: Callable[[], Amounts]) -> Amounts:
-    key = _content_key(pod)
+    key = content_key(pod) if fastpaths.ENABLED else None
     if key is None:
         return compute()
     full = (kind, key, extra)

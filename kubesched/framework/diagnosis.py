@@ -20,11 +20,21 @@ class NodeToStatus:
     """Statuses of nodes that failed filtering; nodes not recorded get ``absent`` (default
     UnschedulableAndUnresolvable with no reason, as ``NewDefaultNodeToStatus``)."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], size: int | None = None) -> None:
+        """``names[:size]`` are the nodes (the table's own list, not copied: a diagnosis lives for
+        one cycle, during which nodes do not change)."""
         self.names = names
-        self.ids = np.full(len(names), -1, dtype=np.int32)
+        self.size = len(names) if size is None else size
+        self._ids: np.ndarray | None = None
         self.statuses: list[Status] = []
         self.absent = Status(Code.UnschedulableAndUnresolvable)
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Per node, an index into ``statuses`` or -1 (allocated on first use: most cycles succeed)."""
+        if self._ids is None:
+            self._ids = np.full(self.size, -1, dtype=np.int32)
+        return self._ids
 
     def set_rows(self, rows: np.ndarray, status_ids: np.ndarray, statuses: list[Status]) -> None:
         """Record ``statuses[status_ids[i]]`` for each row ``rows[i]``."""
@@ -32,14 +42,20 @@ class NodeToStatus:
         self.statuses.extend(statuses)
         self.ids[rows] = status_ids + base
 
-    def set(self, name: str, status: Status) -> None:
+    def _row(self, name: str) -> int:
         row = self.names.index(name)
+        if row >= self.size:
+            raise ValueError(name)
+        return row
+
+    def set(self, name: str, status: Status) -> None:
+        row = self._row(name)
         self.statuses.append(status)
         self.ids[row] = len(self.statuses) - 1
 
     def get(self, name: str) -> Status:
         try:
-            row = self.names.index(name)
+            row = self._row(name)
         except ValueError:
             return self.absent
         sid = int(self.ids[row])
@@ -50,7 +66,7 @@ class NodeToStatus:
         return self.absent if sid < 0 else self.statuses[sid]
 
     def __len__(self) -> int:
-        return int(np.count_nonzero(self.ids >= 0))
+        return 0 if self._ids is None else int(np.count_nonzero(self._ids >= 0))
 
     def items(self) -> Iterator[tuple[str, Status]]:
         for row in np.flatnonzero(self.ids >= 0):
@@ -74,8 +90,8 @@ class NodeToStatus:
 
 
 class Diagnosis:
-    def __init__(self, names: list[str]) -> None:
-        self.node_to_status = NodeToStatus(names)
+    def __init__(self, names: list[str], size: int | None = None) -> None:
+        self.node_to_status = NodeToStatus(names, size)
         self.unschedulable_plugins: set[str] = set()
         self.pending_plugins: set[str] = set()
         self.pre_filter_msg = ""

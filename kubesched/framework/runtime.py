@@ -112,6 +112,9 @@ class Framework:
         self.enqueue_extensions: list[tuple[str, list[ClusterEventWithHint]]] = []
         self._build(registry)
         self._filters = self.points["filter"]
+        # In-tree plugins produce scores in [0, 100] by construction (their tests prove it); only
+        # other plugins' scores are range-checked, as upstream checks every plugin's.
+        self._range_checked = {p.name for p in self.points["score"] if not type(p).__module__.startswith("kubesched.plugins.")}
         self._has_classic_filters = any(not isinstance(p, BatchFilterPlugin) for p in self._filters)
 
     # --- construction ------------------------------------------------------------------------
@@ -306,7 +309,9 @@ class Framework:
         nodes = self.snapshot.all_rows()
         try:
             for pl in self.points["preFilter"]:
+                t = time.perf_counter()
                 r, s = pl.pre_filter(state, pod, nodes)  # type: ignore[attr-defined]
+                self._observe_plugin(state, pl.name, "PreFilter", s, t)
                 if s is not None and s.code == Code.Skip:
                     skip.add(pl.name)
                     continue
@@ -368,9 +373,13 @@ class Framework:
             if pl.name in skip or not isinstance(pl, BatchFilterPlugin):
                 continue
             if pl.feasible_only:
+                t = time.perf_counter()
                 codes, verdict_statuses = self._filter_feasible_only(pl, state, pod, batch, ids)
+                self._observe_plugin(state, pl.name, "Filter", verdict_statuses[0] if verdict_statuses else None, t)
             else:
+                t = time.perf_counter()
                 verdict = pl.filter_nodes(state, pod, batch)
+                self._observe_plugin(state, pl.name, "Filter", verdict.statuses[0] if verdict is not None and verdict.statuses else None, t)
                 if verdict is None:
                     continue
                 codes, verdict_statuses = verdict.codes, verdict.statuses
@@ -417,7 +426,9 @@ class Framework:
         return self._has_classic_filters
 
     def run_classic_filter(self, pl: FilterPlugin, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        t = time.perf_counter()
         s = pl.filter(state, pod, node)
+        self._observe_plugin(state, pl.name, "Filter", s, t)
         if is_success(s):
             return None
         return self._filter_status(pl.name, s)  # type: ignore[arg-type]
@@ -464,7 +475,9 @@ class Framework:
         status: Status | None = None
         try:
             for pl in self.points["postFilter"]:
+                t = time.perf_counter()
                 r, s = pl.post_filter(state, pod, statuses)  # type: ignore[attr-defined]
+                self._observe_plugin(state, pl.name, "PostFilter", s, t)
                 if is_success(s):
                     status = s or Status()
                     return r, status
@@ -492,7 +505,9 @@ class Framework:
         status: Status | None = None
         try:
             for pl in self.points["preScore"]:
+                t = time.perf_counter()
                 s = pl.pre_score(state, pod, batch)  # type: ignore[attr-defined]
+                self._observe_plugin(state, pl.name, "PreScore", s, t)
                 if s is not None and s.code == Code.Skip:
                     skip.add(pl.name)
                     continue
@@ -513,16 +528,19 @@ class Framework:
             for pl in self.points["score"]:
                 if pl.name in state.skip_score_plugins:
                     continue
+                t = time.perf_counter()
                 raw, normalized = self._score_one(pl, state, pod, batch)
-                if len(normalized) and (normalized.max() > MAX_NODE_SCORE or normalized.min() < MIN_NODE_SCORE):
+                self._observe_plugin(state, pl.name, "Score", None, t)
+                if pl.name in self._range_checked and len(normalized) and \
+                        (normalized.max() > MAX_NODE_SCORE or normalized.min() < MIN_NODE_SCORE):
                     bad = normalized[(normalized > MAX_NODE_SCORE) | (normalized < MIN_NODE_SCORE)][0]
                     raise StatusError(Status.from_error(RuntimeError(
                         f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an invalid score {bad}, '
                         f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")))
                 weight = self.score_weights[pl.name]
                 total += normalized * weight
-                if keep_parts:
-                    parts.append((pl.name, raw, normalized, weight))
+                if keep_parts:  # copies: plugins may hand out memoised arrays they update later
+                    parts.append((pl.name, raw.copy(), normalized.copy(), weight))
             return ScoreResult(total, parts)
         finally:
             self._observe("Score", None, start)
@@ -553,7 +571,9 @@ class Framework:
     # --- Reserve, Permit -----------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         for pl in self.points["reserve"]:
+            t = time.perf_counter()
             s = pl.reserve(state, pod, node_name)  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "Reserve", s, t)
             if not is_success(s):
                 if s.is_rejected():
                     s.plugin = pl.name
@@ -564,14 +584,18 @@ class Framework:
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for pl in reversed(self.points["reserve"]):
             try:
+                t = time.perf_counter()
                 pl.unreserve(state, pod, node_name)  # type: ignore[attr-defined]
+                self._observe_plugin(state, pl.name, "Unreserve", None, t)
             except Exception:
                 log.exception("Unreserve of plugin %s failed for pod %s", pl.name, pod.key)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         waits: dict[str, float] = {}
         for pl in self.points["permit"]:
+            t = time.perf_counter()
             s, timeout = pl.permit(state, pod, node_name)  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "Permit", s, t)
             if is_success(s):
                 continue
             if s.is_rejected():
@@ -625,7 +649,9 @@ class Framework:
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         for pl in self.points["preBind"]:
+            t = time.perf_counter()
             s = await _maybe_await(pl.pre_bind(state, pod, node_name))  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "PreBind", s, t)
             if not is_success(s):
                 if s.is_rejected():
                     s.plugin = pl.name
@@ -636,7 +662,9 @@ class Framework:
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         status: Status | None = Status(Code.Skip, "")
         for pl in self.points["bind"]:
+            t = time.perf_counter()
             status = await _maybe_await(pl.bind(state, pod, node_name))  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "Bind", status, t)
             if status is not None and status.code == Code.Skip:
                 continue
             if not is_success(status):
@@ -650,11 +678,22 @@ class Framework:
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for pl in self.points["postBind"]:
             try:
+                t = time.perf_counter()
                 pl.post_bind(state, pod, node_name)  # type: ignore[attr-defined]
+                self._observe_plugin(state, pl.name, "PostBind", None, t)
             except Exception:
                 log.exception("PostBind of plugin %s failed for pod %s", pl.name, pod.key)
 
     # --- metrics --------------------------------------------------------------------------------
+    def _observe_plugin(self, state: CycleState, plugin: str, point: str, status: Status | None, start: float) -> None:
+        """``plugin_execution_duration_seconds`` for cycles sampled by ``state.record_plugin_metrics``
+        (upstream samples 10% of cycles). Batch Filter plugins are observed once per batch, with the
+        code of their first failure, where upstream observes each plugin once per node."""
+        metrics = self.ctx.metrics
+        if state.record_plugin_metrics and metrics is not None:
+            code = "Success" if status is None else status.code.name
+            metrics.plugin_execution_duration.labels(plugin, point, code).observe(time.perf_counter() - start)
+
     def _observe(self, point: str, status: Status | None, start: float) -> None:
         metrics = self.ctx.metrics
         if metrics is not None:

@@ -208,6 +208,11 @@ class PodInfo:
 
     # --- resources -------------------------------------------------------------------------
     @cached_property
+    def requests_key(self) -> tuple | None:
+        """What the requests depend on: replicas of one template share it (None while resizing)."""
+        return res.content_key(self.pod)
+
+    @cached_property
     def request_amounts(self) -> dict:
         return res.pod_requests(self.pod)
 

@@ -99,6 +99,12 @@ class NodeTable:
         self.extensions: dict[str, Extension] = {}
         self._factories: dict[str, ExtensionFactory] = {}
         self.generation = 0
+        #: A counter bumped by every row change, and per row the value at its last change: what lets
+        #: ``RowMemo`` recompute only the rows that changed.
+        self.version = 0
+        self.row_version = np.zeros(self.capacity, dtype=np.int64)
+        #: Memoised per-row plugin results (``kubesched.nodetable.memo``), by name.
+        self.memos: dict[str, Any] = {}
 
     # --- reading -----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -172,6 +178,7 @@ class NodeTable:
             for pod in info.pods.values():
                 ext.pod_added(row, pod)
         self.generation += 1
+        self._touch(row)
         return row
 
     def remove_node(self, name: str) -> None:
@@ -192,12 +199,15 @@ class NodeTable:
         self.n -= 1
         self._order = None
         self.generation += 1
+        if row < self.n:
+            self._touch(row)
 
     def pod_added(self, info: NodeInfo, pod: PodInfo) -> None:
         row = self.row_of.get(info.name)
         if row is None:
             return
         self.write_aggregates(row, info)
+        self._touch(row)
         for ext in self.extensions.values():
             ext.pod_added(row, pod)
 
@@ -206,6 +216,7 @@ class NodeTable:
         if row is None:
             return
         self.write_aggregates(row, info)
+        self._touch(row)
         for ext in self.extensions.values():
             ext.pod_removed(row, pod)
 
@@ -227,6 +238,14 @@ class NodeTable:
             hook = getattr(ext, "snapshot_taken", None)
             if hook is not None:
                 hook()
+
+    def _touch(self, row: int) -> None:
+        self.version += 1
+        self.row_version[row] = self.version
+
+    def changed_rows(self, since: int) -> np.ndarray:
+        """Rows changed after version ``since``."""
+        return np.flatnonzero(self.row_version[: self.n] > since)
 
     # --- internals --------------------------------------------------------------------------
     def _append_row(self, info: NodeInfo) -> int:
@@ -253,6 +272,7 @@ class NodeTable:
         self.pod_count = widen(self.pod_count)
         self.unschedulable = widen(self.unschedulable, False)
         self.taint_sig = widen(self.taint_sig)
+        self.row_version = widen(self.row_version)
         for column in self.labels.values():
             column.codes = widen(column.codes, -1)
         self.capacity = capacity

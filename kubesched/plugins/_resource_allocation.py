@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched import fastpaths
 from kubesched.api import resources as res
 from kubesched.framework.interface import MAX_NODE_SCORE
 from kubesched.framework.status import Status, StatusError
@@ -79,11 +80,25 @@ def pod_request_amounts(pod: PodInfo, non_missing: bool, pod_level: bool = True)
     return pod_memo(pod, f"_ra_amounts_{non_missing}_{pod_level}", compute)
 
 
+_LISTS: dict[tuple, list[int]] = {}
+
+
 def pod_request_list(pod: PodInfo, specs: Sequence[ResourceSpec], use_requested: bool, pod_level: bool = True) -> list[int]:
     """``calculatePodResourceRequestList``: the pod's request for each configured resource, cpu in
-    millicores. Scoring on non-zero requests (``use_requested`` False) fills in the defaults."""
+    millicores. Scoring on non-zero requests (``use_requested`` False) fills in the defaults.
+    Memoised by the pod's requests key, so replicas of one template compute it once."""
+    key = pod.requests_key if fastpaths.ENABLED else None
+    if key is not None:
+        found = _LISTS.get((key, tuple(specs), use_requested, pod_level))
+        if found is not None:
+            return found
     amounts = pod_request_amounts(pod, not use_requested, pod_level)
-    return [res.to_int(spec.name, amounts.get(spec.name, Fraction(0))) for spec in specs]
+    result = [res.to_int(spec.name, amounts.get(spec.name, Fraction(0))) for spec in specs]
+    if key is not None:
+        if len(_LISTS) > 4096:
+            _LISTS.clear()
+        _LISTS[(key, tuple(specs), use_requested, pod_level)] = result
+    return result
 
 
 def is_best_effort(pod_requests: Sequence[int]) -> bool:
@@ -148,6 +163,8 @@ FLOAT_EXACT_LIMIT = 2**44
 
 
 def _floats_exact(allocatable: list[np.ndarray]) -> bool:
+    if not fastpaths.ENABLED:
+        return False
     return all(len(a) == 0 or int(a.max()) < FLOAT_EXACT_LIMIT for a in allocatable)
 
 
@@ -246,7 +263,7 @@ def balanced_allocation(requested: list[np.ndarray], allocatable: list[np.ndarra
     """``balancedResourceScorer``: ``(1 - std) * 100`` of the requested fractions (capped at 1) of
     the resources the node has; two fractions use ``|a - b| / 2``, fewer give std 0."""
     size = len(requested[0]) if requested else 0
-    if len(requested) == 2 and allocatable[0].all() and allocatable[1].all():
+    if fastpaths.ENABLED and len(requested) == 2 and allocatable[0].all() and allocatable[1].all():
         # The usual case (cpu and memory on every node): std of two fractions is half their gap.
         first = np.minimum(requested[0] / allocatable[0], 1.0)
         second = np.minimum(requested[1] / allocatable[1], 1.0)

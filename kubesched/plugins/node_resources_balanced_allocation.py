@@ -18,6 +18,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import BatchScorePlugin, PreScorePlugin
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
+from kubesched.nodetable.memo import memo_of
 from kubesched.nodetable.table import NodeBatch
 from kubesched.plugins import names
 from kubesched.plugins._resource_allocation import (
@@ -72,5 +73,9 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, BatchScorePlugin):
         if s is None and is_best_effort(requests):
             return np.zeros(len(nodes), dtype=np.int64)
         check_resources(self.resources)
-        requested, allocatable = requested_and_allocatable(nodes, self.resources, requests, use_requested=True)
-        return balanced_allocation(requested, allocatable)
+
+        def compute(batch: NodeBatch) -> np.ndarray:
+            requested, allocatable = requested_and_allocatable(batch, self.resources, requests, use_requested=True)
+            return balanced_allocation(requested, allocatable)
+
+        return memo_of(nodes.table, self.name).values(tuple(requests), compute, nodes)

@@ -31,6 +31,7 @@ from kubesched.framework.interface import (
 )
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeInfo, PodInfo, node_allocatable
+from kubesched.nodetable.memo import memo_of
 from kubesched.nodetable.table import PODS, NodeBatch
 from kubesched.plugins import names
 from kubesched.plugins._resource_allocation import (
@@ -198,6 +199,16 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
         if request is None:
             return FilterVerdict.all_fail(len(nodes), Status.from_error(RuntimeError(
                 f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')))
+        if len(request.checked) + 1 > _MAX_BITS:
+            return _verdict(*self._failures(request, nodes), request.reasons)
+        memo = memo_of(nodes.table, self.name)
+        return memo.verdict(("filter", tuple(request.checked)), lambda batch: self._failure_keys(request, batch),
+                            lambda key: _status_of_key(key, request.reasons), nodes)
+
+    @staticmethod
+    def _failures(request: _FitRequest, nodes: NodeBatch) -> tuple[list[np.ndarray], np.ndarray]:
+        """Per checked resource (pods first), where the node is short; and where it is short beyond
+        its allocatable (preemption cannot help there)."""
         table = nodes.table
         failures = [nodes.col(table.pod_count) + 1 > nodes.col(table.allocatable[PODS])]
         unresolvable = np.zeros(len(nodes), dtype=bool)
@@ -211,7 +222,16 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
             short = amount > alloc - nodes.col(table.requested[idx])
             failures.append(short)
             unresolvable |= short & (amount > alloc)
-        return _verdict(failures, unresolvable, request.reasons)
+        return failures, unresolvable
+
+    @classmethod
+    def _failure_keys(cls, request: _FitRequest, nodes: NodeBatch) -> np.ndarray:
+        """One int per node: a bit per failed check, negated when unresolvable (0: the node fits)."""
+        failures, unresolvable = cls._failures(request, nodes)
+        keys = np.zeros(len(nodes), dtype=np.int64)
+        for bit, mask in enumerate(failures):
+            keys |= mask.astype(np.int64) << bit
+        return np.where(unresolvable & (keys > 0), -keys, keys)
 
     # --- Score --------------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status | None:
@@ -223,8 +243,11 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
         pod_requests = state.get(PRE_SCORE_KEY)
         if pod_requests is None:
             pod_requests = pod_request_list(pod, self.resources, use_requested=False, pod_level=self.pod_level)
-        requested, allocatable = requested_and_allocatable(nodes, self.resources, pod_requests, use_requested=False)
-        return self.scorer(requested, allocatable)
+        def compute(batch: NodeBatch) -> np.ndarray:
+            requested, allocatable = requested_and_allocatable(batch, self.resources, pod_requests, use_requested=False)
+            return self.scorer(requested, allocatable)
+
+        return memo_of(nodes.table, self.name).values(("score", tuple(pod_requests)), compute, nodes)
 
     # --- requeueing -----------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -277,6 +300,12 @@ def _max_resource(pod: dict) -> dict[str, int]:
 
 
 # --- verdicts ---------------------------------------------------------------------------------------
+def _status_of_key(key: int, reasons: list[str]) -> Status:
+    bits = abs(key)
+    failed = [reason for bit, reason in enumerate(reasons) if bits >> bit & 1]
+    return Status(Code.UnschedulableAndUnresolvable if key < 0 else Code.Unschedulable, *failed)
+
+
 def _verdict(failures: list[np.ndarray], unresolvable: np.ndarray, reasons: list[str]) -> FilterVerdict | None:
     """Nodes failing the same resources (and equally resolvable) share one Status."""
     failed_any = np.logical_or.reduce(failures)

@@ -5,6 +5,7 @@ Every method is a no-op without a ``Metrics``; the queue calls them unconditiona
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kubesched.metrics import Metrics
@@ -30,14 +31,13 @@ class QueueRecorder:
             child = self._incoming[(queue, event)] = self.metrics.queue_incoming_pods.labels(queue, event)
         child.inc()
 
-    def pending(self, active: int, backoff: int, unschedulable: int, gated: int) -> None:
+    def watch_pending(self, active: Callable[[], int], backoff: Callable[[], int], unschedulable: Callable[[], int],
+                      gated: Callable[[], int]) -> None:
+        """``pending_pods{queue}``, read from the queue when scraped rather than set on every change."""
         if self.metrics is None:
             return
-        p = self._pending
-        p["active"].set(active)
-        p["backoff"].set(backoff)
-        p["unschedulable"].set(unschedulable)
-        p["gated"].set(gated)
+        for queue, read in (("active", active), ("backoff", backoff), ("unschedulable", unschedulable), ("gated", gated)):
+            self._pending[queue].set_function(read)
 
     def in_flight(self, label: str, delta: int) -> None:
         """``inflight_events{event}``: events (and popped pods) the queue keeps for in-flight pods."""

@@ -121,6 +121,9 @@ class SchedulingQueue:
         self._pop_from_backoff = pop_from_backoff
         self._namespace_labels = namespace_labels
         self._recorder = QueueRecorder(metrics)
+        self._recorder.watch_pending(lambda: len(self._active), lambda: len(self._backoff),
+                                     lambda: len(self._unschedulable) - self._unschedulable.gated_count,
+                                     lambda: self._unschedulable.gated_count)
         self._active = ActiveQueue(less, self._recorder)
         self._backoff = BackoffQueue(clock, initial_backoff, max_backoff, less, pop_from_backoff, self._recorder)
         self._unschedulable = UnschedulablePods(self._recorder)
@@ -631,7 +634,4 @@ class SchedulingQueue:
                 waiter.set_result(None)
 
     def _publish(self) -> None:
-        if self._recorder.metrics is None:
-            return
-        gated = self._unschedulable.gated_count
-        self._recorder.pending(len(self._active), len(self._backoff), len(self._unschedulable) - gated, gated)
+        """Nothing to do per operation: the pending_pods gauges read the queue when scraped."""
