@@ -1,8 +1,18 @@
 """Informers: list, then watch from the list's resourceVersion, keep a local cache, and tell
 handlers about every change (client-go's SharedInformer, reflector and DeltaFIFO in one).
 
-On ``410 Gone`` the informer relists and reports the difference (adds, updates, deletes) so
-handlers never miss a change; other errors back off exponentially (up to 30s) and retry.
+The reflector's rules, which keep the cache right across API-server restarts and network trouble:
+
+* the watch asks for bookmarks, so the informer's resourceVersion keeps moving even when nothing of
+  its kind changes, and a re-watch starts from the newest version seen;
+* a stream the server ends (its timeout) is simply watched again from that version;
+* a broken stream or an unreachable server (``ConnectionError``/``OSError``, ``TimeoutError``, 429)
+  backs off exponentially (0.8s doubling to 30s, with jitter) and watches again from the same
+  version: nothing is relisted when the server comes back with its history intact;
+* ``410 Gone`` (history compacted, or a restarted server that lost it) relists at once, and any
+  other error relists after the backoff. A relist updates the cache *in place* and reports the
+  difference (adds, updates, deletes, and delete + add for an object recreated under the same
+  name), so handlers never miss a change and holders of the cache dict keep seeing the live one.
 """
 
 from __future__ import annotations
@@ -10,18 +20,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubesched.api.kinds import Kind, kind_named, object_key
 from kubesched.cluster.client import ClusterClient
-from kubesched.cluster.errors import Gone
+from kubesched.cluster.errors import Gone, TooManyRequests
 from kubesched.cluster.store import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, WatchEvent
 
 log = logging.getLogger(__name__)
 
 INITIAL_BACKOFF = 0.8
 MAX_BACKOFF = 30.0
+#: Errors after which the informer watches again from its resourceVersion instead of relisting.
+RETRIABLE_WATCH_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError, TooManyRequests)
 
 
 @dataclass
@@ -29,6 +42,23 @@ class Handler:
     on_add: Callable[[dict, bool], None] | None = None
     on_update: Callable[[dict, dict], None] | None = None
     on_delete: Callable[[dict], None] | None = None
+
+
+class Backoff:
+    """Exponential backoff with jitter (client-go's reflector: 800ms doubling to 30s, jitter 1.0)."""
+
+    def __init__(self, initial: float | None = None, maximum: float | None = None) -> None:
+        self.initial = INITIAL_BACKOFF if initial is None else initial
+        self.maximum = MAX_BACKOFF if maximum is None else maximum
+        self.current = self.initial
+
+    def next(self) -> float:
+        delay = self.current * (1.0 + random.random())
+        self.current = min(self.current * 2, self.maximum)
+        return min(delay, self.maximum)
+
+    def reset(self) -> None:
+        self.current = self.initial
 
 
 class Informer:
@@ -39,7 +69,12 @@ class Informer:
         self.handlers: list[Handler] = []
         self.synced = asyncio.Event()
         self.resource_version = ""
+        #: Counters for ``/debug/cache`` and tests: relists after the first list, watches (re)started
+        #: after an interruption, and the last error seen.
         self.relists = 0
+        self.rewatches = 0
+        self.last_error = ""
+        self._lists = 0
         self._task: asyncio.Task | None = None
 
     def add_handler(self, handler: Handler) -> None:
@@ -60,45 +95,84 @@ class Informer:
             self._task = None
 
     async def run(self) -> None:
-        backoff = INITIAL_BACKOFF
+        """List and watch until cancelled (the reflector's ListAndWatch loop)."""
+        backoff = Backoff()
         while True:
             try:
                 await self._list()
-                backoff = INITIAL_BACKOFF
-                await self._watch()
             except asyncio.CancelledError:
                 raise
-            except Gone:
-                self.relists += 1
-                log.info("watch of %s expired, relisting", self.kind.resource)
+            except Exception as e:
+                self._failed("list", e)
+                await asyncio.sleep(backoff.next())
+                continue
+            backoff.reset()
+            await self._watch_until_relist(backoff)
+
+    async def _watch_until_relist(self, backoff: Backoff) -> None:
+        """Watch, re-watching from the newest resourceVersion after normal ends and retriable
+        errors; return when the informer must relist."""
+        while True:
+            try:
+                delivered = await self._watch()
+            except asyncio.CancelledError:
+                raise
+            except Gone as e:
+                log.info("watch of %s at resourceVersion %s expired (%s), relisting", self.kind.resource,
+                         self.resource_version, e)
+                return
+            except RETRIABLE_WATCH_ERRORS as e:
+                self._failed("watch", e)
+                self.rewatches += 1
+                await asyncio.sleep(backoff.next())
                 continue
             except Exception as e:
-                log.warning("informer for %s failed: %s; retrying in %.1fs", self.kind.resource, e, backoff)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, MAX_BACKOFF)
+                self._failed("watch", e)
+                await asyncio.sleep(backoff.next())
+                return
+            if delivered:
+                backoff.reset()
+            else:  # a stream that ended without a single event (not even a bookmark): don't spin
+                await asyncio.sleep(backoff.next())
+
+    def _failed(self, what: str, error: BaseException) -> None:
+        self.last_error = f"{what}: {error or type(error).__name__}"
+        log.warning("%s of %s failed: %s", what, self.kind.resource, error or type(error).__name__)
 
     async def _list(self) -> None:
         items, rv = await self.client.list(self.kind)
-        fresh = {object_key(o): o for o in items}
         first = not self.synced.is_set()
-        old = self.store
-        self.store = fresh
+        if self._lists:
+            self.relists += 1
+        self._lists += 1
         self.resource_version = rv
-        for key, obj in old.items():
-            if key not in fresh:
-                self._emit_delete(obj)
-        for key, obj in fresh.items():
-            previous = old.get(key)
-            if previous is None:
-                self._emit_add(obj, first)
-            elif previous["metadata"].get("resourceVersion") != obj["metadata"].get("resourceVersion"):
-                self._emit_update(previous, obj)
+        self._replace({object_key(o): o for o in items}, first)
         self.synced.set()
 
-    async def _watch(self) -> None:
+    def _replace(self, fresh: dict[str, dict], initial: bool) -> None:
+        """Make the cache equal ``fresh`` in place, telling handlers what changed."""
+        store = self.store
+        for key in [k for k in store if k not in fresh]:
+            self._emit_delete(store.pop(key))
+        for key, obj in fresh.items():
+            previous = store.get(key)
+            store[key] = obj
+            if previous is None:
+                self._emit_add(obj, initial)
+            elif _uid(previous) != _uid(obj):
+                self._emit_delete(previous)
+                self._emit_add(obj, False)
+            elif _rv(previous) != _rv(obj):
+                self._emit_update(previous, obj)
+
+    async def _watch(self) -> int:
+        """One watch call until its stream ends; returns how many events it delivered."""
+        delivered = 0
         async for batch in self.client.watch(self.kind, self.resource_version):
             for event in batch:
                 self._apply(event)
+            delivered += len(batch)
+        return delivered
 
     def _apply(self, event: WatchEvent) -> None:
         obj = event.object
@@ -136,6 +210,19 @@ class Informer:
         for h in self.handlers:
             if h.on_delete is not None:
                 _guard(h.on_delete, obj)
+
+    def stats(self) -> dict:
+        """What ``/debug/cache`` shows about this informer."""
+        return {"resourceVersion": self.resource_version, "objects": len(self.store), "synced": self.synced.is_set(),
+                "relists": self.relists, "rewatches": self.rewatches, "lastError": self.last_error}
+
+
+def _uid(obj: dict) -> str | None:
+    return (obj.get("metadata") or {}).get("uid")
+
+
+def _rv(obj: dict) -> str | None:
+    return (obj.get("metadata") or {}).get("resourceVersion")
 
 
 def _guard(fn: Callable, *args: object) -> None:
@@ -179,6 +266,9 @@ class InformerFactory:
 
     def has_synced(self) -> bool:
         return all(inf.synced.is_set() for inf in self.informers.values())
+
+    def stats(self) -> dict[str, dict]:
+        return {name: inf.stats() for name, inf in sorted(self.informers.items())}
 
     async def stop(self) -> None:
         await asyncio.gather(*(inf.stop() for inf in self.informers.values()))

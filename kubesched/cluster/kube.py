@@ -9,15 +9,25 @@ bindings, status patches) run thousands of times a second. Bindings are raw POST
 
 Watches resume by themselves from the last resourceVersion seen (events or bookmarks) when the
 server ends a stream at its timeout; a ``410 Gone`` (as an ERROR event or a status) is raised as
-``Gone`` so the informer relists.
+``Gone`` so the informer relists. A broken stream or an unreachable server is raised as
+``StreamBroken`` (a ``ConnectionError``), which the informer answers by backing off and watching
+again from the same resourceVersion, as client-go's reflector does.
+
+Like client-go, every request (watches included) first takes a token from a client-side token
+bucket when ``qps`` is set (``clientConnection.qps``/``burst``), and credentials read from a token
+file are re-read every minute and after a 401, so rotated service-account tokens keep working.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import platform
 import random
 import ssl
+import time
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -40,6 +50,59 @@ _ERRORS: dict[int, type[errors.APIError]] = {
     413: errors.TooLarge, 415: errors.Unsupported, 422: errors.Invalid, 429: errors.TooManyRequests,
 }
 _JSON = {"Content-Type": "application/json", "Accept": "application/json"}
+#: How long credentials from a token file are reused before the file is read again (client-go: 1 minute).
+TOKEN_FILE_REFRESH = 60.0
+#: A watch that ends within this many seconds without delivering anything is treated as an error.
+SHORT_WATCH = 1.0
+#: Retries of a request the server answered with 429 (or 5xx) and Retry-After (client-go: 10).
+MAX_RETRIES = 10
+#: Client-side throttling longer than this is logged (client-go logs from 50ms at V(3), from 1s always).
+LONG_THROTTLE = 1.0
+_GOARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm"}
+#: client-go's default user agent shape: ``<binary>/<version> (<os>/<arch>) <vendor>/<commit>``.
+USER_AGENT = f"kubesched/v0.1.0 ({platform.system().lower()}/{_GOARCH.get(platform.machine().lower(), platform.machine().lower())}) kubesched"
+
+
+class StreamBroken(ConnectionError):
+    """A watch stream or connection failed before the server ended it: watch again from the last
+    resourceVersion after a backoff (no relist needed)."""
+
+
+class TokenBucket:
+    """client-go's ``flowcontrol.NewTokenBucketRateLimiter(qps, burst)``: ``burst`` tokens at start,
+    refilled at ``qps`` per second; a caller without a token waits for its reservation."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = float(qps)
+        self.burst = max(1, int(burst))
+        self.tokens = float(self.burst)
+        self.last = time.monotonic()
+        self.throttled = 0.0
+
+    def reserve(self) -> float:
+        """Take a token now (possibly going into debt); returns how long the caller must wait."""
+        now = time.monotonic()
+        self.tokens = min(float(self.burst), self.tokens + (now - self.last) * self.qps)
+        self.last = now
+        self.tokens -= 1.0
+        return 0.0 if self.tokens >= 0 else -self.tokens / self.qps
+
+    async def acquire(self, what: str = "") -> None:
+        wait = self.reserve()
+        if wait <= 0:
+            return
+        self.throttled += wait
+        if wait >= LONG_THROTTLE:
+            log.info("Waited for %.3fs due to client-side throttling, not priority and fairness, request: %s", wait, what)
+        await asyncio.sleep(wait)
+
+
+def rate_limiter(qps: float | None, burst: int | None) -> TokenBucket | None:
+    """The limiter for a ``clientConnection``: none for a negative qps (client-go: "no rate limit"),
+    client-go's defaults (5 qps, burst 10) for zeros, else a token bucket."""
+    if qps is None or qps < 0:
+        return None
+    return TokenBucket(qps or 5.0, burst or 10)
 
 
 def api_error(code: int, body: bytes) -> errors.APIError:
@@ -70,7 +133,10 @@ class KubeClient(ClusterClient):
     and ``context`` are used."""
 
     def __init__(self, config: Any = None, *, kubeconfig: str | Path | None = None, context: str | None = None,
-                 timeout: float = 30.0, connections: int = 256, watch_timeout: tuple[int, int] = (300, 600)) -> None:
+                 timeout: float = 30.0, connections: int = 256, watch_timeout: tuple[int, int] = (300, 600),
+                 qps: float | None = None, burst: int | None = None, user_agent: str | None = None) -> None:
+        """``qps``/``burst``: client-side rate limit as ``clientConnection`` sets it (None: unlimited).
+        ``timeout``: seconds for one request (watches excepted)."""
         if config is None:
             config = load_config(kubeconfig, context)
         self.config = config
@@ -78,9 +144,12 @@ class KubeClient(ClusterClient):
         self.timeout = timeout
         self.connections = connections
         self.watch_timeout = watch_timeout
+        self.limiter = rate_limiter(qps, burst)
+        self.user_agent = user_agent or USER_AGENT
         self._session: aiohttp.ClientSession | None = None
         self._auth = _auth_of(config)
         self._auth_headers: dict[str, str] | None = None
+        self._auth_read = 0.0
         self.clock = RealClock()
 
     @classmethod
@@ -114,26 +183,47 @@ class KubeClient(ClusterClient):
             self._session = None
 
     async def _headers(self, refresh: bool = False) -> dict[str, str]:
+        """Authorization (and User-Agent) headers. A refresh builds the auth anew, so token files are
+        read again and exec plugins run again; token files are also re-read every minute."""
+        base = {"User-Agent": self.user_agent}
         if self._auth is None:
-            return {}
-        if self._auth_headers is None or refresh:
+            return base
+        stale = self.config.user is not None and self.config.user.token_file is not None and \
+            time.monotonic() - self._auth_read > TOKEN_FILE_REFRESH
+        if self._auth_headers is None or refresh or stale:
+            if refresh or stale:
+                self._auth = _auth_of(self.config)
             self._auth_headers = await _run_auth_flow(self._auth, self.server)
-        return self._auth_headers
+            self._auth_read = time.monotonic()
+        return {**base, **self._auth_headers}
+
+    async def _throttle(self, method: str, path: str) -> None:
+        if self.limiter is not None:
+            await self.limiter.acquire(f"{method}:{self.server}{path}")
 
     async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None, body: Any = None,
                       content_type: str = "application/json") -> tuple[int, bytes]:
-        """One request; retried once with fresh credentials on 401. Returns status and body."""
+        """One request, after the rate limiter; retried once with fresh credentials on 401, and, as
+        client-go does, after ``Retry-After`` seconds on 429 (or a 5xx carrying ``Retry-After``), up to
+        ``MAX_RETRIES`` times. Returns status and body."""
         session = await self.session()
         data = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
-        for attempt in range(2):
-            headers = {**_JSON, "Content-Type": content_type, **await self._headers(refresh=attempt > 0)}
+        refreshed, retries = False, 0
+        while True:
+            await self._throttle(method, path)
+            headers = {**_JSON, "Content-Type": content_type, **await self._headers(refresh=refreshed)}
             async with session.request(method, self.server + path, params=params, data=data, headers=headers,
                                        timeout=aiohttp.ClientTimeout(total=self.timeout)) as resp:
                 payload = await resp.read()
-                if resp.status == 401 and attempt == 0 and self._auth is not None:
-                    continue
-                return resp.status, payload
-        return 401, b""
+                status, retry_after = resp.status, resp.headers.get("Retry-After")
+            if status == 401 and not refreshed and self._auth is not None:
+                refreshed = True
+                continue
+            if retries < MAX_RETRIES and (status == 429 or (status >= 500 and retry_after is not None)):
+                retries += 1
+                await asyncio.sleep(_seconds(retry_after))
+                continue
+            return status, payload
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> dict:
         status, payload = await self.request(method, path, **kwargs)
@@ -163,24 +253,50 @@ class KubeClient(ClusterClient):
             params = {"limit": str(LIST_PAGE), "continue": meta["continue"]}
 
     async def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[list[WatchEvent]]:  # type: ignore[override]
+        """Watch from ``resource_version`` with bookmarks; re-watch from the last version seen when the
+        server ends a stream. Raises ``Gone`` (relist), ``StreamBroken`` (watch again later) or the
+        API error of a refused watch."""
         rv = resource_version
+        loop = asyncio.get_running_loop()
         while True:
             timeout = random.randint(*self.watch_timeout)
             params = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout)}
             if rv:
                 params["resourceVersion"] = rv
-            session = await self.session()
-            headers = {"Accept": "application/json", **await self._headers()}
-            async with session.get(self.server + resource_path(kind), params=params, headers=headers,
-                                   timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=timeout + 60)) as resp:
+            started, delivered = loop.time(), 0
+            try:
+                async with self._open_watch(kind, params, timeout) as resp:
+                    async for batch in _event_batches(resp, kind):
+                        for event in batch:
+                            if event.type == ERROR:
+                                raise _watch_error(event.object)
+                            rv = event.object.get("metadata", {}).get("resourceVersion", rv)
+                        delivered += len(batch)
+                        yield batch
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError) as e:
+                raise StreamBroken(f"watch of {kind.resource} at resourceVersion {rv}: {e or type(e).__name__}") from e
+            if not delivered and loop.time() - started < SHORT_WATCH:
+                raise StreamBroken(f"very short watch of {kind.resource}: unexpected watch close - "
+                                   "watch lasted less than a second and no items received")
+
+    @contextlib.asynccontextmanager
+    async def _open_watch(self, kind: Kind, params: dict[str, str], timeout: int) -> AsyncIterator[aiohttp.ClientResponse]:
+        """The streaming GET of a watch, after the rate limiter and credentials (a 401 is retried
+        once with fresh ones); raises the API error of a refused watch."""
+        session = await self.session()
+        path = resource_path(kind)
+        read_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=timeout + 60)
+        for attempt in range(2):
+            await self._throttle("GET", path)
+            headers = {"Accept": "application/json", **await self._headers(refresh=attempt > 0)}
+            async with session.get(self.server + path, params=params, headers=headers, timeout=read_timeout) as resp:
+                if resp.status == 401 and attempt == 0 and self._auth is not None:
+                    continue
                 if resp.status >= 400:
                     raise api_error(resp.status, await resp.read())
-                async for batch in _event_batches(resp, kind):
-                    for event in batch:
-                        if event.type == ERROR:
-                            raise _watch_error(event.object)
-                        rv = event.object.get("metadata", {}).get("resourceVersion", rv)
-                    yield batch
+                yield resp
+                return
+        raise api_error(401, b"")
 
     async def get(self, kind: Kind, namespace: str | None, name: str) -> dict | None:
         status, payload = await self.request("GET", resource_path(kind, namespace, name))
@@ -201,6 +317,12 @@ class KubeClient(ClusterClient):
     async def update_status(self, kind: Kind, obj: dict) -> dict:
         meta = obj["metadata"]
         return await self._call("PUT", resource_path(kind, meta.get("namespace"), meta["name"], "status"), body=obj)
+
+    async def patch(self, kind: Kind, namespace: str | None, name: str, patch: dict, *,
+                    patch_type: str = "application/merge-patch+json", subresource: str | None = None) -> dict:
+        """PATCH an object (a JSON merge patch unless ``patch_type`` says otherwise); what client-go's
+        event sink does to bump an event series."""
+        return await self._call("PATCH", resource_path(kind, namespace, name, subresource), body=patch, content_type=patch_type)
 
     async def delete(self, kind: Kind, namespace: str | None, name: str, *, uid: str | None = None,
                      grace_period: int | None = None) -> None:
@@ -243,6 +365,14 @@ class KubeClient(ClusterClient):
         patch = {"status": status}
         path = resource_path_pod(meta.get("namespace", "default"), meta["name"]) + "/status"
         await self._call("PATCH", path, body=patch, content_type="application/strategic-merge-patch+json")
+
+
+def _seconds(retry_after: str | None) -> float:
+    """A ``Retry-After`` header in seconds (client-go: a whole number, 1 when missing or unreadable)."""
+    try:
+        return max(0.0, float(int(retry_after or "1")))
+    except ValueError:
+        return 1.0
 
 
 def resource_path(kind: Kind, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
@@ -291,14 +421,32 @@ def _watch_error(status: dict) -> errors.APIError:
     return api_error(code, orjson.dumps(status))
 
 
-def load_config(kubeconfig: str | Path | None = None, context: str | None = None) -> Any:
-    """A lightkube ``SingleConfig`` from a kubeconfig file, or lightkube's default discovery."""
+def load_config(kubeconfig: str | Path | None = None, context: str | None = None, master: str | None = None) -> Any:
+    """A lightkube ``SingleConfig`` the way ``clientcmd.BuildConfigFromFlags(master, kubeconfig)`` finds
+    one: the kubeconfig file when given; else, without a master either, the in-cluster service
+    account, falling back (unlike client-go, for convenience) to ``KUBECONFIG`` or ``~/.kube/config``.
+    ``master`` overrides the server address."""
     from lightkube.config.kubeconfig import KubeConfig
+    from lightkube.core.exceptions import ConfigError
 
-    conf = KubeConfig.from_file(kubeconfig) if kubeconfig else KubeConfig.from_env()
+    if kubeconfig:
+        conf = KubeConfig.from_file(Path(kubeconfig).expanduser())
+    elif master:
+        conf = KubeConfig.from_server(master)
+    else:
+        try:
+            conf = KubeConfig.from_service_account()
+        except (ConfigError, KeyError) as e:
+            log.warning("Neither --kubeconfig nor --master was specified and the in-cluster configuration "
+                        "is unavailable (%s); using %s", e, os.environ.get("KUBECONFIG") or "~/.kube/config")
+            conf = KubeConfig.from_env()
     single = conf.get(context)
     if single is None:
         raise errors.APIError(f"kubeconfig has no context {context or '(current)'}")
+    if master:
+        import msgspec
+
+        single = single._replace(cluster=msgspec.structs.replace(single.cluster, server=master))
     return single
 
 
@@ -328,7 +476,8 @@ async def _run_auth_flow(auth: Any, server: str) -> dict[str, str]:
         sync = auth.sync_auth_flow(request)
         authed = next(sync)
         sync.close()
-    return {k: v for k, v in authed.headers.items() if k.lower() in ("authorization",)}
+    value = authed.headers.get("authorization")
+    return {"Authorization": value} if value else {}
 
 
 async def wait_ready(client: KubeClient, timeout: float = 30.0) -> None:

@@ -44,6 +44,15 @@ class EventSink:
 
     async def update_series(self, event: dict) -> None:
         meta = event["metadata"]
+        patch = getattr(self.client, "patch", None)
+        if patch is not None:  # an HTTP client: one merge patch of the series, as client-go's sink sends
+            from kubesched.cluster.errors import NotFound
+
+            try:
+                await patch(EVENTS_V1, meta.get("namespace"), meta["name"], {"series": dict(event["series"])})
+            except NotFound:
+                await self.client.create(EVENTS_V1, event)  # the event was removed meanwhile: write it anew
+            return
         current = await self.client.get(EVENTS_V1, meta.get("namespace"), meta["name"])
         if current is None:
             await self.client.create(EVENTS_V1, event)

@@ -1,0 +1,119 @@
+"""``kubesched run`` flags: kube-scheduler's precedence rules between flags and the config file,
+errors for what kubesched cannot do, and the no-op flags it accepts."""
+
+from __future__ import annotations
+
+import logging
+import textwrap
+
+import pytest
+
+from kubesched.api.errors import KubeschedError
+from kubesched.cli import run as run_cmd
+from kubesched.cli.main import build_parser, main
+
+CONFIG = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection: {{qps: 7, burst: 9{kubeconfig}}}
+leaderElection: {{leaderElect: true, resourceName: from-file, leaseDuration: 20s, renewDeadline: 15s}}
+profiles: [{{schedulerName: kubesched}}]
+"""
+
+
+def config_file(tmp_path, kubeconfig: str = ""):
+    path = tmp_path / "config.yaml"
+    path.write_text(textwrap.dedent(CONFIG.format(kubeconfig=f", kubeconfig: {kubeconfig}" if kubeconfig else "")))
+    return str(path)
+
+
+def resolve(*argv: str):
+    args = build_parser().parse_args(["run", *argv])
+    return args, run_cmd.configuration(args, run_cmd.registry_of(args))
+
+
+def test_leader_election_flags_override_the_config_file(tmp_path):
+    _, (cfg, _, _) = resolve("--config", config_file(tmp_path), "--leader-elect=false", "--leader-elect-lease-duration=30s",
+                             "--leader-elect-resource-namespace", "sched")
+    le = cfg.leader_election
+    assert (le.leader_elect, le.lease_duration, le.renew_deadline, le.resource_name, le.resource_namespace) == \
+        (False, 30.0, 15.0, "from-file", "sched")
+
+
+def test_other_deprecated_flags_are_ignored_with_a_config_file_as_upstream_does(tmp_path, caplog):
+    with caplog.at_level(logging.WARNING):
+        _, (cfg, _, kubeconfig) = resolve("--config", config_file(tmp_path), "--kube-api-qps=99", "--kubeconfig", "/flag/kc")
+    assert (cfg.client_connection.qps, cfg.client_connection.burst) == (7, 9)
+    assert "--kube-api-qps are ignored because --config is set" in caplog.text
+    assert kubeconfig == "/flag/kc"  # kubesched's extension: the file left clientConnection.kubeconfig empty
+
+
+def test_the_config_files_kubeconfig_wins_over_the_flag(tmp_path):
+    _, (_, _, kubeconfig) = resolve("--config", config_file(tmp_path, "/file/kc"), "--kubeconfig", "/flag/kc")
+    assert kubeconfig == "/file/kc"
+
+
+def test_without_a_config_file_deprecated_and_leader_election_flags_apply_to_the_defaults():
+    _, (cfg, _, kubeconfig) = resolve("--kubeconfig", "/k", "--kube-api-qps", "5.5", "--kube-api-burst", "11", "--profiling=false",
+                                      "--leader-elect-retry-period", "1s", "--leader-elect-resource-name", "kubesched")
+    assert kubeconfig == "/k" and cfg.client_connection.qps == 5.5 and cfg.client_connection.burst == 11
+    assert cfg.enable_profiling is False
+    assert (cfg.leader_election.retry_period, cfg.leader_election.resource_name) == (1.0, "kubesched")
+    assert cfg.profiles[0].scheduler_name == "default-scheduler"
+
+
+def test_a_bare_leader_elect_flag_means_true_and_feature_gates_are_parsed():
+    args, (cfg, gates, _) = resolve("--leader-elect", "--feature-gates", "DRAAdminAccess=false")
+    assert cfg.leader_election.leader_elect is True and args.leader_elect is True
+    assert gates.enabled("DRAAdminAccess") is False
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--leader-elect-lease-duration=5s", "--leader-elect-renew-deadline=10s"], "must be greater than `RenewDeadline`"),
+    (["--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=2s"],
+     "couldn't create leader elector: renewDeadline must be greater than retryPeriod*JitterFactor"),
+    (["--emulated-version=1.34"], "--emulated-version is not supported"),
+    (["--logging-format=json"], '--logging-format=json is not supported: only "text"'),
+    (["--feature-gates=Nope=true"], "unrecognized feature gate: Nope"),
+])
+def test_invalid_or_unsupported_settings_are_clear_errors(argv, message):
+    with pytest.raises((KubeschedError, run_cmd.FlagError)) as raised:
+        resolve(*argv)
+    assert message in str(raised.value)
+
+
+def test_unparsable_flag_values_fail_like_pflag(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--leader-elect=maybe"])
+    assert 'strconv.ParseBool: parsing "maybe": invalid syntax' in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "--leader-elect-retry-period=2"])
+    assert 'time: missing unit in duration "2"' in capsys.readouterr().err
+
+
+def test_kube_scheduler_flags_kubesched_ignores_are_accepted_with_a_warning(caplog):
+    with caplog.at_level(logging.WARNING):
+        resolve("--authorization-kubeconfig=/etc/k", "--authentication-skip-lookup", "--tls-min-version", "VersionTLS12",
+                "--vmodule", "x=2")
+    assert "--tls-min-version, --authorization-kubeconfig, --vmodule, --authentication-skip-lookup are accepted" in caplog.text
+
+
+def test_write_config_to_writes_the_effective_configuration_and_exits(tmp_path):
+    out = tmp_path / "written.yaml"
+    assert main(["run", "--config", config_file(tmp_path), "--leader-elect=false", "--write-config-to", str(out)]) == 0
+    from kubesched.config import load_file
+
+    written = load_file(out)
+    assert written.leader_election.leader_elect is False and written.profiles[0].scheduler_name == "kubesched"
+
+
+def test_version_and_verbosity_before_or_after_the_command(capsys):
+    assert main(["run", "--version"]) == 0
+    assert capsys.readouterr().out.startswith("kubesched v")
+    assert build_parser().parse_args(["-v", "3", "run"]).verbosity == 3  # the top-level -v is not reset
+    assert build_parser().parse_args(["run", "--v=5"]).verbosity == 5
+
+
+def test_a_missing_config_file_is_an_error(tmp_path, capsys):
+    assert main(["run", "--config", str(tmp_path / "missing.yaml")]) == 1
+    assert "missing.yaml" in capsys.readouterr().err
