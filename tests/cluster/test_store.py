@@ -74,7 +74,7 @@ def test_binding_rules(store):
     assert bound["status"]["conditions"][0]["type"] == "PodScheduled"
     with pytest.raises(Conflict, match='pod p is already assigned to node "n1"'):
         store.bind("default", "p", "n2")
-    with pytest.raises(Conflict, match="non-empty .spec.schedulingGates"):
+    with pytest.raises(Conflict, match=r"non-empty \.spec\.schedulingGates"):
         store.bind("default", "gated", "n1")
 
 
