@@ -1,5 +1,6 @@
 """Simulation: build an embedded cluster from manifests, run the scheduler on virtual time until no
-pod can make progress, and report what happened.
+pod can make progress, and report what happened (placements, and each preemption: preemptor,
+node, victims, and with ``explain`` the candidates weighed).
 
 "No progress" is decided the way an operator would: the queue is drained, nothing is in flight,
 and a full five-minute flush of the unschedulable pods (which virtual time makes instant) changes
@@ -23,6 +24,7 @@ from kubesched.cluster.volumes import FakeVolumeController
 from kubesched.config.types import SchedulerConfiguration
 from kubesched.controllers import start_all
 from kubesched.features import FeatureGates
+from kubesched.framework.preemption import Evaluator, PreemptionRecord
 from kubesched.framework.registry import Registry
 from kubesched.schedule_one import Attempt
 from kubesched.scheduler import Scheduler
@@ -43,6 +45,15 @@ class SimulationResult:
     attempts: list[Attempt] = field(default_factory=list)
     virtual_seconds: float = 0.0
     ignored: list[dict] = field(default_factory=list)
+    #: Every PostFilter run of a preemption plugin, in order (those with a ``node`` evicted pods).
+    preemption_attempts: list[PreemptionRecord] = field(default_factory=list)
+    #: Index in ``attempts`` -> the preemption that followed that failed attempt (with ``explain``).
+    preemption_of_attempt: dict[int, PreemptionRecord] = field(default_factory=dict)
+
+    @property
+    def preemptions(self) -> list[PreemptionRecord]:
+        """Preemptions that chose a node and evicted victims."""
+        return [r for r in self.preemption_attempts if r.node]
 
     def pods(self) -> list[dict]:
         return sorted(self.store.iter_all(POD), key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
@@ -88,6 +99,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     components = start_cluster_components(store)
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
                       on_attempt=result.attempts.append if explain else None)
+    record_preemptions(sched, result, explain)
     await sched.start()
     started = loop.time()
     runner = loop.create_task(sched.run(), name="scheduler")
@@ -101,6 +113,23 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
             await component.stop()
     result.virtual_seconds = loop.time() - started
     return result
+
+
+def record_preemptions(sched: Scheduler, result: SimulationResult, explain: bool) -> None:
+    """Have every preemption plugin report its decisions into ``result`` (with every candidate
+    and its criteria when explaining), each tied to the failed attempt it followed."""
+
+    def on_preemption(record: PreemptionRecord) -> None:
+        result.preemption_attempts.append(record)
+        if explain and result.attempts and result.attempts[-1].pod == record.preemptor:
+            result.preemption_of_attempt[len(result.attempts) - 1] = record
+
+    for fw in sched.frameworks.values():
+        for plugin in fw.plugins.values():
+            evaluator = getattr(plugin, "evaluator", None)
+            if isinstance(evaluator, Evaluator):
+                evaluator.on_preemption = on_preemption
+                evaluator.record_candidates = explain
 
 
 def start_cluster_components(store: ObjectStore) -> list[Any]:

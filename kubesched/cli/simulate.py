@@ -90,18 +90,30 @@ def print_table(result: SimulationResult, served: set[str], wide: bool = False) 
         console.print("\nPending pods:")
         for key, reason in notes:
             console.print(f"  {key}: {reason}")
+    print_preemptions(console, result)
     if result.ignored:
         kinds = sorted({o["kind"] for o in result.ignored})
         print(f"\nnote: kubesched kept but does not act on {len(result.ignored)} object(s) of kind(s): {', '.join(kinds)}", file=sys.stderr)
 
 
+def print_preemptions(console: Console, result: SimulationResult) -> None:
+    """One line per preemption: who preempted, on which node, whom."""
+    if not result.preemptions:
+        return
+    console.print("\nPreemptions:")
+    for record in result.preemptions:
+        console.print(f"  {record.preemptor} preempted {', '.join(record.victims)} on {record.node}")
+
+
 def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> None:
+    from kubesched.explain import attempts_to_json, preemption_json
+
     items = list(result.pods()) + sorted(result.store.iter_all(EVENT), key=lambda e: e["metadata"]["name"])
     doc: dict = {"apiVersion": "v1", "kind": "List", "items": items}
+    if result.preemptions:
+        doc["preemptions"] = [preemption_json(r) for r in result.preemptions]
     if explain:
-        from kubesched.explain import attempts_to_json
-
-        doc["explanations"] = attempts_to_json(result.attempts)
+        doc["explanations"] = attempts_to_json(result.attempts, result.preemption_of_attempt)
     if fmt == "json":
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -84,7 +84,8 @@ def admit_priority(pod: dict, lookup: PriorityClassLookup, global_default: Mappi
         raise _forbidden(meta, f"the integer value of priority ({spec['priority']}) must not be provided in pod spec; "
                                f"priority admission controller computed {value} from the given PriorityClass name")
     spec["priority"] = value
-    policy = (pc or {}).get("preemptionPolicy")
+    # With no class at all, upstream's getDefaultPriority answers priority 0, PreemptLowerPriority.
+    policy = pc.get("preemptionPolicy") if pc is not None else "PreemptLowerPriority"
     if policy:
         if spec.get("preemptionPolicy") not in (None, policy):
             raise _forbidden(meta, f"the string value of PreemptionPolicy ({spec['preemptionPolicy']}) must not be provided "

@@ -42,6 +42,10 @@ DISRUPTION_TARGET = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 #: Nodes dry-run together when the first chunk did not settle the search.
 MIN_CHUNK = 16
+#: What ``select_victims_on_nodes`` may answer, when not asked to be thorough, for a node it knows
+#: cannot be a candidate without working out why; the evaluator asks again (thoroughly) only if the
+#: reason is needed, that is when no node at all is a candidate.
+DEFERRED = Status(Code.Unschedulable, "deferred")
 
 
 class Victims(NamedTuple):
@@ -87,9 +91,10 @@ class PreemptionInterface(abc.ABC):
 
     @abc.abstractmethod
     def select_victims_on_nodes(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo],
-                                pdbs: list[ParsedPDB]) -> list[VictimSelection]:
+                                pdbs: list[ParsedPDB], thorough: bool = False) -> list[VictimSelection]:
         """``SelectVictimsOnNode`` for each node of ``nodes`` (in order). ``state`` and the nodes
-        are the scheduling cycle's: implementations must work on copies."""
+        are the scheduling cycle's: implementations must work on copies. Unless ``thorough``, a
+        node that certainly is no candidate may get the ``DEFERRED`` status instead of its own."""
 
     def ordered_score_funcs(self, victims: Mapping[str, Victims]) -> list[ScoreFunc] | None:
         """Node-picking criteria overriding the default ones; None keeps upstream's."""
@@ -113,26 +118,32 @@ _PDB_CACHE: dict[tuple[str, str, str], ParsedPDB] = {}
 
 def parse_pdbs(objects: Mapping[str, dict]) -> list[ParsedPDB]:
     """The informer's PDBs, parsed once per object version."""
-    from kubesched.api.selectors import InvalidSelector, parse_label_selector
-
     out = []
     for obj in objects.values():
         meta = obj.get("metadata") or {}
-        key = (meta.get("namespace") or "default", meta.get("name", ""), str(meta.get("resourceVersion", id(obj))))
-        parsed = _PDB_CACHE.get(key)
+        version = meta.get("resourceVersion")
+        key = (meta.get("namespace") or "default", meta.get("name", ""), str(version))
+        parsed = _PDB_CACHE.get(key) if version else None
         if parsed is None:
-            spec, status = obj.get("spec") or {}, obj.get("status") or {}
-            try:
-                selector = parse_label_selector(spec.get("selector"))
-            except InvalidSelector:
-                selector = None
-            parsed = ParsedPDB(key[0], key[1], selector, int(status.get("disruptionsAllowed") or 0),
-                               frozenset(status.get("disruptedPods") or {}))
-            if len(_PDB_CACHE) > 4096:
-                _PDB_CACHE.clear()
-            _PDB_CACHE[key] = parsed
+            parsed = _parse_pdb(key[0], key[1], obj)
+            if version:
+                if len(_PDB_CACHE) > 4096:
+                    _PDB_CACHE.clear()
+                _PDB_CACHE[key] = parsed
         out.append(parsed)
     return out
+
+
+def _parse_pdb(namespace: str, name: str, obj: dict) -> ParsedPDB:
+    from kubesched.api.selectors import InvalidSelector, parse_label_selector
+
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    try:
+        selector = parse_label_selector(spec.get("selector"))
+    except InvalidSelector:
+        selector = None
+    return ParsedPDB(namespace, name, selector, int(status.get("disruptionsAllowed") or 0),
+                     frozenset(status.get("disruptedPods") or {}))
 
 
 def filter_pods_with_pdb_violation(pods: list[PodInfo], pdbs: list[ParsedPDB]) -> tuple[list[PodInfo], list[PodInfo]]:
@@ -381,8 +392,8 @@ class Evaluator:
         candidates keeps at most ``num_candidates``; non-violating ones come first."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
-        statuses: list[tuple[str, Status]] = []
-        errors: list[Status] = []
+        outcomes: list[tuple[NodeInfo, Status]] = []
+        thorough = self.record_candidates
         n = len(nodes)
         visited = 0
         rounds = 0
@@ -391,7 +402,7 @@ class Evaluator:
             size = min(n - visited, max(num_candidates - found, MIN_CHUNK) << min(rounds, 4))
             rounds += 1
             chunk = [nodes[(offset + visited + j) % n] for j in range(size)]
-            results = self.interface.select_victims_on_nodes(state, pod, chunk, pdbs)
+            results = self.interface.select_victims_on_nodes(state, pod, chunk, pdbs, thorough)
             for info, (victims, num_violations, status) in zip(chunk, results, strict=True):
                 visited += 1
                 if is_success(status) and victims:
@@ -400,15 +411,30 @@ class Evaluator:
                     if len(target) < num_candidates:
                         target.append(candidate)
                     if non_violating and len(non_violating) + len(violating) >= num_candidates:
-                        return non_violating + violating, statuses, errors
+                        return non_violating + violating, *self._statuses(state, pod, pdbs, outcomes, False)
                     continue
                 if is_success(status):
                     status = Status.from_error(RuntimeError(f'expected at least one victim pod on node "{info.name}"'))
-                assert status is not None
-                if status.code == Code.Error:
-                    errors.append(status)
-                statuses.append((info.name, status))
-        return non_violating + violating, statuses, errors
+                outcomes.append((info, status))  # type: ignore[arg-type]
+        candidates = non_violating + violating
+        return candidates, *self._statuses(state, pod, pdbs, outcomes, not candidates)
+
+    def _statuses(self, state: CycleState, pod: PodInfo, pdbs: list[ParsedPDB], outcomes: list[tuple[NodeInfo, Status]],
+                  needed: bool) -> tuple[list[tuple[str, Status]], list[Status]]:
+        """The non-candidates' statuses and the errors among them; deferred nodes are dry-run
+        thoroughly first when the statuses are ``needed``."""
+        deferred = [i for i, (_, status) in enumerate(outcomes) if status is DEFERRED]
+        if needed and deferred:
+            results = self.interface.select_victims_on_nodes(state, pod, [outcomes[i][0] for i in deferred], pdbs, True)
+            for i, (victims, _, status) in zip(deferred, results, strict=True):
+                info = outcomes[i][0]
+                if is_success(status):
+                    status = Status.from_error(RuntimeError(
+                        f'expected at least one victim pod on node "{info.name}"' if not victims else
+                        f'node "{info.name}" was deferred but is a preemption candidate'))
+                outcomes[i] = (info, status)  # type: ignore[assignment]
+        statuses = [(info.name, status) for info, status in outcomes if status is not DEFERRED]
+        return statuses, [status for _, status in statuses if status.code == Code.Error]
 
     def select_candidate(self, candidates: list[Candidate], now: float) -> tuple[Candidate, str]:
         """``SelectCandidate``: the best candidate and the criterion that made it win."""
