@@ -38,13 +38,9 @@ def configuration(profile: str) -> SchedulerConfiguration:
     if profile == "default":
         from kubesched.config import default_configuration
 
-        from kubesched.framework.registry import in_tree_registry
-
         cfg = default_configuration()
-        known = in_tree_registry()
         for p in cfg.profiles:
             p.percentage_of_nodes_to_score = 100
-            p.plugins.multi_point.enabled = [r for r in p.plugins.multi_point.enabled if r.name in known]
         return cfg
     refs = [PluginRef(n, 1 if n == "NodeResourcesFit" else 0) for n in CORE]
     return SchedulerConfiguration(profiles=[Profile(percentage_of_nodes_to_score=100, plugins=Plugins(multi_point=PluginSet(refs)))])

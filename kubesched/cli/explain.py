@@ -26,7 +26,7 @@ from kubesched.cli.common import (
     registry_from,
     stdout_console,
 )
-from kubesched.explain import attempt_to_json
+from kubesched.explain import attempt_to_json, preemption_lines
 from kubesched.simulation import simulate
 
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     key = f"{args.namespace}/{args.pod}"
-    attempts = [attempt_to_json(a) for a in result.attempts if a.pod == key]
+    attempts = [attempt_to_json(a, result.preemption_of_attempt.get(i)) for i, a in enumerate(result.attempts) if a.pod == key]
     if not attempts:
         known = any(p["metadata"]["name"] == args.pod and p["metadata"].get("namespace") == args.namespace for p in result.pods())
         if known:
@@ -115,6 +115,10 @@ def render(attempt: dict[str, Any], count: int, top: int, wide: bool = False, co
             examples = [n["name"] for n in filtered if (n["filter"]["plugin"], ", ".join(n["filter"]["reasons"])) == (plugin, reason)]
             shown = ", ".join(examples[:3]) + (", ..." if len(examples) > 3 else "")
             console.print(escape(f"  {number} node(s) ({shown})  {plugin}: {reason}"))
+    if "preemption" in attempt:
+        console.print()
+        for line in preemption_lines(attempt["preemption"]):
+            console.print(escape(line))
 
 
 def _score_table(feasible: list[dict[str, Any]], plugins: list[str], chosen: str | None, top: int, wide: bool) -> Table:

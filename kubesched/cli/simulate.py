@@ -7,11 +7,17 @@ import json
 import sys
 
 import yaml
-from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.cli.common import LazyProgress, add_cluster_args, configuration_from, load_manifests, registry_from
+from kubesched.cli.common import (
+    LazyProgress,
+    add_cluster_args,
+    configuration_from,
+    load_manifests,
+    registry_from,
+    stdout_console,
+)
 from kubesched.cluster.store import EVENT
 from kubesched.simulation import SimulationResult, simulate
 
@@ -66,8 +72,8 @@ def pending_reason(pod: dict, served: set[str]) -> str | None:
 
 
 def print_table(result: SimulationResult, served: set[str], wide: bool = False) -> None:
-    console = Console(highlight=False, soft_wrap=True)
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    console = stdout_console()
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="none")
     columns = ["NAMESPACE", "NAME", "STATUS", "NODE"]
     if wide:
         columns += ["IP", "NOMINATED NODE", "PRIORITY"]
@@ -83,13 +89,15 @@ def print_table(result: SimulationResult, served: set[str], wide: bool = False) 
         reason = pending_reason(pod, served)
         if reason:
             notes.append((f"{meta.get('namespace')}/{meta['name']}", reason))
-    console.print(table)
+    with console.capture() as captured:
+        console.print(table)
+    print("\n".join(line.rstrip() for line in captured.get().splitlines()))
     scheduled = sum(1 for p in result.pods() if (p.get("spec") or {}).get("nodeName"))
-    console.print(f"\n{scheduled}/{len(result.pods())} pods scheduled.")
+    print(f"\n{scheduled}/{len(result.pods())} pods scheduled.")
     if notes:
-        console.print("\nPending pods:")
+        print("\nPending pods:")
         for key, reason in notes:
-            console.print(f"  {key}: {reason}")
+            print(f"  {key}: {reason}")
     print_preemptions(console, result)
     if result.ignored:
         kinds = sorted({o["kind"] for o in result.ignored})
@@ -100,9 +108,9 @@ def print_preemptions(console: Console, result: SimulationResult) -> None:
     """One line per preemption: who preempted, on which node, whom."""
     if not result.preemptions:
         return
-    console.print("\nPreemptions:")
+    console.print("\nPreemptions:", markup=False)
     for record in result.preemptions:
-        console.print(f"  {record.preemptor} preempted {', '.join(record.victims)} on {record.node}")
+        console.print(f"  {record.preemptor} preempted {', '.join(record.victims)} on {record.node}", markup=False)
 
 
 def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> None:

@@ -100,23 +100,6 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _scheduler_config(workdir: Path) -> list[str]:
-    """The default profile; DefaultPreemption is left out while the registry has no such plugin."""
-    from kubesched.framework.registry import in_tree_registry
-
-    if "DefaultPreemption" in in_tree_registry():
-        return []
-    path = workdir / "scheduler.yaml"
-    path.write_text(textwrap.dedent("""
-        apiVersion: kubescheduler.config.k8s.io/v1
-        kind: KubeSchedulerConfiguration
-        profiles:
-        - schedulerName: default-scheduler
-          plugins: {multiPoint: {disabled: [{name: DefaultPreemption}]}}
-        """))
-    return ["--config", str(path)]
-
-
 class Up:
     """A ``kubesched up`` subprocess and a kubectl bound to its kubeconfig."""
 
@@ -130,7 +113,7 @@ class Up:
 
     def start(self) -> None:
         cmd = [sys.executable, "-m", "kubesched.cli.main", "up", "--port", str(self.port), "--kubeconfig-out", str(self.kubeconfig),
-               "--data", str(self.data), *_scheduler_config(self.workdir)]
+               "--data", str(self.data)]
         log = open(self.workdir / "up.log", "a")  # noqa: SIM115 - the process owns it
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         until(lambda: self._ready(), 30, "kubesched up did not become ready")

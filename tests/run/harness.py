@@ -63,12 +63,8 @@ def until(check: Callable[[], Any], timeout: float, message: str | Callable[[], 
 
 def scheduler_config(path: Path, *, leader_elect: bool = False, lease_name: str = "kubesched", scheduler_name: str = "kubesched",
                      extra: str = "") -> Path:
-    """A KubeSchedulerConfiguration with one profile named ``scheduler_name`` (the default plugins;
-    DefaultPreemption is disabled only while the registry has no such plugin)."""
-    from kubesched.framework.registry import in_tree_registry
-
-    plugins = "" if "DefaultPreemption" in in_tree_registry() else \
-        "\n  plugins: {multiPoint: {disabled: [{name: DefaultPreemption}]}}"
+    """A KubeSchedulerConfiguration with one profile named ``scheduler_name`` (the default plugins)."""
+    plugins = ""
     lease = "".join(f"\n  {k}: {v}" for k, v in FAST_LEASE.items())
     path.write_text(textwrap.dedent(f"""\
         apiVersion: kubescheduler.config.k8s.io/v1
