@@ -108,13 +108,11 @@ class FilterVerdict:
         """Nodes with key 0 pass; every other key maps to the Status those nodes get."""
         if not keys.any():
             return None
-        unique = [int(k) for k in np.unique(keys) if k != 0]
-        lookup = np.full(int(keys.max()) + 1, -1, dtype=np.int32)
-        statuses = []
-        for i, key in enumerate(unique):
-            lookup[key] = i
-            statuses.append(statuses_by_key[key])
-        return cls(lookup[keys], statuses)
+        unique, inverse = np.unique(keys, return_inverse=True)
+        failing = unique != 0
+        index = np.cumsum(failing, dtype=np.int32) - 1
+        statuses = [statuses_by_key[int(key)] for key in unique[failing]]
+        return cls(np.where(failing, index, -1).astype(np.int32)[inverse.reshape(-1)], statuses)
 
     def status_at(self, position: int) -> Status | None:
         code = int(self.codes[position])

@@ -21,14 +21,18 @@ from kubesched.nodetable.table import NodeBatch, NodeTable
 
 #: Keys kept per memo (distinct pod shapes in flight); the least recently used go first.
 MAX_ENTRIES = 64
+#: Up to this many changed rows, failure keys are mapped to codes one by one (cheaper than ``np.unique``).
+_FEW = 16
 
 
 class _Entry:
-    __slots__ = ("status_index", "statuses", "values", "version")
+    __slots__ = ("codes", "status_index", "statuses", "values", "version")
 
     def __init__(self, values: np.ndarray, version: int) -> None:
         self.values = values
         self.version = version
+        #: For verdicts: per row -1 (pass) or the index in ``statuses`` of the row's failure key.
+        self.codes: np.ndarray | None = None
         self.statuses: list[Status] = []
         self.status_index: dict[int, int] = {}
 
@@ -51,13 +55,11 @@ class RowMemo:
                 self._entries.popitem(last=False)
             return entry, None
         self._entries.move_to_end(key)
-        if entry.version != table.version:
-            rows = table.changed_rows(entry.version)
-            if len(rows):
-                entry.values[rows] = compute(table.batch(rows))
-            entry.version = table.version
-            return entry, rows
-        return entry, np.empty(0, dtype=np.int64)
+        rows = table.changed_rows(entry.version)
+        if len(rows):
+            entry.values[rows] = compute(table.batch(rows))
+        entry.version = table.version
+        return entry, rows
 
     def values(self, key: Hashable, compute: Callable[[NodeBatch], np.ndarray], nodes: NodeBatch) -> np.ndarray:
         """``compute`` over ``nodes`` (a batch of this table), served from the memo."""
@@ -73,31 +75,33 @@ class RowMemo:
         if not fastpaths.ENABLED:
             return FilterVerdict.from_keys(np.asarray(keys(nodes)), _StatusOf(status))
         entry, fresh = self._entry(key, keys)
-        failing = entry.values
-        if fresh is None or len(fresh):
-            self._map_statuses(entry, failing if fresh is None else failing[fresh], status)
-        batch_keys = nodes.col(failing)
-        if not batch_keys.any():
+        if fresh is None or entry.codes is None:
+            entry.codes = self._codes(entry, entry.values, status)
+        elif len(fresh):
+            entry.codes[fresh] = self._codes(entry, entry.values[fresh], status)
+        codes = nodes.col(entry.codes)
+        if not (codes >= 0).any():
             return None
-        return FilterVerdict(self._codes(entry, batch_keys), entry.statuses)
+        return FilterVerdict(codes, entry.statuses)
+
+    @classmethod
+    def _codes(cls, entry: _Entry, keys: np.ndarray, status: Callable[[int], Status]) -> np.ndarray:
+        """Codes of ``keys``, adding the Status of keys not seen before."""
+        if len(keys) <= _FEW:
+            return np.array([cls._code(entry, key, status) for key in keys.tolist()], dtype=np.int32)
+        unique, inverse = np.unique(keys, return_inverse=True)
+        lookup = np.array([cls._code(entry, key, status) for key in unique.tolist()], dtype=np.int32)
+        return lookup[inverse.reshape(-1)]
 
     @staticmethod
-    def _map_statuses(entry: _Entry, keys: np.ndarray, status: Callable[[int], Status]) -> None:
-        for key in np.unique(keys):
-            key = int(key)
-            if key and key not in entry.status_index:
-                entry.status_index[key] = len(entry.statuses)
-                entry.statuses.append(status(key))
-
-    @staticmethod
-    def _codes(entry: _Entry, keys: np.ndarray) -> np.ndarray:
-        if len(entry.status_index) == 1:
-            ((key, index),) = entry.status_index.items()
-            return np.where(keys == key, index, -1).astype(np.int32)
-        codes = np.full(len(keys), -1, dtype=np.int32)
-        for key, index in entry.status_index.items():
-            codes[keys == key] = index
-        return codes
+    def _code(entry: _Entry, key: int, status: Callable[[int], Status]) -> int:
+        if key == 0:
+            return -1
+        index = entry.status_index.get(key)
+        if index is None:
+            index = entry.status_index[key] = len(entry.statuses)
+            entry.statuses.append(status(key))
+        return index
 
 
 class _StatusOf(dict):

@@ -72,6 +72,13 @@ class LabelColumn:
         return self._numbers
 
 
+#: Length of the touch log, and how many recent versions ``changed_rows`` reads from it.
+_TOUCH_LOG = 4096
+_TOUCH_SCAN = 64
+_NO_ROWS = np.empty(0, dtype=np.int64)
+_NO_ROWS.flags.writeable = False
+
+
 class NodeTable:
     """Nodes as rows; see the module docstring for the contract."""
 
@@ -103,6 +110,10 @@ class NodeTable:
         #: ``RowMemo`` recompute only the rows that changed.
         self.version = 0
         self.row_version = np.zeros(self.capacity, dtype=np.int64)
+        #: The rows touched by the last versions, oldest first (``_touched[i]`` got version
+        #: ``_touched_base + i + 1``): a few recent changes are found without scanning every row.
+        self._touched: list[int] = []
+        self._touched_base = 0
         #: Memoised per-row plugin results (``kubesched.nodetable.memo``), by name.
         self.memos: dict[str, Any] = {}
 
@@ -242,9 +253,19 @@ class NodeTable:
     def _touch(self, row: int) -> None:
         self.version += 1
         self.row_version[row] = self.version
+        touched = self._touched
+        if len(touched) >= _TOUCH_LOG:
+            del touched[: _TOUCH_LOG // 2]
+            self._touched_base += _TOUCH_LOG // 2
+        touched.append(row)
 
     def changed_rows(self, since: int) -> np.ndarray:
-        """Rows changed after version ``since``."""
+        """Rows changed after version ``since``, ascending."""
+        if since >= self.version:
+            return _NO_ROWS
+        if since >= self._touched_base and self.version - since <= _TOUCH_SCAN:
+            rows = {row for row in self._touched[since - self._touched_base:] if row < self.n}
+            return np.array(sorted(rows), dtype=np.int64)
         return np.flatnonzero(self.row_version[: self.n] > since)
 
     # --- internals --------------------------------------------------------------------------

@@ -104,11 +104,14 @@ def checked_resources(request: Mapping[str, int], ignored: Iterable[str] = (),
 class _FitRequest:
     """PreFilter state: the requests Filter compares (computed once per cycle)."""
 
-    __slots__ = ("checked", "reasons")
+    __slots__ = ("amounts", "bits", "checked", "reasons")
 
     def __init__(self, checked: list[tuple[str, int]]) -> None:
         self.checked = checked
         self.reasons = [TOO_MANY_PODS] + [f"Insufficient {name}" for name, _ in checked]
+        self.amounts = np.array([amount for _, amount in checked], dtype=np.int64)
+        #: The failure bit of each check (while they fit an int64; wider requests use ``_verdict``).
+        self.bits = np.left_shift(1, np.arange(min(len(self.reasons), _MAX_BITS), dtype=np.int64))
 
     def clone(self) -> _FitRequest:
         return self
@@ -206,32 +209,32 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
                             lambda key: _status_of_key(key, request.reasons), nodes)
 
     @staticmethod
-    def _failures(request: _FitRequest, nodes: NodeBatch) -> tuple[list[np.ndarray], np.ndarray]:
-        """Per checked resource (pods first), where the node is short; and where it is short beyond
-        its allocatable (preemption cannot help there)."""
+    def _failures(request: _FitRequest, nodes: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
+        """Per check (pods first, then each checked resource) and node, whether the node is short;
+        and per node whether it is short beyond its allocatable (preemption cannot help there)."""
         table = nodes.table
-        failures = [nodes.col(table.pod_count) + 1 > nodes.col(table.allocatable[PODS])]
-        unresolvable = np.zeros(len(nodes), dtype=bool)
-        for name, amount in request.checked:
-            idx = table.resource_row(name)
-            if idx is None:
-                failures.append(np.ones(len(nodes), dtype=bool))
-                unresolvable[:] = True
-                continue
-            alloc = nodes.col(table.allocatable[idx])
-            short = amount > alloc - nodes.col(table.requested[idx])
-            failures.append(short)
-            unresolvable |= short & (amount > alloc)
-        return failures, unresolvable
+        short = np.empty((len(request.checked) + 1, len(nodes)), dtype=bool)
+        short[0] = nodes.col(table.pod_count) + 1 > nodes.col(table.allocatable[PODS])
+        if not request.checked:
+            return short, np.zeros(len(nodes), dtype=bool)
+        # A resource no node has reads as a row of zeros: short everywhere, and unresolvably so.
+        known = [table.resource_row(name) for name, _ in request.checked]
+        rows = [0 if idx is None else idx for idx in known]
+        alloc = nodes.col(table.allocatable[rows])
+        free = alloc - nodes.col(table.requested[rows])
+        if None in known:
+            absent = np.array([idx is None for idx in known])
+            alloc[absent] = free[absent] = 0
+        amounts = request.amounts[:, None]
+        short[1:] = amounts > free
+        return short, (short[1:] & (amounts > alloc)).any(axis=0)
 
     @classmethod
     def _failure_keys(cls, request: _FitRequest, nodes: NodeBatch) -> np.ndarray:
         """One int per node: a bit per failed check, negated when unresolvable (0: the node fits)."""
-        failures, unresolvable = cls._failures(request, nodes)
-        keys = np.zeros(len(nodes), dtype=np.int64)
-        for bit, mask in enumerate(failures):
-            keys |= mask.astype(np.int64) << bit
-        return np.where(unresolvable & (keys > 0), -keys, keys)
+        short, unresolvable = cls._failures(request, nodes)
+        keys = request.bits @ short
+        return np.where(unresolvable, -keys, keys)
 
     # --- Score --------------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status | None:
@@ -306,7 +309,7 @@ def _status_of_key(key: int, reasons: list[str]) -> Status:
     return Status(Code.UnschedulableAndUnresolvable if key < 0 else Code.Unschedulable, *failed)
 
 
-def _verdict(failures: list[np.ndarray], unresolvable: np.ndarray, reasons: list[str]) -> FilterVerdict | None:
+def _verdict(failures: np.ndarray, unresolvable: np.ndarray, reasons: list[str]) -> FilterVerdict | None:
     """Nodes failing the same resources (and equally resolvable) share one Status."""
     failed_any = np.logical_or.reduce(failures)
     if not failed_any.any():
@@ -323,7 +326,7 @@ def _verdict(failures: list[np.ndarray], unresolvable: np.ndarray, reasons: list
     return FilterVerdict(lookup[inverse], statuses)
 
 
-def _group(failures: list[np.ndarray], unresolvable: np.ndarray) -> tuple[list[tuple[list[bool], bool]], np.ndarray]:
+def _group(failures: np.ndarray, unresolvable: np.ndarray) -> tuple[list[tuple[list[bool], bool]], np.ndarray]:
     """Distinct (failed reasons, unresolvable) combinations and each node's index among them."""
     width = len(failures)
     if width <= _MAX_BITS:
