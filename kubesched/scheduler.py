@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubesched.backend.cache import Cache
-from kubesched.backend.queue import QueueProfile, SchedulingQueue
+from kubesched.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, QueueProfile, SchedulingQueue
 from kubesched.backend.queue.types import QueuedPodInfo
 from kubesched.clock import Clock, RealClock
 from kubesched.cluster.client import ClusterClient
@@ -69,6 +69,7 @@ class Scheduler:
         feature_gates: FeatureGates | None = None,
         metrics: Metrics | None = None,
         assumed_pod_ttl: float = 0.0,
+        pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
         on_attempt: Callable[[Attempt], None] | None = None,
     ) -> None:
         self.client = client
@@ -101,6 +102,7 @@ class Scheduler:
             {name: QueueProfile(fw.pre_enqueue_plugins(), build_hint_map(fw)) for name, fw in self.frameworks.items()},
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
+            max_in_unschedulable=pod_max_in_unschedulable,
             pop_from_backoff=self.feature_gates.enabled("SchedulerPopFromBackoffQ"),
             metrics=self.metrics,
             pod_lister=self._lookup_pod,

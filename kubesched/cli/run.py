@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kubesched import config as config_module
+from kubesched.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
 from kubesched.cluster.kube import load_config
 from kubesched.config._go import ns_to_seconds, parse_duration
 from kubesched.config.types import SchedulerConfiguration
@@ -109,7 +110,7 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     deprecated.add_argument("--kube-api-content-type", default=None, help="content type of requests (JSON is always used)")
     deprecated.add_argument("--profiling", type=parse_bool, nargs="?", const=True, default=None, help="enable /debug endpoints")
     deprecated.add_argument("--contention-profiling", type=parse_bool, nargs="?", const=True, default=None, help="no effect")
-    deprecated.add_argument("--pod-max-in-unschedulable-pods-duration", type=parse_seconds, default=None,
+    deprecated.add_argument("--pod-max-in-unschedulable-pods-duration", type=parse_seconds, default=DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
                             help="the longest a pod may stay in unschedulablePods (default 5m)")
     le = p.add_argument_group("leader election")
     le.add_argument("--leader-elect", type=parse_bool, nargs="?", const=True, default=None,

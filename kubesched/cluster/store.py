@@ -13,8 +13,8 @@ not be mutated (``mutate`` gives a private copy to change).
 from __future__ import annotations
 
 import asyncio
+import os
 import random
-import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -40,6 +40,11 @@ DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 Predicate = Callable[[dict], bool]
+
+
+#: The version (4) and variant (RFC 4122) bits of a random UUID.
+_UUID_KEEP = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
+_UUID_V4 = (0x4000 << 64) | (0x8000 << 48)
 
 
 def json_copy(value: Any) -> Any:
@@ -376,9 +381,11 @@ class ObjectStore:
         self._commit(kind, ADDED, obj, None)
 
     def _uid(self) -> str:
-        if self._seeded:
-            return str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
-        return str(uuid.uuid4())
+        """A version-4 UUID, as ``str(uuid.UUID(int=bits, version=4))`` spells it (formatted directly: cheaper)."""
+        bits = self._rng.getrandbits(128) if self._seeded else int.from_bytes(os.urandom(16))
+        bits = (bits & _UUID_KEEP) | _UUID_V4
+        h = f"{bits:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     def _generate_name(self, kind: Kind, namespace: str, prefix: str) -> str:
         bucket = self._objects.get(kind, {})

@@ -431,6 +431,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
         return scores
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, scores: np.ndarray) -> np.ndarray | None:
+        s = state.get(STATE_KEY)
+        if s is None or not s.claims or not s.node_allocations:
+            return None  # every score is 0, which normalising leaves as it is
         return default_normalize_score(scores)
 
     # --- Reserve --------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from prometheus_client.process_collector import ProcessCollector
 
 from kubesched import config as config_module
 from kubesched.api.kinds import kind_for
+from kubesched.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
 from kubesched.cluster.kube import USER_AGENT, KubeClient, load_config
 from kubesched.cluster.recorder import EventSink
 from kubesched.config.types import SchedulerConfiguration
@@ -71,7 +72,7 @@ class RunOptions:
     cert_dir: str = ""
     tls_cert_file: str = ""
     tls_private_key_file: str = ""
-    pod_max_in_unschedulable: float | None = None
+    pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE
     binding_grace: float = BINDING_GRACE
     identity: str = field(default_factory=new_identity)
 
@@ -108,11 +109,10 @@ class SchedulerApp:
         """Clients, scheduler, elector and endpoints (nothing started yet)."""
         cfg = self.options.config
         client = self._client("scheduler")
-        sched = Scheduler(client, cfg, registry=self.options.registry, feature_gates=self.options.feature_gates)
+        sched = Scheduler(client, cfg, registry=self.options.registry, feature_gates=self.options.feature_gates,
+                          pod_max_in_unschedulable=self.options.pod_max_in_unschedulable)
         events = self._client("")
         sched.broadcaster.sink = EventSink(events)
-        if self.options.pod_max_in_unschedulable is not None:
-            sched.queue._max_in_unschedulable = self.options.pod_max_in_unschedulable
         disable_created_metrics()  # no ``*_created`` series: upstream's registry has none
         for collector in (ProcessCollector, PlatformCollector, GCCollector):
             with contextlib.suppress(ValueError):

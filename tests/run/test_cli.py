@@ -11,6 +11,10 @@ import pytest
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import run as run_cmd
 from kubesched.cli.main import build_parser, main
+from kubesched.cluster.client import MemoryClient
+from kubesched.cluster.store import ObjectStore
+from kubesched.config import default_configuration
+from kubesched.scheduler import Scheduler
 
 CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -117,3 +121,11 @@ def test_version_and_verbosity_before_or_after_the_command(capsys):
 def test_a_missing_config_file_is_an_error(tmp_path, capsys):
     assert main(["run", "--config", str(tmp_path / "missing.yaml")]) == 1
     assert "missing.yaml" in capsys.readouterr().err
+
+
+def test_pod_max_in_unschedulable_duration_reaches_the_scheduling_queue():
+    default = run_cmd.options_from(build_parser().parse_args(["run", "--kubeconfig", "/k"]))
+    options = run_cmd.options_from(build_parser().parse_args(["run", "--kubeconfig", "/k", "--pod-max-in-unschedulable-pods-duration", "90s"]))
+    assert (default.pod_max_in_unschedulable, options.pod_max_in_unschedulable) == (300.0, 90.0)
+    sched = Scheduler(MemoryClient(ObjectStore()), default_configuration(), pod_max_in_unschedulable=options.pod_max_in_unschedulable)
+    assert sched.queue._max_in_unschedulable == 90.0

@@ -68,6 +68,9 @@ _SCALE_DOWN = ClusterEvent(Resource.Pod, ActionType.UpdatePodScaleDown)
 
 ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q = "Active", "Backoff", "Unschedulable"
 
+#: ``podMaxInUnschedulablePodsDuration``: how long a pod waits in unschedulablePods before a retry anyway.
+DEFAULT_POD_MAX_IN_UNSCHEDULABLE = 300.0
+
 
 #: Shortest sleep of the periodic flush loop, in seconds.
 MIN_TIMER_WAIT = 0.001
@@ -113,7 +116,7 @@ def _object_uid(obj: Any) -> str | None:
 class SchedulingQueue:
     def __init__(self, clock: Clock, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool],
                  profiles: dict[str, QueueProfile], *, initial_backoff: float = 1.0, max_backoff: float = 10.0,
-                 max_in_unschedulable: float = 300.0, pop_from_backoff: bool = True, metrics: Metrics | None = None,
+                 max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE, pop_from_backoff: bool = True, metrics: Metrics | None = None,
                  pod_lister: PodLister | None = None, namespace_labels: NamespaceLabels | None = None) -> None:
         self._clock = clock
         self._profiles = profiles
