@@ -39,6 +39,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True, ("pvc",), (), ("status",)),
     Kind("ReplicationController", "", "v1", "replicationcontrollers", True, ("rc",), ("all",), ("status", "scale")),
     Kind("ConfigMap", "", "v1", "configmaps", True, ("cm",)),
+    Kind("Secret", "", "v1", "secrets", True),
     Kind("ServiceAccount", "", "v1", "serviceaccounts", True, ("sa",)),
     Kind("ReplicaSet", "apps", "v1", "replicasets", True, ("rs",), ("all",), ("status", "scale")),
     Kind("StatefulSet", "apps", "v1", "statefulsets", True, ("sts",), ("all",), ("status", "scale")),

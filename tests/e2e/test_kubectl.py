@@ -279,6 +279,11 @@ def test_apply_server_side(up):
     assert clash.returncode != 0 and 'conflict with "kubectl" using v1: .data.one' in clash.stderr
 
 
+def test_create_secret_generic_stores_base64_data(up):
+    assert "secret/token created" in up.kubectl("create", "secret", "generic", "token", "--from-literal=key=s3cret").stdout
+    assert up.json("get", "secret", "token")["data"] == {"key": "czNjcmV0"}
+
+
 def test_dry_run_server_accepts_deploy_manifests_and_creates_nothing(up):
     out = up.kubectl("apply", "--dry-run=server", "-f", "-", stdin=textwrap.dedent(DRY_RUN)).stdout
     assert "deployment.apps/kubesched created (server dry run)" in out
