@@ -1,7 +1,7 @@
 """The minimal controllers of the embedded cluster: Deployment, ReplicaSet, ReplicationController,
-StatefulSet and the garbage collector, all working directly on the ``ObjectStore`` in the event
-loop (see ``manager``), plus the defaulting the API server applies to these kinds on create
-(``defaults``).
+StatefulSet, disruption (PodDisruptionBudget status) and the garbage collector, all working
+directly on the ``ObjectStore`` in the event loop (see ``manager``), plus the defaulting the API
+server applies to these kinds on create (``defaults``).
 
 ``start_all(store)`` starts them together; ``await controllers.stop()`` stops them and
 ``controllers.idle()`` says whether anything is still pending, so a simulation can tell when the
@@ -24,6 +24,7 @@ from kubesched.controllers.defaults import (
     validate_workload,
 )
 from kubesched.controllers.deployment import DeploymentController
+from kubesched.controllers.disruption import DisruptionController, StaleDisruptionConditionCleaner
 from kubesched.controllers.gc import GarbageCollector
 from kubesched.controllers.manager import Manager
 from kubesched.controllers.replicaset import ReplicaSetController, replication_controller
@@ -53,6 +54,8 @@ class Controllers:
     replication_controllers: ReplicaSetController
     stateful_sets: StatefulSetController
     garbage_collector: GarbageCollector
+    disruption: DisruptionController
+    stale_disruption_conditions: StaleDisruptionConditionCleaner
 
     async def stop(self) -> None:
         await self.manager.stop()
@@ -71,6 +74,8 @@ def build(store: ObjectStore, *, events: bool = True, collect_dangling: bool = T
         replication_controllers=manager.add(replication_controller(manager, events=events)),
         stateful_sets=manager.add(StatefulSetController(manager, events=events)),
         garbage_collector=manager.add(GarbageCollector(manager, collect_dangling=collect_dangling)),
+        disruption=manager.add(DisruptionController(manager, events=events)),
+        stale_disruption_conditions=manager.add(StaleDisruptionConditionCleaner(manager)),
     )
 
 

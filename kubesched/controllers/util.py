@@ -298,8 +298,10 @@ def update_status(store: ObjectStore, kind: Kind, obj: dict, new_status: dict) -
 
 
 class EventWriter:
-    """Writes ``core/v1`` Events the way client-go's legacy recorder does (no aggregation);
-    disabled writers drop everything, so callers need no conditionals."""
+    """Writes ``core/v1`` Events the way client-go's legacy recorder does: an event identical to
+    an earlier one (same object, type, reason and message) bumps that Event's ``count`` and
+    ``lastTimestamp`` instead of adding another. Disabled writers drop everything, so callers need
+    no conditionals."""
 
     def __init__(self, store: ObjectStore, component: str, enabled: bool = True, host: str = "") -> None:
         self.store = store
@@ -307,28 +309,58 @@ class EventWriter:
         self.enabled = enabled
         self.host = host
         self._seq = 0
+        self._seen: dict[tuple, tuple[str, str]] = {}
 
     def __call__(self, obj: Mapping, event_type: str, reason: str, message: str, host: str | None = None) -> None:
         if not self.enabled:
             return
         now = self.store.clock.wall()
-        self._seq += 1
         obj_meta = meta(obj)
         namespace = obj_meta.get("namespace") or "default"
         source = {"component": self.component}
         if host or self.host:
             source["host"] = host or self.host
+        involved = _reference(obj)
+        key = (involved["kind"], namespace, involved["name"], involved["uid"], source.get("host", ""), event_type, reason, message)
+        if self._repeat(key, now):
+            return
+        self._seq += 1
         event = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"name": f"{obj_meta.get('name', '')}.{int(now * 1e9) + self._seq:x}", "namespace": namespace},
-            "involvedObject": _reference(obj), "reason": reason, "message": message, "type": event_type,
+            "involvedObject": involved, "reason": reason, "message": message, "type": event_type,
             "source": source, "firstTimestamp": rfc3339(now), "lastTimestamp": rfc3339(now), "count": 1,
             "eventTime": None, "reportingComponent": self.component, "reportingInstance": source.get("host", ""),
         }
         try:
-            self.store.create(EVENT, event)
+            created = self.store.create(EVENT, event)
         except Exception as e:  # events are best effort, as in client-go
             log.debug("could not record event %s on %s: %s", reason, obj_meta.get("name"), e)
+            return
+        if len(self._seen) >= _SEEN_EVENTS:
+            self._seen.clear()
+        self._seen[key] = (namespace, created["metadata"]["name"])
+
+    def _repeat(self, key: tuple, now: float) -> bool:
+        """Count a repeat on the stored Event; False when there is none (never seen, or deleted)."""
+        where = self._seen.get(key)
+        if where is None:
+            return False
+
+        def bump(event: dict) -> None:
+            event["count"] = (event.get("count") or 1) + 1
+            event["lastTimestamp"] = rfc3339(now)
+
+        try:
+            self.store.mutate(EVENT, where[0], where[1], bump)
+        except Exception:
+            del self._seen[key]
+            return False
+        return True
+
+
+#: Distinct events an EventWriter remembers for counting repeats (client-go's LRU holds 4096).
+_SEEN_EVENTS = 4096
 
 
 def _reference(obj: Mapping) -> dict:

@@ -2,6 +2,7 @@
 
 import pytest
 
+from kubesched.cluster.store import EVENT, ObjectStore
 from kubesched.controllers import (
     default_deployment,
     default_replica_set,
@@ -10,7 +11,7 @@ from kubesched.controllers import (
     validate_workload,
 )
 from kubesched.controllers.deployment import resolve_fenceposts
-from kubesched.controllers.util import compute_hash, fnv32a, safe_encode_string, scaled_value
+from kubesched.controllers.util import EventWriter, compute_hash, fnv32a, safe_encode_string, scaled_value
 
 
 def test_deployment_defaults():
@@ -100,3 +101,17 @@ def test_resolve_fenceposts(replicas, surge, unavailable, expected):
     d = {"spec": {"replicas": replicas, "strategy": {"type": "RollingUpdate",
                                                      "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable}}}}
     assert resolve_fenceposts(d) == expected
+
+
+def test_an_identical_event_bumps_the_count_of_the_first():
+    store = ObjectStore(seed=1)
+    write = EventWriter(store, "controllermanager")
+    pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "default", "uid": "u"}}
+    write(pod, "Warning", "NotDeleted", "late")
+    write(pod, "Warning", "NotDeleted", "late")
+    write(pod, "Warning", "NotDeleted", "later")
+    events = sorted(store.iter_all(EVENT), key=lambda e: e["message"])
+    assert [(e["message"], e["count"]) for e in events] == [("late", 2), ("later", 1)]
+    store.delete(EVENT, "default", events[0]["metadata"]["name"])
+    write(pod, "Warning", "NotDeleted", "late")
+    assert sorted(e["count"] for e in store.iter_all(EVENT)) == [1, 1]
