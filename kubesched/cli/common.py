@@ -14,6 +14,7 @@ from kubesched.api.manifests import load
 from kubesched.config.types import SchedulerConfiguration
 from kubesched.features import FeatureGates, parse_flag
 from kubesched.framework.registry import Registry, in_tree_registry, load_out_of_tree, merge
+from kubesched.simulation import SimulationResult, simulate
 
 
 def add_cluster_args(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +45,19 @@ def configuration_from(args: argparse.Namespace, registry: Registry) -> tuple[Sc
 
 def load_manifests(args: argparse.Namespace) -> list[dict]:
     return load(args.files)
+
+
+def simulate_from_args(args: argparse.Namespace, *, explain: bool) -> tuple[SimulationResult, SchedulerConfiguration]:
+    """Run the simulation the common flags describe, with a progress bar on long runs."""
+    registry = registry_from(args)
+    cfg, gates = configuration_from(args, registry)
+    objects = load_manifests(args)
+    progress = LazyProgress("scheduling")
+    try:
+        result = simulate(objects, cfg, seed=args.seed, registry=registry, feature_gates=gates, explain=explain, progress=progress)
+    finally:
+        progress.close()
+    return result, cfg
 
 
 def stdout_console() -> Console:

@@ -18,16 +18,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubesched.api.errors import KubeschedError
-from kubesched.cli.common import (
-    LazyProgress,
-    add_cluster_args,
-    configuration_from,
-    load_manifests,
-    registry_from,
-    stdout_console,
-)
+from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
 from kubesched.explain import attempt_to_json, preemption_lines
-from kubesched.simulation import simulate
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,14 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    registry = registry_from(args)
-    cfg, gates = configuration_from(args, registry)
-    objects = load_manifests(args)
-    progress = LazyProgress("scheduling")
-    try:
-        result = simulate(objects, cfg, seed=args.seed, registry=registry, feature_gates=gates, explain=True, progress=progress)
-    finally:
-        progress.close()
+    result, _ = simulate_from_args(args, explain=True)
     key = f"{args.namespace}/{args.pod}"
     attempts = [attempt_to_json(a, result.preemption_of_attempt.get(i)) for i, a in enumerate(result.attempts) if a.pod == key]
     if not attempts:

@@ -10,16 +10,9 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.cli.common import (
-    LazyProgress,
-    add_cluster_args,
-    configuration_from,
-    load_manifests,
-    registry_from,
-    stdout_console,
-)
+from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
 from kubesched.cluster.store import EVENT
-from kubesched.simulation import SimulationResult, simulate
+from kubesched.simulation import SimulationResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,15 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    registry = registry_from(args)
-    cfg, gates = configuration_from(args, registry)
-    objects = load_manifests(args)
-    progress = LazyProgress("scheduling")
-    try:
-        result = simulate(objects, cfg, seed=args.seed, registry=registry, feature_gates=gates,
-                          explain=args.explain, progress=progress)
-    finally:
-        progress.close()
+    result, cfg = simulate_from_args(args, explain=args.explain)
     served = {p.scheduler_name for p in cfg.profiles}
     if args.output in ("yaml", "json"):
         print_objects(result, args.output, explain=args.explain)

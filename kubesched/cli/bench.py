@@ -1,0 +1,90 @@
+"""``kubesched bench``: upstream scheduler_perf's workloads, measured the way scheduler_perf measures
+them (pods scheduled per second sampled each second; attempt latencies; peak RSS; nodes scored).
+
+Sizes default to upstream's 5000-node variants; ``--nodes``, ``--init-pods`` and ``--pods`` change
+them. ``--mode embedded`` runs the scheduler on an in-memory store in this process;
+``--mode http`` runs it against ``kubesched up``'s API server with real bind calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kubesched.bench.workloads import WORKLOADS, workload
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="run an upstream scheduler_perf workload and report throughput",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("workload", metavar="WORKLOAD", help="one of: " + ", ".join(WORKLOADS) + " (or 'list')")
+    p.add_argument("--nodes", type=int, help="initNodes (default: the 5000-node variant's)")
+    p.add_argument("--init-pods", type=int, help="initPods, created and scheduled before measuring")
+    p.add_argument("--pods", type=int, help="measurePods, the pods whose scheduling is measured")
+    p.add_argument("--mode", choices=("embedded", "http"), default="embedded")
+    p.add_argument("--apiserver", choices=("subprocess", "in-process"), default="subprocess",
+                   help="--mode http: run the API server in its own process (default) or on this event loop")
+    p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    p.add_argument("--seed", type=int, default=0, help="random seed of node names, the store and the scheduler")
+    p.add_argument("--percentage-of-nodes-to-score", type=int, metavar="P",
+                   help="percentageOfNodesToScore (default 100; with --config, the file's value); 0 is adaptive, as upstream's default")
+    p.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the 1.35 default profile)")
+    p.add_argument("--feature-gates", default="", metavar="A=true,B=false", help="feature gates to change for this run")
+    p.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS",
+                   help="give up waiting for a batch of pods after this long (the run is then reported incomplete)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kubesched.bench import report
+    from kubesched.bench.runner import BenchOptions
+    from kubesched.bench.runner import run as run_bench
+
+    if args.workload == "list":
+        for w in WORKLOADS.values():
+            print(f"{w.name:<36}{' '.join(f'{k}={v}' for k, v in w.params.items())}")
+        return 0
+    try:
+        chosen = workload(args.workload)
+    except KeyError as e:
+        print(f"error: {e.args[0]}", file=sys.stderr)
+        return 2
+    progress = _Progress() if args.output == "table" and sys.stderr.isatty() else None
+    opts = BenchOptions(mode=args.mode, nodes=args.nodes, init_pods=args.init_pods, pods=args.pods, seed=args.seed,
+                        percentage_of_nodes_to_score=args.percentage_of_nodes_to_score, config=args.config,
+                        feature_gates=args.feature_gates, timeout=args.timeout, apiserver=args.apiserver,
+                        progress=progress)
+    try:
+        result = run_bench(chosen, opts)
+    finally:
+        if progress is not None:
+            progress.close()
+    if args.output == "json":
+        json.dump(report.to_json(result), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        report.print_table(result)
+    return 0 if result.complete else 1
+
+
+class _Progress:
+    """Bound pods per phase on stderr (a bar per phase, after two seconds)."""
+
+    def __init__(self) -> None:
+        from kubesched.cli.common import LazyProgress
+
+        self.factory = LazyProgress
+        self.bars: dict[str, LazyProgress] = {}
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        bar = self.bars.get(what)
+        if bar is None:
+            for old in self.bars.values():
+                old.close()
+            bar = self.bars[what] = self.factory(what)
+        bar(done, total)
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()

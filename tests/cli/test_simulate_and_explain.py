@@ -1,0 +1,49 @@
+"""``kubesched simulate`` and ``kubesched explain`` on the bundled example: outputs as data, and
+clear errors for pods that cannot be explained."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from kubesched.cli.main import main
+
+CLUSTER = str(Path(__file__).resolve().parents[2] / "examples" / "cluster")
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_simulate_as_yaml_and_json_lists_the_same_pods(capsys):
+    _, as_yaml, _ = run(capsys, "simulate", "-f", CLUSTER, "-o", "yaml")
+    _, as_json, _ = run(capsys, "simulate", "-f", CLUSTER, "-o", "json")
+    from_yaml, from_json = yaml.safe_load(as_yaml), json.loads(as_json)
+    pods = lambda doc: {(i["metadata"]["name"], i["spec"].get("nodeName")) for i in doc["items"] if i["kind"] == "Pod"}  # noqa: E731
+    assert pods(from_yaml) == pods(from_json)
+    assert ("web-1", "node-b1") in pods(from_json) and ("analytics", None) in pods(from_json)
+
+
+def test_explain_json_has_each_attempt_with_filters_and_scores(capsys):
+    code, out, _ = run(capsys, "explain", "-f", CLUSTER, "web-1", "-n", "shop", "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    (attempt,) = doc["attempts"]
+    assert doc["pod"] == "shop/web-1" and attempt["chosen"] == "node-b1"
+    assert json.dumps(attempt).count("untolerated taint") >= 1
+
+
+def test_explaining_an_unknown_pod_names_it(capsys):
+    code, _, err = run(capsys, "explain", "-f", CLUSTER, "nope", "-n", "shop")
+    assert code == 1
+    assert 'pod "shop/nope" is not in the manifests' in err
+
+
+def test_a_missing_manifest_path_is_an_error_naming_it(capsys):
+    code, _, err = run(capsys, "simulate", "-f", "/does/not/exist")
+    assert code == 1
+    assert "/does/not/exist" in err
