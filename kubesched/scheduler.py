@@ -74,6 +74,9 @@ class Scheduler:
     ) -> None:
         self.client = client
         self.config = config
+        if config.extenders:
+            log.warning("the configuration's %d extender(s) (%s) will not be called: kubesched does not support extenders",
+                        len(config.extenders), ", ".join(str(e.get("urlPrefix", "?")) for e in config.extenders))
         self.clock = clock or RealClock()
         self.rng = random.Random(seed)
         self.feature_gates = feature_gates or DEFAULT_GATES

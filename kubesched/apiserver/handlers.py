@@ -243,8 +243,7 @@ class RestAPI:
         obj = self._decode_object(call)
         self._check_namespace(call, obj)
         dry = self._dry_run(call)
-        self.defaulter.apply(call.view.kind, obj)
-        self.defaulter.validate(call.view.kind, obj)
+        self._admit(call.view.kind, obj)
         self._record(call, None, obj)
         stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
         return Reply(201, call.view.out(stored))
@@ -255,9 +254,16 @@ class RestAPI:
         if kind is None:
             raise NotFound(f'no matches for kind "{obj.get("kind")}" in version "{obj.get("apiVersion")}"')
         view = View(kind)
+        self._admit(kind, obj)
+        return view.out(self.store.create(view.store_kind, view.into(obj)))
+
+    def _admit(self, kind: Kind, obj: dict, subresource: str | None = "") -> None:
+        """Defaulting and the kind's validation, as every write of a main resource gets them
+        (subresources carry only their part of the object)."""
+        if subresource:
+            return
         self.defaulter.apply(kind, obj)
         self.defaulter.validate(kind, obj)
-        return view.out(self.store.create(view.store_kind, view.into(obj)))
 
     def replace(self, call: Call) -> Reply:
         assert call.name is not None
@@ -276,8 +282,7 @@ class RestAPI:
             meta["managedFields"] = served["metadata"]["managedFields"]
         if call.subresource == "finalize":
             return self._finalize(call, current, obj, dry)
-        if not call.subresource:
-            self.defaulter.validate(call.view.kind, obj)
+        self._admit(call.view.kind, obj, call.subresource)
         self._record(call, served, obj, call.subresource or "")
         stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
         return Reply(200, call.view.out(stored))
@@ -304,8 +309,7 @@ class RestAPI:
         if call.view.kind.namespaced:
             meta["namespace"] = served["metadata"].get("namespace")
         meta.setdefault("resourceVersion", served["metadata"]["resourceVersion"])
-        if not call.subresource:
-            self.defaulter.validate(call.view.kind, patched)
+        self._admit(call.view.kind, patched, call.subresource)
         self._record(call, served, patched, call.subresource or "")
         stored = self.store.update(call.view.store_kind, call.view.into(patched), status_only=call.subresource == "status", dry_run=dry)
         return Reply(200, call.view.out(stored))
@@ -335,12 +339,13 @@ class RestAPI:
             if call.subresource:
                 raise call.view.not_found(call.name)
             obj = ssa.server_side_apply(None, applied, manager, force, kind.kind, self.now())
-            self.defaulter.apply(kind, obj)
+            self._admit(kind, obj)
             stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
             return Reply(201, call.view.out(stored))
         served = call.view.out(current)
         obj = ssa.server_side_apply(served, applied, manager, force, kind.kind, self.now())
         obj["metadata"]["resourceVersion"] = served["metadata"]["resourceVersion"]
+        self._admit(kind, obj, call.subresource)
         stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
         return Reply(200, call.view.out(stored))
 

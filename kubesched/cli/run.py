@@ -154,7 +154,7 @@ def configuration(args: argparse.Namespace, registry: Registry) -> tuple[Schedul
     unsupported(args)
     gates = FeatureGates(parse_flag(args.feature_gates))
     if args.config:
-        cfg = config_module.load_file(args.config, registry=registry, feature_gates=gates)
+        cfg = config_module.load_file(args.config, registry=registry, feature_gates=gates, validate=False)
         ignored = [f"--{name.replace('_', '-')}" for name in DEPRECATED if name != "kubeconfig" and getattr(args, name) is not None]
         if ignored:
             log.warning("flags %s are ignored because --config is set (as kube-scheduler does)", ", ".join(ignored))
@@ -246,8 +246,10 @@ def run(args: argparse.Namespace) -> int:
 def configure_logging(verbosity: int) -> None:
     """klog's levels and line shape: Info from -v 0 (as kube-scheduler logs), debug from -v 4, and
     ``I1121 14:13:58.102399 1234 logger] message`` lines."""
+    from kubesched.serving.endpoints import set_verbosity
+
+    set_verbosity(verbosity)
     root = logging.getLogger()
-    root.setLevel(logging.INFO if verbosity < 4 else logging.DEBUG)
     formatter = logging.Formatter("%(levelname).1s%(asctime)s.%(msecs)03d000 %(process)d %(name)s] %(message)s", "%m%d %H:%M:%S")
     for handler in root.handlers:
         handler.setFormatter(formatter)

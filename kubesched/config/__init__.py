@@ -153,26 +153,30 @@ CONFIGURATION = Struct("v1.KubeSchedulerConfiguration", [
 
 
 def load_file(path: str | Path, registry: Mapping[str, Any] | None = None,
-              feature_gates: FeatureGates | Mapping[str, bool] | None = None) -> SchedulerConfiguration:
-    """Read, default and validate a configuration file. Raises ``ConfigError`` (or OSError)."""
+              feature_gates: FeatureGates | Mapping[str, bool] | None = None, *, validate: bool = True) -> SchedulerConfiguration:
+    """Read, default and validate a configuration file. Raises ``ConfigError`` (or OSError).
+
+    ``validate=False`` leaves validation to the caller, for ``kubesched run``, which (as
+    kube-scheduler) applies its leader-election flags to the file before validating it."""
     text = Path(path).read_text(encoding="utf-8")
-    return load_text(text, registry, feature_gates, source=str(path))
+    return load_text(text, registry, feature_gates, source=str(path), validate=validate)
 
 
 def load_text(text: str, registry: Mapping[str, Any] | None = None,
-              feature_gates: FeatureGates | Mapping[str, bool] | None = None, source: str = "") -> SchedulerConfiguration:
+              feature_gates: FeatureGates | Mapping[str, bool] | None = None, source: str = "", *,
+              validate: bool = True) -> SchedulerConfiguration:
     """Like ``load_file`` for YAML (or JSON) text already in memory."""
     try:
         doc, duplicates = load_yaml(text)
     except YAMLError as e:
         raise ConfigDecodeError([str(e)], source) from e
-    return _load(doc, duplicates, text, registry, feature_gates, source)
+    return _load(doc, duplicates, text, registry, feature_gates, source, validate)
 
 
 def load_dict(doc: Any, registry: Mapping[str, Any] | None = None,
               feature_gates: FeatureGates | Mapping[str, bool] | None = None, source: str = "") -> SchedulerConfiguration:
     """Like ``load_file`` for a parsed document (what ``yaml.safe_load`` returns)."""
-    return _load(doc, [], None, registry, feature_gates, source)
+    return _load(doc, [], None, registry, feature_gates, source, True)
 
 
 def default_configuration(feature_gates: FeatureGates | Mapping[str, bool] | None = None) -> SchedulerConfiguration:
@@ -218,15 +222,14 @@ def _gates(feature_gates: FeatureGates | Mapping[str, bool] | None) -> FeatureGa
 
 
 def _load(doc: Any, duplicates: list[str], text: str | None, registry: Mapping[str, Any] | None,
-          feature_gates: FeatureGates | Mapping[str, bool] | None, source: str) -> SchedulerConfiguration:
+          feature_gates: FeatureGates | Mapping[str, bool] | None, source: str, check: bool) -> SchedulerConfiguration:
     gates = _gates(feature_gates)
     v1 = _decode(doc, duplicates, text, registry or {}, source)
     set_defaults(v1, gates)
     cfg = _to_internal(v1, gates)
-    errs = validate(cfg, gates)
+    errs = validate(cfg, gates) if check else []
     if errs:
         raise ConfigError(errs, source)
-    cfg.source = to_v1(cfg)
     return cfg
 
 
@@ -404,7 +407,6 @@ def _to_internal(v1: dict, gates: FeatureGates) -> SchedulerConfiguration:
         enable_contention_profiling=v1.get("enableContentionProfiling", False),
         delay_cache_until_active=v1.get("delayCacheUntilActive", False),
         extenders=list(v1.get("extenders") or []),
-        feature_gates=dict(gates),
     )
 
 

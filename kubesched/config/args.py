@@ -336,9 +336,16 @@ class NodeResourcesFitArgs(PluginArgs):
             for i, r in enumerate(strategy.resources):
                 if not 0 < r.weight <= 100:
                     errs.append(invalid(f"{sp}.resources[{i}].weight", r.weight, f"resource weight of {r.name} not in valid range (0, 100]"))
-            if strategy.requested_to_capacity_ratio is not None:
-                # Upstream reports shape errors under scoringStrategy.shape, not .requestedToCapacityRatio.shape.
-                errs += validate_function_shape(strategy.requested_to_capacity_ratio.shape, f"{sp}.shape")
+            ratio, ratio_path = strategy.requested_to_capacity_ratio, f"{sp}.requestedToCapacityRatio"
+            if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+                if ratio is None:
+                    errs.append(required(ratio_path, "must be specified when type is RequestedToCapacityRatio"))
+                else:
+                    errs += validate_function_shape(ratio.shape, f"{ratio_path}.shape")
+            elif ratio is not None:
+                errs.append(forbidden(ratio_path, "must be nil when type is not RequestedToCapacityRatio"))
+        else:
+            errs.append(required(child(path, "scoringStrategy"), "ScoringStrategy field is required"))
         return errs
 
 

@@ -84,6 +84,3 @@ class SchedulerConfiguration:
     enable_contention_profiling: bool = True
     delay_cache_until_active: bool = False
     extenders: list[dict] = field(default_factory=list)
-    feature_gates: dict[str, bool] = field(default_factory=dict)
-    #: The v1 document this configuration was read from, with upstream's defaults filled in.
-    source: dict = field(default_factory=dict)

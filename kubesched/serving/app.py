@@ -1,6 +1,6 @@
 """The ``kubesched run`` process: kube-scheduler's ``app.Run`` around a ``Scheduler``.
 
-Order of events, as upstream:
+Order of events, as upstream except for step 5's drain (kube-scheduler exits at once on SIGTERM):
 
 1. three API clients from the same kubeconfig, each with its own ``clientConnection`` rate limiter:
    the scheduler's (user agent ``.../scheduler``), the event recorder's, and leader election's

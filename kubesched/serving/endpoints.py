@@ -192,5 +192,6 @@ class Endpoints:
 
 
 def set_verbosity(level: int) -> None:
-    """klog levels to Python logging: 0 warnings, 1-3 info, 4+ debug (as ``kubesched -v``)."""
-    logging.getLogger().setLevel(logging.WARNING if level <= 0 else logging.INFO if level < 4 else logging.DEBUG)
+    """klog levels to Python logging as ``kubesched run -v`` maps them: 0-3 info (kube-scheduler
+    logs Info at level 0), 4+ debug."""
+    logging.getLogger().setLevel(logging.INFO if level < 4 else logging.DEBUG)

@@ -171,6 +171,23 @@ async def test_workload_selector_must_match_template(api):
     assert status == 422 and "`selector` does not match template `labels`" in error["message"]
 
 
+async def test_every_write_verb_defaults_and_validates(api):
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    template = {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    good = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": template}}
+    bad = {**good, "spec": {**good["spec"], "selector": {"matchLabels": {"app": "x"}}}}
+    status, error, _ = await api.call("PATCH", f"{deployments}/d", bad, content_type="application/apply-patch+yaml",
+                                      params={"fieldManager": "test"})
+    assert status == 422 and "`selector` does not match template `labels`" in error["message"]
+    status, created, _ = await api.call("PATCH", f"{deployments}/d", good, content_type="application/apply-patch+yaml",
+                                        params={"fieldManager": "test"})
+    assert status == 201 and created["spec"]["replicas"] == 1
+    replaced = {**created, "spec": {k: v for k, v in created["spec"].items() if k != "replicas"}}
+    status, stored, _ = await api.call("PUT", f"{deployments}/d", replaced)
+    assert status == 200 and stored["spec"]["replicas"] == 1
+
+
 async def test_strategic_merge_patch_of_pod_status(api):
     await api.call("POST", PODS, pod("p"))
     patch = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}], "nominatedNodeName": "n2"}}

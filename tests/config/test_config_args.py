@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kubesched.config import API_VERSION, KIND, load_dict, to_v1
@@ -55,9 +57,9 @@ VALIDATION_CASES = [
      ["args.hardPodAffinityWeight: Invalid value: -1: not in valid range [0, 100]"]),
     # NodeResourcesFitArgs
     ("fit defaults are valid", NodeResourcesFitArgs.defaulted(), []),
-    ("fit bad ignored resource", NodeResourcesFitArgs(ignored_resources=["-invalid-"]),
+    ("fit bad ignored resource", replace(NodeResourcesFitArgs.defaulted(), ignored_resources=["-invalid-"]),
      [f'args.ignoredResources[0]: Invalid value: "-invalid-": {QNAME_ERR}']),
-    ("fit group with slash", NodeResourcesFitArgs(ignored_resource_groups=["example.com/aa"]),
+    ("fit group with slash", replace(NodeResourcesFitArgs.defaulted(), ignored_resource_groups=["example.com/aa"]),
      ["args.ignoredResourceGroups[0]: Invalid value: \"example.com/aa\": resource group name can't contain '/'"]),
     ("fit bad strategy type", NodeResourcesFitArgs(scoring_strategy=ScoringStrategy("Invalid", [ResourceSpec("cpu", 1)])),
      ['args.scoringStrategy.type: Unsupported value: "Invalid": supported values: "LeastAllocated", "MostAllocated", '
@@ -69,16 +71,24 @@ VALIDATION_CASES = [
         "MostAllocated", [ResourceSpec("cpu", 0), ResourceSpec("memory", 101)])),
      ["args.scoringStrategy.resources[0].weight: Invalid value: 0: resource weight of cpu not in valid range (0, 100]",
       "args.scoringStrategy.resources[1].weight: Invalid value: 101: resource weight of memory not in valid range (0, 100]"]),
+    ("fit without a scoring strategy", NodeResourcesFitArgs(),
+     ["args.scoringStrategy: Required value: ScoringStrategy field is required"]),
     ("fit shape required", NodeResourcesFitArgs(scoring_strategy=ScoringStrategy(
         "RequestedToCapacityRatio", [ResourceSpec("cpu", 1)], RequestedToCapacityRatioParam([]))),
-     ["args.scoringStrategy.shape: Required value: at least one point must be specified"]),
+     ["args.scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified"]),
+    ("fit ratio strategy without its parameters", NodeResourcesFitArgs(scoring_strategy=ScoringStrategy(
+        "RequestedToCapacityRatio", [ResourceSpec("cpu", 1)])),
+     ["args.scoringStrategy.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio"]),
+    ("fit ratio parameters with another strategy", NodeResourcesFitArgs(scoring_strategy=ScoringStrategy(
+        "LeastAllocated", [ResourceSpec("cpu", 1)], RequestedToCapacityRatioParam([UtilizationShapePoint(0, 0)]))),
+     ["args.scoringStrategy.requestedToCapacityRatio: Forbidden: must be nil when type is not RequestedToCapacityRatio"]),
     ("fit shape unsorted and out of range", NodeResourcesFitArgs(scoring_strategy=ScoringStrategy(
         "RequestedToCapacityRatio", [ResourceSpec("cpu", 1)], RequestedToCapacityRatioParam([
             UtilizationShapePoint(10, 1), UtilizationShapePoint(10, 11), UtilizationShapePoint(101, -1)]))),
-     ["args.scoringStrategy.shape[1].utilization: Invalid value: 10: values must be sorted in increasing order",
-      "args.scoringStrategy.shape[1].score: Invalid value: 11: not in valid range [0, 10]",
-      "args.scoringStrategy.shape[2].utilization: Invalid value: 101: not in valid range [0, 100]",
-      "args.scoringStrategy.shape[2].score: Invalid value: -1: not in valid range [0, 10]"]),
+     ["args.scoringStrategy.requestedToCapacityRatio.shape[1].utilization: Invalid value: 10: values must be sorted in increasing order",
+      "args.scoringStrategy.requestedToCapacityRatio.shape[1].score: Invalid value: 11: not in valid range [0, 10]",
+      "args.scoringStrategy.requestedToCapacityRatio.shape[2].utilization: Invalid value: 101: not in valid range [0, 100]",
+      "args.scoringStrategy.requestedToCapacityRatio.shape[2].score: Invalid value: -1: not in valid range [0, 10]"]),
     # NodeResourcesBalancedAllocationArgs
     ("balanced defaults are valid", NodeResourcesBalancedAllocationArgs.defaulted(), []),
     ("balanced duplicate and weight", NodeResourcesBalancedAllocationArgs([ResourceSpec("cpu", 1), ResourceSpec("cpu", 2)]),

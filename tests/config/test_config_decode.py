@@ -10,7 +10,7 @@ import pydantic
 import pytest
 
 from kubesched.api.errors import ConfigError
-from kubesched.config import API_VERSION, KIND, ConfigDecodeError, load_dict, load_file, load_text
+from kubesched.config import API_VERSION, KIND, ConfigDecodeError, load_dict, load_file, load_text, to_v1
 from kubesched.config._decode import Field, Int, Str
 from kubesched.config.args import PluginArgs
 
@@ -119,7 +119,7 @@ def test_load_file(tmp_path: Path) -> None:
     path.write_text(HEAD + "parallelism: 4\nprofiles:\n- schedulerName: mine\n", encoding="utf-8")
     cfg = load_file(path)
     assert cfg.parallelism == 4 and cfg.profiles[0].scheduler_name == "mine"
-    assert cfg.source["parallelism"] == 4
+    assert to_v1(cfg)["parallelism"] == 4
 
 
 def test_json_files_are_yaml() -> None:
@@ -142,7 +142,7 @@ def test_dates_stay_strings() -> None:
 def test_unknown_plugin_args_stay_raw() -> None:
     cfg = load_text(HEAD + "profiles:\n- pluginConfig:\n  - name: OutOfTreePlugin\n    args:\n      foo: bar\n      n: [1, 2]\n")
     assert cfg.profiles[0].plugin_config["OutOfTreePlugin"] == {"foo": "bar", "n": [1, 2]}
-    printed = next(c for c in cfg.source["profiles"][0]["pluginConfig"] if c["name"] == "OutOfTreePlugin")
+    printed = next(c for c in to_v1(cfg)["profiles"][0]["pluginConfig"] if c["name"] == "OutOfTreePlugin")
     assert printed == {"args": {"foo": "bar", "n": [1, 2]}, "name": "OutOfTreePlugin"}
 
 
@@ -190,7 +190,7 @@ def _with(name: str, args: type, body: str) -> object:
 
 def test_registry_model_args_are_decoded_strictly() -> None:
     cfg = _with("Coscheduling", CoschedulingArgs, "      permitWaitingTimeSeconds: 5\n")
-    assert cfg.profiles[0].plugin_config["Coscheduling"] == CoschedulingArgs(5)  # type: ignore[attr-defined]
+    assert cfg.profiles[0].plugin_config["Coscheduling"] == CoschedulingArgs(5)
     assert _decode_error(HEAD + "profiles:\n- pluginConfig:\n  - name: Coscheduling\n    args:\n      bogus: 1\n",
                          registry={"Coscheduling": _Factory(CoschedulingArgs)}) == (
         "strict decoding error: decoding .profiles[0].pluginConfig[0]: strict decoding error: decoding args for plugin "
@@ -206,8 +206,8 @@ def test_registry_args_validate_themselves() -> None:
 
 def test_registry_pydantic_args() -> None:
     cfg = _with("Limit", PydanticArgs, "      maxPods: 3\n")
-    assert cfg.profiles[0].plugin_config["Limit"] == PydanticArgs(maxPods=3)  # type: ignore[attr-defined]
-    printed = [c for c in cfg.source["profiles"][0]["pluginConfig"] if c["name"] == "Limit"]  # type: ignore[attr-defined]
+    assert cfg.profiles[0].plugin_config["Limit"] == PydanticArgs(maxPods=3)
+    printed = [c for c in to_v1(cfg)["profiles"][0]["pluginConfig"] if c["name"] == "Limit"]
     assert printed == [{"args": {"maxPods": 3}, "name": "Limit"}]
     message = _decode_error(HEAD + "profiles:\n- pluginConfig:\n  - name: Limit\n    args:\n      other: 1\n",
                             registry={"Limit": _Factory(PydanticArgs)})
@@ -216,7 +216,7 @@ def test_registry_pydantic_args() -> None:
 
 def test_registry_dataclass_args() -> None:
     cfg = _with("Zoned", DataclassArgs, "      labelKey: rack\n")
-    assert cfg.profiles[0].plugin_config["Zoned"] == DataclassArgs("rack")  # type: ignore[attr-defined]
+    assert cfg.profiles[0].plugin_config["Zoned"] == DataclassArgs("rack")
 
 
 def test_untyped_registry_plugin_keeps_raw_args() -> None:

@@ -98,7 +98,7 @@ def test_empty_config_internal_values() -> None:
     assert sorted(profile.plugin_config) == sorted(ARGS_BY_PLUGIN)
     assert profile.plugin_config["NodeResourcesFit"] == NodeResourcesFitArgs(
         scoring_strategy=ScoringStrategy("LeastAllocated", [ResourceSpec("cpu", 1), ResourceSpec("memory", 1)]))
-    assert cfg.source == EXPECTED_EMPTY
+    assert to_v1(cfg) == EXPECTED_EMPTY
 
 
 @pytest.mark.parametrize(("name", "doc", "check"), [

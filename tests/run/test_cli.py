@@ -129,3 +129,20 @@ def test_pod_max_in_unschedulable_duration_reaches_the_scheduling_queue():
     assert (default.pod_max_in_unschedulable, options.pod_max_in_unschedulable) == (300.0, 90.0)
     sched = Scheduler(MemoryClient(ObjectStore()), default_configuration(), pod_max_in_unschedulable=options.pod_max_in_unschedulable)
     assert sched.queue._max_in_unschedulable == 90.0
+
+
+def test_leader_election_flags_apply_before_the_file_is_validated(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(CONFIG.format(kubeconfig="").replace("leaseDuration: 20s", "leaseDuration: 5s"))
+    _, (cfg, _, _) = resolve("--config", str(path), "--leader-elect=false")
+    assert cfg.leader_election.leader_elect is False
+    with pytest.raises(KubeschedError, match="leaseDuration"):
+        resolve("--config", str(path))
+
+
+def test_extenders_are_reported_as_not_called(caplog):
+    cfg = default_configuration()
+    cfg.extenders = [{"urlPrefix": "http://extender:8888", "filterVerb": "filter"}]
+    with caplog.at_level(logging.WARNING):
+        Scheduler(MemoryClient(ObjectStore()), cfg)
+    assert "extender(s) (http://extender:8888) will not be called" in caplog.text
