@@ -218,7 +218,7 @@ class RestAPI:
         else:
             items, rv = self.store.list(view.store_kind, call.namespace, predicate)
             items.sort(key=_sort_key)
-        limit = _int_param(call.query, "limit")
+        limit = int_param(call.query, "limit")
         token = call.query.get("continue")
         list_rv = rv
         if token:
@@ -230,9 +230,10 @@ class RestAPI:
             items = items[:limit]
             meta["continue"] = _encode_continue(list_rv, _sort_key(items[-1]))
             meta["remainingItemCount"] = remaining
-        if call.output.form == "table":
-            return Reply(200, tables.to_table(view.kind, items, meta, call.query.get("includeObject", "PartialObjectMetadata")))
         served = [view.out(o) for o in items] if view.converted else items
+        if call.output.form == "table":
+            return Reply(200, tables.to_table(view.kind, served, meta, call.query.get("includeObject", "PartialObjectMetadata"),
+                                              row_source=self._row_source(view)))
         if call.output.form == "partial":
             return Reply(200, {"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta,
                                "items": [tables.partial_metadata(o) for o in served]})
@@ -353,17 +354,12 @@ class RestAPI:
         assert call.name is not None
         options = self._delete_options(call)
         dry = self._dry_run(call, options)
-        grace = _int_param(call.query, "gracePeriodSeconds")
-        if grace is None and options.get("gracePeriodSeconds") is not None:
-            grace = int(options["gracePeriodSeconds"])
+        grace, policy = self._delete_policy(call, options)
         pre = options.get("preconditions") or {}
         current = self._get(call.view, call.namespace, call.name)
         result = self.store.delete(call.view.store_kind, call.namespace, call.name, grace_period=grace, uid=pre.get("uid"),
                                    resource_version=pre.get("resourceVersion"), dry_run=dry)
         if not dry:
-            policy = call.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
-            if options.get("orphanDependents") is True or codec.query_bool(call.query.get("orphanDependents")):
-                policy = "Orphan"
             self._collect_later(call.view.kind, current, policy)
         return Reply(200, call.view.out(result))
 
@@ -373,7 +369,7 @@ class RestAPI:
         predicate = self.predicate(call)
         items, _ = self.store.list(call.view.store_kind, call.namespace, predicate)
         deleted = []
-        grace = _int_param(call.query, "gracePeriodSeconds")
+        grace, policy = self._delete_policy(call, options)
         for obj in sorted(items, key=_sort_key):
             meta = obj["metadata"]
             try:
@@ -381,9 +377,20 @@ class RestAPI:
             except NotFound:
                 continue
             if not dry:
-                self._collect_later(call.view.kind, obj, call.query.get("propagationPolicy") or "Background")
+                self._collect_later(call.view.kind, obj, policy)
         return Reply(200, {"kind": f"{call.view.kind.kind}List", "apiVersion": call.view.kind.api_version,
                            "metadata": {"resourceVersion": str(self.store.rv)}, "items": [call.view.out(o) for o in deleted]})
+
+    @staticmethod
+    def _delete_policy(call: Call, options: dict) -> tuple[int | None, str]:
+        """The grace period and propagation policy of a delete, query parameters first."""
+        grace = int_param(call.query, "gracePeriodSeconds")
+        if grace is None and options.get("gracePeriodSeconds") is not None:
+            grace = int(options["gracePeriodSeconds"])
+        policy = call.query.get("propagationPolicy") or options.get("propagationPolicy") or "Background"
+        if options.get("orphanDependents") is True or codec.query_bool(call.query.get("orphanDependents")):
+            policy = "Orphan"
+        return grace, policy
 
     def _delete_options(self, call: Call) -> dict:
         if not call.body or not call.body.strip():
@@ -576,7 +583,7 @@ def _sort_key(obj: dict) -> tuple[str, str]:
     return meta.get("namespace", ""), meta["name"]
 
 
-def _int_param(query: Mapping[str, str], name: str) -> int | None:
+def int_param(query: Mapping[str, str], name: str) -> int | None:
     raw = query.get(name)
     if raw is None or raw == "":
         return None

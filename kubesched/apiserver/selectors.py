@@ -163,27 +163,28 @@ def parse_label_selector_string(text: str | None) -> LabelSelector | None:
 
 
 def format_label_selector(selector: Mapping | None) -> str:
-    """``metav1.FormatLabelSelector``: ``<none>`` for nil or empty, else the parsed form's string."""
+    """``metav1.FormatLabelSelector``: ``<none>`` for nil or empty, else the parsed form's string
+    (its requirements sorted by key, as ``labels.Selector`` keeps them)."""
     if selector is None:
         return "<none>"
-    parts: list[str] = []
-    for key in sorted(selector.get("matchLabels") or {}):
-        parts.append(f"{key}={selector['matchLabels'][key]}")
+    parts: list[tuple[str, str]] = []
+    for key, value in (selector.get("matchLabels") or {}).items():
+        parts.append((key, f"{key}={value}"))
     for expr in selector.get("matchExpressions") or []:
         op, key, values = expr.get("operator"), expr.get("key", ""), sorted(expr.get("values") or [])
         if op == "In":
-            parts.append(f"{key} in ({','.join(values)})")
+            parts.append((key, f"{key} in ({','.join(values)})"))
         elif op == "NotIn":
-            parts.append(f"{key} notin ({','.join(values)})")
+            parts.append((key, f"{key} notin ({','.join(values)})"))
         elif op == "Exists":
-            parts.append(key)
+            parts.append((key, key))
         elif op == "DoesNotExist":
-            parts.append(f"!{key}")
+            parts.append((key, f"!{key}"))
         else:
             return "<error>"
     if not parts:
         return "<none>"
-    return ",".join(parts)
+    return ",".join(text for _, text in sorted(parts, key=lambda part: part[0]))
 
 
 def format_labels(labels: Mapping | None) -> str:

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from kubesched.api.kinds import Kind, kind_for_resource
 from kubesched.apiserver import codec, discovery, openapi, tables
-from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, method_not_allowed
+from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
 from kubesched.cluster.errors import APIError, BadRequest, Gone
 from kubesched.cluster.store import BOOKMARK, ERROR, ObjectStore, WatchEvent
@@ -238,7 +238,7 @@ class APIServer:
         rv_text = query.get("resourceVersion", "")
         initial = codec.query_bool(query.get("sendInitialEvents"))
         bookmarks = codec.query_bool(query.get("allowWatchBookmarks"))
-        timeout = float(query.get("timeoutSeconds") or 0) or random.uniform(1800, 3600)
+        timeout = float(int_param(query, "timeoutSeconds") or 0) or random.uniform(1800, 3600)
         if rv_text in ("", "0") or initial:
             since = None
         else:

@@ -259,6 +259,8 @@ def options_from(args: argparse.Namespace) -> RunOptions:
     """Flags and configuration file resolved into what ``SchedulerApp`` runs with."""
     from kubesched.serving.app import RunOptions
 
+    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        raise FlagError("--tls-cert-file and --tls-private-key-file must be given together")
     registry = registry_of(args)
     cfg, gates, kubeconfig = configuration(args, registry)
     return RunOptions(config=cfg, feature_gates=gates, registry=registry, kubeconfig=kubeconfig, master=args.master,

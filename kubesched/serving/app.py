@@ -26,6 +26,7 @@ import contextlib
 import logging
 import os
 import signal
+import ssl
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from kubesched import config as config_module
+from kubesched.api.errors import KubeschedError
 from kubesched.api.kinds import kind_for
 from kubesched.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
 from kubesched.cluster.kube import USER_AGENT, KubeClient, load_config
@@ -166,8 +168,12 @@ class SchedulerApp:
         opts = self.options
         log.info("Starting Kubernetes Scheduler (kubesched), identity %s", opts.identity)
         self._install_signals()
-        context = server_context(opts.tls_cert_file, opts.tls_private_key_file, opts.cert_dir) if opts.secure_port else None
-        await self.endpoints.start(opts.bind_address, opts.secure_port, opts.insecure_port, context)
+        try:
+            context = server_context(opts.tls_cert_file, opts.tls_private_key_file, opts.cert_dir) if opts.secure_port else None
+            await self.endpoints.start(opts.bind_address, opts.secure_port, opts.insecure_port, context)
+        except (ValueError, OSError, ssl.SSLError) as e:
+            await self._close()
+            raise ServingError(f"cannot serve the health and metrics endpoints: {e}") from e
         try:
             return await self._serve(sched)
         finally:
@@ -297,9 +303,13 @@ class SchedulerApp:
             await client.close()
 
 
+class ServingError(KubeschedError):
+    """The endpoints could not start (bad TLS files, a port in use)."""
+
+
 def run(options: RunOptions) -> int:
     """Blocking entry point of ``kubesched run``."""
     return asyncio.run(SchedulerApp(options).run())
 
 
-__all__ = ["ELECTION_NAME", "RunOptions", "SchedulerApp", "run"]
+__all__ = ["ELECTION_NAME", "RunOptions", "SchedulerApp", "ServingError", "run"]

@@ -88,7 +88,8 @@ def test_field_selector_escapes_and_name_lookup():
     (None, "<none>"),
     ({}, "<none>"),
     ({"matchLabels": {"b": "2", "a": "1"}}, "a=1,b=2"),
-    ({"matchExpressions": [{"key": "k", "operator": "In", "values": ["y", "x"]}, {"key": "e", "operator": "Exists"}]}, "k in (x,y),e"),
+    ({"matchExpressions": [{"key": "k", "operator": "In", "values": ["y", "x"]}, {"key": "e", "operator": "Exists"}]}, "e,k in (x,y)"),
+    ({"matchLabels": {"z": "1"}, "matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}, "!a,z=1"),
 ])
 def test_format_label_selector(selector, text):
     assert format_label_selector(selector) == text

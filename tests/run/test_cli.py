@@ -15,6 +15,7 @@ from kubesched.cluster.client import MemoryClient
 from kubesched.cluster.store import ObjectStore
 from kubesched.config import default_configuration
 from kubesched.scheduler import Scheduler
+from tests.run.harness import free_port
 
 CONFIG = """
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -146,3 +147,30 @@ def test_extenders_are_reported_as_not_called(caplog):
     with caplog.at_level(logging.WARNING):
         Scheduler(MemoryClient(ObjectStore()), cfg)
     assert "extender(s) (http://extender:8888) will not be called" in caplog.text
+
+
+KUBECONFIG = """
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
+def test_a_certificate_without_its_key_is_a_clear_error(tmp_path, capsys):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    code = main(["run", "--kubeconfig", str(kubeconfig), "--leader-elect=false", "--tls-cert-file", str(tmp_path / "server.crt")])
+    assert code == 1
+    assert "--tls-cert-file and --tls-private-key-file must be given together" in capsys.readouterr().err
+
+
+def test_unreadable_serving_certificates_are_a_clear_error(tmp_path, capsys):
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    code = main(["run", "--kubeconfig", str(kubeconfig), "--leader-elect=false", "--secure-port", str(free_port()),
+                 "--tls-cert-file", str(tmp_path / "server.crt"), "--tls-private-key-file", str(tmp_path / "server.key")])
+    assert code == 1
+    assert "cannot serve the health and metrics endpoints" in capsys.readouterr().err
