@@ -14,6 +14,7 @@ from kubesched.api.selectors import (
     EXISTS,
     GT,
     IN,
+    LT,
     NOT_EQUALS,
     NOT_IN,
     LabelSelector,
@@ -49,10 +50,11 @@ def requirement_mask(batch: NodeBatch, req: Requirement) -> np.ndarray:
         return codes >= 0
     if op == DOES_NOT_EXIST:
         return codes < 0
-    numbers = column.numbers()[codes]  # code -1 picks the trailing NaN
-    with np.errstate(invalid="ignore"):
-        return numbers > req.number if op == GT else numbers < req.number
-    raise ValueError(f"unknown operator {op}")
+    if op not in (GT, LT):
+        raise ValueError(f"unknown operator {op}")
+    integers, valid = column.integers()
+    values, parsed = integers[codes], valid[codes]  # code -1 picks the trailing invalid slot
+    return parsed & (values > req.number if op == GT else values < req.number)
 
 
 def label_selector_mask(batch: NodeBatch, selector: LabelSelector) -> np.ndarray:
@@ -70,11 +72,10 @@ def node_selector_term_mask(batch: NodeBatch, term: NodeSelectorTerm) -> np.ndar
     mask = np.ones(len(batch), dtype=bool)
     for req in term.labels:
         mask &= requirement_mask(batch, req)
-    if term.fields:
-        names = np.array(batch.names(), dtype=object)
-        for req in term.fields:
-            hit = np.isin(names, list(req.values))
-            mask &= hit if req.op == IN else ~hit
+    row_of = batch.table.row_of
+    for req in term.fields:  # metadata.name In / NotIn, matched by row rather than by name
+        hit = _codes_in(batch.row_ids(), [row_of[name] for name in req.values if name in row_of])
+        mask &= hit if req.op == IN else ~hit
     return mask
 
 

@@ -45,15 +45,20 @@ ExtensionFactory = Callable[["NodeTable"], Extension]
 
 
 class LabelColumn:
-    """One label key across nodes: an int32 code per row (-1 = absent) and the value vocabulary."""
+    """One label key across nodes: an int32 code per row (-1 = absent) and the value vocabulary.
 
-    __slots__ = ("_numbers", "codes", "values", "vocab")
+    A column is never renumbered in place: ``compacted`` returns a new column, so a ``DomainCounts``
+    built on this one (it keeps the column and its codes) still reads it consistently.
+    """
+
+    __slots__ = ("_integers", "_numbers", "codes", "values", "vocab")
 
     def __init__(self, capacity: int) -> None:
         self.codes = np.full(capacity, -1, dtype=np.int32)
         self.vocab: dict[str, int] = {}
         self.values: list[str] = []
         self._numbers: np.ndarray | None = None
+        self._integers: tuple[np.ndarray, np.ndarray] | None = None
 
     def code_for(self, value: str) -> int:
         code = self.vocab.get(value)
@@ -61,16 +66,42 @@ class LabelColumn:
             code = len(self.values)
             self.vocab[value] = code
             self.values.append(value)
-            self._numbers = None
         return code
 
     def numbers(self) -> np.ndarray:
-        """The value of each code parsed as int64 (NaN when not an integer), for Gt/Lt."""
+        """The value of each code parsed as an integer, as float64 (NaN when not an integer, and
+        at the trailing slot code -1 reads); for plugins happy with float comparisons."""
         if self._numbers is None or len(self._numbers) != len(self.values) + 1:
-            parsed = [parse_int64(v) for v in self.values]
-            self._numbers = np.array([np.nan if p is None else float(p) for p in parsed] + [np.nan])
+            values, valid = self.integers()
+            self._numbers = np.where(valid, values.astype(np.float64), np.nan)
         return self._numbers
 
+    def integers(self) -> tuple[np.ndarray, np.ndarray]:
+        """The value of each code as ``strconv.ParseInt`` reads it (int64) and whether it parsed;
+        the trailing slot (read by code -1) is invalid. Exact where float64 is not (beyond 2**53)."""
+        if self._integers is None or len(self._integers[0]) != len(self.values) + 1:
+            parsed = [parse_int64(v) for v in self.values]
+            values = np.array([0 if p is None else p for p in parsed] + [0], dtype=np.int64)
+            valid = np.array([p is not None for p in parsed] + [False], dtype=bool)
+            self._integers = values, valid
+        return self._integers
+
+    def compacted(self, n: int) -> LabelColumn:
+        """A new column holding only the values rows ``0..n-1`` use (rows beyond hold -1)."""
+        live = np.unique(self.codes[:n])
+        live = live[live >= 0]
+        out = LabelColumn(0)
+        out.values = [self.values[code] for code in live.tolist()]
+        out.vocab = {value: code for code, value in enumerate(out.values)}
+        remap = np.full(len(self.values) + 1, -1, dtype=np.int32)  # the last slot maps code -1 to -1
+        remap[live] = np.arange(len(live), dtype=np.int32)
+        out.codes = remap[self.codes]
+        return out
+
+
+#: A column is compacted once its vocabulary exceeds twice the rows (and this floor): removed
+#: nodes' values (hostnames, mostly) would otherwise pile up and widen every per-value array.
+_COMPACT_FLOOR = 64
 
 #: Length of the touch log, and how many recent versions ``changed_rows`` reads from it.
 _TOUCH_LOG = 4096
@@ -146,9 +177,6 @@ class NodeTable:
 
     def batch(self, rows: np.ndarray) -> NodeBatch:
         return NodeBatch(self, rows)
-
-    def rows_of(self, names: Iterable[str]) -> np.ndarray:
-        return np.fromiter((self.row_of[n] for n in names if n in self.row_of), dtype=np.int64)
 
     # --- extensions -------------------------------------------------------------------------
     def extension(self, key: str, factory: ExtensionFactory) -> Any:
@@ -337,6 +365,8 @@ class NodeTable:
             column = self.labels.get(key)
             if column is None:
                 column = self.labels[key] = LabelColumn(self.capacity)
+            elif value not in column.vocab and len(column.values) >= 2 * max(self.n, _COMPACT_FLOOR):
+                column = self.labels[key] = column.compacted(self.n)
             column.codes[row] = column.code_for(value)
         self._row_label_keys[row] = tuple(labels)
 
@@ -391,10 +421,6 @@ class NodeBatch:
 
     def __len__(self) -> int:
         return self.table.n if self.rows is None else len(self.rows)
-
-    @property
-    def is_all(self) -> bool:
-        return self.rows is None
 
     def col(self, column: np.ndarray) -> np.ndarray:
         """``column`` (indexed by row on its last axis) restricted to this batch, in batch order."""

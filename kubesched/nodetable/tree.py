@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
-REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+#: Upstream reads the deprecated beta labels first and falls back to the GA ones only when absent.
+ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
+REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
 
 
 def zone_key(labels: Mapping[str, str]) -> str:

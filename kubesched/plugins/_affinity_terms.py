@@ -58,9 +58,9 @@ def parse_pod_terms(pod: PodInfo) -> tuple[PodTerms | None, str]:
     return PodTerms(*lists), ""
 
 
-def aggregate(messages: Sequence[str]) -> str:
+def aggregate(messages: Sequence[object]) -> str:
     """``utilerrors.NewAggregate(...).Error()``: one message as is, several deduplicated in brackets."""
-    unique = list(dict.fromkeys(messages))
+    unique = list(dict.fromkeys(str(m) for m in messages))
     if len(unique) == 1:
         return unique[0]
     return "[" + ", ".join(unique) + "]"

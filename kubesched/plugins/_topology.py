@@ -1,5 +1,5 @@
 """Counts per topology domain (the values of one node label key), shared by InterPodAffinity and
-PodTopologySpread.
+PodTopologySpread, with their Filter verdicts and AddPod / RemovePod extensions.
 
 A ``DomainCounts`` is indexed by the label column codes of the node table PreFilter/PreScore saw,
 so on that table a Filter or Score is one fancy-indexing operation. Scratch tables (preemption,
@@ -14,8 +14,10 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from kubesched.framework.interface import FilterVerdict
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import FilterVerdict, PreFilterExtensions
 from kubesched.framework.status import Status
+from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.nodetable.table import LabelColumn, NodeBatch, NodeTable
 
 MAX_INT32 = 2**31 - 1
@@ -155,12 +157,6 @@ class DomainCounts:
         counts, _ = self._extended()
         return codes >= 0, counts[self._indices(batch, codes)]
 
-    def present_at(self, batch: NodeBatch) -> np.ndarray:
-        """Per node of ``batch``: whether its value is a domain."""
-        codes = batch.labels(self.key)
-        _, present = self._extended()
-        return present[self._indices(batch, codes)]
-
     def _extended(self) -> tuple[np.ndarray, np.ndarray]:
         present = self.present if self.present is not None else self.counts != 0
         if not self.extra:
@@ -208,3 +204,28 @@ class DomainCounts:
         copy = DomainCounts(self.key, self.column, self.counts.copy(), None if self.present is None else self.present.copy())
         copy.extra = dict(self.extra)
         return copy
+
+
+class StateUpdates(PreFilterExtensions):
+    """AddPod / RemovePod for a PreFilter state kept under ``key`` whose ``update_with_pod(pod,
+    node_info, delta)`` accounts a pod added (+1) or removed (-1); ``missing`` is the error message
+    when PreFilter stored no state."""
+
+    __slots__ = ("key", "missing")
+
+    def __init__(self, key: str, missing: str) -> None:
+        self.key = key
+        self.missing = missing
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo) -> Status | None:
+        return self._update(state, pod_to_add, node_info, 1)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_info: NodeInfo) -> Status | None:
+        return self._update(state, pod_to_remove, node_info, -1)
+
+    def _update(self, state: CycleState, other: PodInfo, node_info: NodeInfo, delta: int) -> Status | None:
+        s = state.get(self.key)
+        if s is None:
+            return Status.from_error(RuntimeError(self.missing))
+        s.update_with_pod(other, node_info, delta)
+        return None

@@ -42,6 +42,7 @@ from kubesched.plugins._affinity_terms import (
     namespace_labels,
     parse_pod_terms,
 )
+from kubesched.plugins._hints import labels
 from kubesched.plugins._pod_groups import (
     PREFERRED_AFFINITY,
     PREFERRED_ANTI,
@@ -50,7 +51,7 @@ from kubesched.plugins._pod_groups import (
     PodIndex,
     pod_index,
 )
-from kubesched.plugins._topology import DomainCounts, VerdictBuilder, row_sums_by_code
+from kubesched.plugins._topology import DomainCounts, StateUpdates, VerdictBuilder, row_sums_by_code
 
 PRE_FILTER_KEY = "PreFilter" + names.InterPodAffinity
 PRE_SCORE_KEY = "PreScore" + names.InterPodAffinity
@@ -124,8 +125,9 @@ class _FilterState:
             dc = which[key] = DomainCounts.zeros(self.table, key)
         return dc
 
-    def update_with_pod(self, other: PodInfo, node_labels: Mapping[str, str], multiplier: int) -> None:
-        """Upstream ``updateWithPod``: account ``other`` (added or removed) on a node with these labels."""
+    def update_with_pod(self, other: PodInfo, node: NodeInfo, multiplier: int) -> None:
+        """Upstream ``updateWithPod``: account ``other`` (added or removed) on ``node``."""
+        node_labels = node.labels
         try:
             anti_terms = other.required_anti_affinity_terms
         except InvalidSelector:
@@ -144,14 +146,6 @@ class _FilterState:
             if value is not None and it.matches(other):
                 self._counts(self.anti, it.topology_key).add(value, multiplier)
 
-    def pairs(self, which: str) -> dict[tuple[str, str], int]:
-        """Non-zero (topology key, value) counts of ``existing``, ``affinity`` or ``anti`` (upstream's maps)."""
-        out = {}
-        for key, dc in getattr(self, which).items():
-            for value, count in dc.as_dict().items():
-                out[(key, value)] = count
-        return out
-
 
 class _ScoreState:
     """Upstream preScoreState: the score each (topology key, value) earns."""
@@ -165,22 +159,6 @@ class _ScoreState:
         return self
 
 
-class _Extensions(PreFilterExtensions):
-    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo) -> Status | None:
-        return _update(state, pod_to_add, node_info, 1)
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_info: NodeInfo) -> Status | None:
-        return _update(state, pod_to_remove, node_info, -1)
-
-
-def _update(state: CycleState, other: PodInfo, node_info: NodeInfo, multiplier: int) -> Status | None:
-    s = state.get(PRE_FILTER_KEY)
-    if s is None:
-        return Status.from_error(RuntimeError(f'error reading "{PRE_FILTER_KEY}" from cycleState: not found'))
-    s.update_with_pod(other, node_info.labels, multiplier)
-    return None
-
-
 class InterPodAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.InterPodAffinity
     Args = InterPodAffinityArgs
@@ -191,7 +169,7 @@ class InterPodAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
         super().__init__(args, handle)
         self.hard_pod_affinity_weight = int(args.hard_pod_affinity_weight)
         self.ignore_preferred_terms_of_existing_pods = bool(args.ignore_preferred_terms_of_existing_pods)
-        self._extensions = _Extensions()
+        self._extensions = StateUpdates(PRE_FILTER_KEY, f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')
 
     def _namespaces(self) -> Mapping[str, dict]:
         if self.handle is None:
@@ -387,8 +365,8 @@ class InterPodAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
             terms, anti_terms = target.required_affinity_terms, target.required_anti_affinity_terms
         except InvalidSelector:
             return QueueingHint.Queue
-        after = _labels(new)
-        before = None if old is None else _labels(old)
+        after = labels(new)
+        before = None if old is None else labels(old)
         for t in terms:
             key = t.topology_key
             if before is None:
@@ -409,7 +387,3 @@ class InterPodAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
 
 def _node_name(pod: Mapping) -> str:
     return (pod.get("spec") or {}).get("nodeName") or ""
-
-
-def _labels(obj: Mapping) -> dict[str, str]:
-    return (obj.get("metadata") or {}).get("labels") or {}

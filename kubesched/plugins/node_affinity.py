@@ -32,6 +32,7 @@ from kubesched.framework.types import PodInfo
 from kubesched.nodetable.selectors import label_selector_mask, node_selector_mask, node_selector_term_mask
 from kubesched.nodetable.table import NodeBatch
 from kubesched.plugins import names
+from kubesched.plugins._affinity_terms import aggregate
 from kubesched.plugins._resource_allocation import default_normalize, pod_memo
 
 PRE_FILTER_KEY = "PreFilter" + names.NodeAffinity
@@ -120,13 +121,6 @@ def parse_preferred_terms(raw: Sequence[Mapping] | None, path: str = "") -> tupl
     return terms, errors
 
 
-def aggregate_message(errors: Sequence[Any]) -> str:
-    """``errors.Flatten(errors.NewAggregate(errs)).Error()``."""
-    if len(errors) == 1:
-        return str(errors[0])
-    return "[" + ", ".join(str(e) for e in errors) + "]"
-
-
 def _pod_preferred(pod: PodInfo) -> tuple[PreferredTerms, list[FieldError]] | None:
     """The pod's preferred terms, None when the field is unset."""
     raw = _node_affinity(pod).get("preferredDuringSchedulingIgnoredDuringExecution")
@@ -183,12 +177,12 @@ class NodeAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScor
             self.added_selector = parse_node_selector(required)
             if self.added_selector.errors:
                 raise ValueError("parsing addedAffinity.requiredDuringSchedulingIgnoredDuringExecution: "
-                                 + aggregate_message(self.added_selector.errors))
+                                 + aggregate(self.added_selector.errors))
         preferred = added.get("preferredDuringSchedulingIgnoredDuringExecution") or []
         if preferred:
             self.added_preferred, errors = parse_preferred_terms(preferred)
             if errors:
-                raise ValueError("parsing addedAffinity.preferredDuringSchedulingIgnoredDuringExecution: " + aggregate_message(errors))
+                raise ValueError("parsing addedAffinity.preferredDuringSchedulingIgnoredDuringExecution: " + aggregate(errors))
         self._enforced = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_ENFORCED)
         self._pod_mismatch = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_POD)
 
@@ -223,7 +217,7 @@ class NodeAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScor
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status | None:
         preferred = _pod_preferred(pod)
         if preferred is not None and preferred[1]:
-            return Status.from_error(ValueError(aggregate_message(preferred[1])))
+            return Status.from_error(ValueError(aggregate(preferred[1])))
         if preferred is None and self.added_preferred is None:
             return Status(Code.Skip)
         state.write(PRE_SCORE_KEY, _PreScoreState(None if preferred is None else preferred[0]))
@@ -237,7 +231,7 @@ class NodeAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScor
         if s is None:
             preferred = _pod_preferred(pod)
             if preferred is not None and preferred[1]:
-                raise StatusError(Status.from_error(ValueError(aggregate_message(preferred[1]))))
+                raise StatusError(Status.from_error(ValueError(aggregate(preferred[1]))))
             s = _PreScoreState(None if preferred is None else preferred[0])
         if s.terms:
             total += preferred_score(nodes, s.terms)

@@ -56,6 +56,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, BatchScorePlugin):
         super().__init__(args, handle)
         self.pod_level = gates.enabled(POD_LEVEL_RESOURCES_GATE)
         self.resources = specs_from(args.resources)
+        #: Profiles share the snapshot's memos: scores are kept apart per resource list.
+        self._memo = f"{self.name}/{self.resources}"
 
     def _requests(self, pod: PodInfo) -> list[int]:
         return pod_request_list(pod, self.resources, use_requested=True, pod_level=self.pod_level)
@@ -78,4 +80,4 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, BatchScorePlugin):
             requested, allocatable = requested_and_allocatable(batch, self.resources, requests, use_requested=True)
             return balanced_allocation(requested, allocatable)
 
-        return memo_of(nodes.table, self.name).values(tuple(requests), compute, nodes)
+        return memo_of(nodes.table, self._memo).values(tuple(requests), compute, nodes)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.api import resources as res
-from kubesched.config.args import NodeResourcesFitArgs
+from kubesched.config.args import LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO, NodeResourcesFitArgs
 from kubesched.features import DEFAULT_GATES
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
@@ -34,6 +34,7 @@ from kubesched.framework.types import NodeInfo, PodInfo, node_allocatable
 from kubesched.nodetable.memo import memo_of
 from kubesched.nodetable.table import PODS, NodeBatch
 from kubesched.plugins import names
+from kubesched.plugins._hints import is_same_pod
 from kubesched.plugins._resource_allocation import (
     POD_LEVEL_RESOURCES_GATE,
     ResourceSpec,
@@ -52,13 +53,10 @@ from kubesched.plugins._resource_allocation import (
 PRE_FILTER_KEY = "PreFilter" + names.NodeResourcesFit
 PRE_SCORE_KEY = "PreScore" + names.NodeResourcesFit
 
-LEAST_ALLOCATED = "LeastAllocated"
-MOST_ALLOCATED = "MostAllocated"
-REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
-
 TOO_MANY_PODS = "Too many pods"
 _STANDARD_ORDER = (res.CPU, res.MEMORY, res.EPHEMERAL_STORAGE)
-#: Above this many failure reasons per node the int64 bitmask keys give way to row-unique keys.
+#: Up to this many failure reasons per node the failure keys are int64 bitmasks; wider requests
+#: use Python ints (object arrays), slower but just as exact.
 _MAX_BITS = 62
 
 
@@ -110,8 +108,11 @@ class _FitRequest:
         self.checked = checked
         self.reasons = [TOO_MANY_PODS] + [f"Insufficient {name}" for name, _ in checked]
         self.amounts = np.array([amount for _, amount in checked], dtype=np.int64)
-        #: The failure bit of each check (while they fit an int64; wider requests use ``_verdict``).
-        self.bits = np.left_shift(1, np.arange(min(len(self.reasons), _MAX_BITS), dtype=np.int64))
+        #: The failure bit of each check.
+        if len(self.reasons) <= _MAX_BITS:
+            self.bits = np.left_shift(1, np.arange(len(self.reasons), dtype=np.int64))
+        else:
+            self.bits = np.array([1 << bit for bit in range(len(self.reasons))], dtype=object)
 
     def clone(self) -> _FitRequest:
         return self
@@ -190,6 +191,8 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
         rtcr = strategy.requested_to_capacity_ratio
         shape = [(p.utilization, p.score) for p in rtcr.shape] if rtcr is not None else []
         self.scorer = build_scorer(self.strategy, self.resources, shape)
+        #: Profiles share the snapshot's memos: scores are kept apart per scoring configuration.
+        self._score_memo = f"{self.name}/score/{self.strategy}/{self.resources}/{shape}"
 
     # --- PreFilter / Filter -------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
@@ -202,8 +205,6 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
         if request is None:
             return FilterVerdict.all_fail(len(nodes), Status.from_error(RuntimeError(
                 f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')))
-        if len(request.checked) + 1 > _MAX_BITS:
-            return _verdict(*self._failures(request, nodes), request.reasons)
         memo = memo_of(nodes.table, self.name)
         return memo.verdict(("filter", tuple(request.checked)), lambda batch: self._failure_keys(request, batch),
                             lambda key: _status_of_key(key, request.reasons), nodes)
@@ -250,7 +251,7 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
             requested, allocatable = requested_and_allocatable(batch, self.resources, pod_requests, use_requested=False)
             return self.scorer(requested, allocatable)
 
-        return memo_of(nodes.table, self.name).values(("score", tuple(pod_requests)), compute, nodes)
+        return memo_of(nodes.table, self._score_memo).values(tuple(pod_requests), compute, nodes)
 
     # --- requeueing -----------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -283,7 +284,7 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
 
 def _scale_down_helps(pod: dict, old: dict, new: dict) -> bool:
     """``isSchedulableAfterPodScaleDown``."""
-    if new["metadata"].get("uid") == pod["metadata"].get("uid"):
+    if is_same_pod(pod, new):
         return True
     if not (new.get("spec") or {}).get("nodeName"):
         return False
@@ -307,36 +308,3 @@ def _status_of_key(key: int, reasons: list[str]) -> Status:
     bits = abs(key)
     failed = [reason for bit, reason in enumerate(reasons) if bits >> bit & 1]
     return Status(Code.UnschedulableAndUnresolvable if key < 0 else Code.Unschedulable, *failed)
-
-
-def _verdict(failures: np.ndarray, unresolvable: np.ndarray, reasons: list[str]) -> FilterVerdict | None:
-    """Nodes failing the same resources (and equally resolvable) share one Status."""
-    failed_any = np.logical_or.reduce(failures)
-    if not failed_any.any():
-        return None
-    groups, inverse = _group(failures, unresolvable & failed_any)
-    lookup = np.full(len(groups), -1, dtype=np.int32)
-    statuses: list[Status] = []
-    for i, (bits, unres) in enumerate(groups):
-        if not any(bits):
-            continue
-        lookup[i] = len(statuses)
-        failed = [reason for reason, bit in zip(reasons, bits) if bit]
-        statuses.append(Status(Code.UnschedulableAndUnresolvable if unres else Code.Unschedulable, *failed))
-    return FilterVerdict(lookup[inverse], statuses)
-
-
-def _group(failures: np.ndarray, unresolvable: np.ndarray) -> tuple[list[tuple[list[bool], bool]], np.ndarray]:
-    """Distinct (failed reasons, unresolvable) combinations and each node's index among them."""
-    width = len(failures)
-    if width <= _MAX_BITS:
-        keys = np.zeros(len(unresolvable), dtype=np.int64)
-        for bit, mask in enumerate(failures):
-            keys |= mask.astype(np.int64) << bit
-        uniq, inverse = np.unique(np.where(unresolvable, -keys, keys), return_inverse=True)
-        groups = [([bool(abs(int(k)) >> b & 1) for b in range(width)], int(k) < 0) for k in uniq]
-    else:
-        uniq_rows, inverse = np.unique(np.column_stack([*failures, unresolvable]), axis=0, return_inverse=True)
-        groups = [([bool(b) for b in row[:-1]], bool(row[-1])) for row in uniq_rows]
-    return groups, np.asarray(inverse).reshape(-1)
-

@@ -13,10 +13,10 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo, Taint
 from kubesched.nodetable.table import NodeBatch
 from kubesched.plugins import names
+from kubesched.plugins._hints import is_same_pod
 from kubesched.plugins.taint_toleration import COMPARISON_GATE, tolerations_tolerate
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
-ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", "NoSchedule")
 
@@ -56,6 +56,6 @@ class NodeUnschedulable(BatchFilterPlugin, EnqueueExtensions):
 
     def _after_pod_toleration_change(self, pod: dict, _old: Any, new: Any) -> QueueingHint:
         """The rejected pod itself now tolerates the unschedulable taint."""
-        if new is None or new["metadata"].get("uid") != pod["metadata"].get("uid"):
+        if not is_same_pod(pod, new):
             return QueueingHint.QueueSkip
         return QueueingHint.Queue if tolerates_unschedulable(PodInfo(new), self.comparison_operators) else QueueingHint.QueueSkip

@@ -11,17 +11,24 @@ Services, ReplicaSets, StatefulSets and ReplicationControllers; or the configure
 Counting is vectorised: the table's ``PodIndex`` keeps per-row counts of pods matching a
 (namespace, selector) view, eligibility (topology keys present, nodeAffinityPolicy,
 nodeTaintsPolicy) is a mask over rows, and per-domain counts are one ``np.bincount``.
+
+The global minimum is exact, also after AddPod / RemovePod. Upstream keeps only two "critical
+paths" per constraint and updates them incrementally; once a tracked domain grows past a third
+one (several nominated pods added, say) upstream's minimum is too high. The exact one is what
+those two paths stand for, and what a fresh PreFilter on the updated cluster computes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kubesched.api.selectors import IN, NOTHING, InvalidSelector, LabelSelector, Requirement, parse_label_selector
+from kubesched.cluster.informers import Handler, InformerFactory
 from kubesched.config.args import LIST_DEFAULTING, SYSTEM_DEFAULTING, PodTopologySpreadArgs
 from kubesched.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.cycle_state import CycleState
@@ -38,13 +45,16 @@ from kubesched.framework.interface import (
     PreScorePlugin,
 )
 from kubesched.framework.status import Code, Status, StatusError
-from kubesched.framework.types import NodeInfo, PodInfo, Taint, Toleration
-from kubesched.nodetable.selectors import label_selector_mask, node_selector_mask
+from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.nodetable.table import NodeBatch, NodeTable
 from kubesched.plugins import names
 from kubesched.plugins._affinity_terms import selector_error
+from kubesched.plugins._hints import is_same_pod, labels
 from kubesched.plugins._pod_groups import Clause, pod_index
-from kubesched.plugins._topology import MAX_INT32, DomainCounts, VerdictBuilder
+from kubesched.plugins._resource_allocation import go_round
+from kubesched.plugins._topology import MAX_INT32, DomainCounts, StateUpdates, VerdictBuilder
+from kubesched.plugins.node_affinity import RequiredNodeAffinity
+from kubesched.plugins.taint_toleration import COMPARISON_GATE, DO_NOT_SCHEDULE_EFFECTS, find_untolerated_taint, per_signature
 
 PRE_FILTER_KEY = "PreFilter" + names.PodTopologySpread
 PRE_SCORE_KEY = "PreScore" + names.PodTopologySpread
@@ -63,8 +73,6 @@ SYSTEM_DEFAULT_CONSTRAINTS = (
     {"topologyKey": LABEL_HOSTNAME, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 3},
     {"topologyKey": LABEL_TOPOLOGY_ZONE, "whenUnsatisfiable": SCHEDULE_ANYWAY, "maxSkew": 5},
 )
-
-_DO_NOT_SCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
 
 _FILTER_STATUSES = {
     1: lambda: Status(Code.Unschedulable, ERR_REASON_CONSTRAINTS_NOT_MATCH),
@@ -149,39 +157,30 @@ def _parse_selector(spec: Mapping | None) -> LabelSelector:
     return selector
 
 
-def _untolerated(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> bool:
-    """``FindMatchingUntoleratedTaint`` with ``DoNotScheduleTaintsFilterFunc``."""
-    return any(taint.effect in _DO_NOT_SCHEDULE_EFFECTS and not any(t.tolerates(taint) for t in tolerations)
-               for taint in taints)
-
-
 class _NodeMasks:
     """Per-row facts about the incoming pod computed once per cycle: which rows its required node
     affinity accepts and which have no untolerated NoSchedule/NoExecute taint."""
 
-    def __init__(self, pod: PodInfo, table: NodeTable) -> None:
+    def __init__(self, pod: PodInfo, table: NodeTable, comparison_operators: bool) -> None:
         self.pod = pod
         self.table = table
+        self.comparison_operators = comparison_operators
         self._affinity: np.ndarray | None = None
         self._taints: np.ndarray | None = None
 
     def affinity(self) -> np.ndarray:
         if self._affinity is None:
-            batch = self.table.all_rows()
-            mask = np.ones(self.table.n, dtype=bool)
-            if self.pod.node_selector:
-                mask &= label_selector_mask(batch, self.pod.node_selector_labels)
-            required = self.pod.required_node_affinity
-            if required is not None:
-                mask &= node_selector_mask(batch, required)
-            self._affinity = mask
+            self._affinity = RequiredNodeAffinity.of(self.pod).mask(self.table.all_rows())
         return self._affinity
 
     def taints(self) -> np.ndarray:
         if self._taints is None:
-            tolerations = self.pod.tolerations
-            ok = np.array([not _untolerated(sig, tolerations) for sig in self.table.taint_signatures], dtype=bool)
-            self._taints = ok[self.table.taint_sig[: self.table.n]]
+            tolerations, cmp_ops = self.pod.tolerations, self.comparison_operators
+
+            def tolerated(taints: Sequence) -> bool:
+                return find_untolerated_taint(taints, tolerations, DO_NOT_SCHEDULE_EFFECTS, cmp_ops) is None
+
+            self._taints = per_signature(self.table, self.table.taint_sig[: self.table.n], tolerated, bool)
         return self._taints
 
     def eligible(self, c: Constraint, base: np.ndarray) -> np.ndarray:
@@ -193,15 +192,13 @@ class _NodeMasks:
         return mask
 
 
-def _node_included(c: Constraint, pod: PodInfo, labels: Mapping[str, str], node_name: str, taints: Sequence[Taint]) -> bool:
+def _node_included(c: Constraint, pod: PodInfo, node: NodeInfo, comparison_operators: bool) -> bool:
     """``matchNodeInclusionPolicies`` for one node (AddPod / RemovePod)."""
-    if c.node_affinity_policy == HONOR:
-        if pod.node_selector and not pod.node_selector_labels.matches(labels):
-            return False
-        required = pod.required_node_affinity
-        if required is not None and not required.matches(labels, node_name):
-            return False
-    return not (c.node_taints_policy == HONOR and _untolerated(taints, pod.tolerations))
+    if c.node_affinity_policy == HONOR and not RequiredNodeAffinity.of(pod).matches(node.labels, node.name):
+        return False
+    if c.node_taints_policy != HONOR:
+        return True
+    return find_untolerated_taint(node.taints, pod.tolerations, DO_NOT_SCHEDULE_EFFECTS, comparison_operators) is None
 
 
 def _has_keys(table: NodeTable, constraints: Sequence[Constraint], rows: np.ndarray | None = None) -> np.ndarray:
@@ -227,12 +224,14 @@ def _match_counts(table: NodeTable, c: Constraint, namespace: str) -> np.ndarray
 class _FilterState:
     """Upstream preFilterState: per constraint, the matching pods per eligible domain."""
 
-    __slots__ = ("constraints", "domains", "minimums", "pod")
+    __slots__ = ("comparison_operators", "constraints", "domains", "minimums", "pod")
 
-    def __init__(self, pod: PodInfo, constraints: list[Constraint], domains: list[DomainCounts]) -> None:
+    def __init__(self, pod: PodInfo, constraints: list[Constraint], domains: list[DomainCounts],
+                 comparison_operators: bool) -> None:
         self.pod = pod
         self.constraints = constraints
         self.domains = domains
+        self.comparison_operators = comparison_operators
         self.minimums = [self._minimum(d) for d in domains]
 
     @staticmethod
@@ -253,24 +252,24 @@ class _FilterState:
         copy = _FilterState.__new__(_FilterState)
         copy.pod = self.pod
         copy.constraints = self.constraints
+        copy.comparison_operators = self.comparison_operators
         copy.domains = [d.clone() for d in self.domains]
         copy.minimums = list(self.minimums)
         return copy
 
     def update_with_pod(self, other: PodInfo, node: NodeInfo, delta: int) -> None:
-        """Upstream ``updateWithPod``: the exact minimum is recomputed (see module notes)."""
+        """Upstream ``updateWithPod``, keeping the exact minimum (see the module docstring)."""
         if node.node is None or other.namespace != self.pod.namespace:
             return
-        labels = node.labels
-        if any(c.topology_key not in labels for c in self.constraints):
+        node_labels = node.labels
+        if any(c.topology_key not in node_labels for c in self.constraints):
             return
-        taints = node.taints
         for i, c in enumerate(self.constraints):
             if not c.selector.matches(other.labels):
                 continue
-            if not _node_included(c, self.pod, labels, node.name, taints):
+            if not _node_included(c, self.pod, node, self.comparison_operators):
                 continue
-            self.domains[i].add(labels[c.topology_key], delta)
+            self.domains[i].add(node_labels[c.topology_key], delta)
             self.minimums[i] = self._minimum(self.domains[i])
 
 
@@ -315,26 +314,12 @@ def _topology_normalizing_weight(size: int) -> float:
     return float(np.log(size + 2))
 
 
-def _go_round(x: np.ndarray) -> np.ndarray:
-    """``math.Round`` (half away from zero) for non-negative values."""
-    floor = np.floor(x)
-    return floor + (x - floor >= 0.5)
-
-
-class _Extensions(PreFilterExtensions):
-    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo) -> Status | None:
-        return _update(state, pod_to_add, node_info, 1)
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_info: NodeInfo) -> Status | None:
-        return _update(state, pod_to_remove, node_info, -1)
-
-
-def _update(state: CycleState, other: PodInfo, node_info: NodeInfo, delta: int) -> Status | None:
-    s = state.get(PRE_FILTER_KEY)
-    if s is None:
-        return Status.from_error(RuntimeError(f'reading "{PRE_FILTER_KEY}" from cycleState: not found'))
-    s.update_with_pod(other, node_info, delta)
-    return None
+def _domain_sums(codes: np.ndarray, eligible: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """Per domain code (``size`` of them), the eligible rows having one: counted, or their
+    ``weights`` summed."""
+    keep = eligible & (codes >= 0)
+    sums = np.bincount(codes[keep], weights=None if weights is None else weights[keep], minlength=size)
+    return sums.astype(np.int64)
 
 
 class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
@@ -354,7 +339,9 @@ class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batc
         else:
             self.default_constraints = [dict(c) for c in args.default_constraints] if defaulting == LIST_DEFAULTING else []
         self.match_label_keys = gates.enabled("MatchLabelKeysInPodTopologySpread")
-        self._extensions = _Extensions()
+        self.comparison_operators = gates.enabled(COMPARISON_GATE)
+        self._extensions = StateUpdates(PRE_FILTER_KEY, f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
+        self._services = service_index(handle) if self.system_defaulted or self.default_constraints else None
 
     def _objects(self, kind: str) -> Mapping[str, dict]:
         if self.handle is None:
@@ -375,7 +362,7 @@ class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batc
         constraints = filter_constraints(self.default_constraints, pod.labels, action, self.match_label_keys)
         if not constraints:
             return []
-        selector = default_selector(pod, self._objects)
+        selector = default_selector(pod, self._objects, self._services)
         if selector.empty:
             return []
         return [Constraint(c.max_skew, c.topology_key, selector, c.min_domains, c.node_affinity_policy, c.node_taints_policy)
@@ -391,21 +378,17 @@ class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batc
         if not constraints:
             return None, Status(Code.Skip)
         table = nodes.table
-        masks = _NodeMasks(pod, table)
+        masks = _NodeMasks(pod, table, self.comparison_operators)
         base = _has_keys(table, constraints)
         domains = []
         for c in constraints:
             eligible = masks.eligible(c, base)
             codes, size = _domain_codes(table, c.topology_key, None, False)
-            codes = codes[eligible]
-            present = np.bincount(codes, minlength=size) > 0 if len(codes) else None
+            present = _domain_sums(codes, eligible, size) > 0
             counts = _match_counts(table, c, pod.namespace)
-            sums = None
-            if counts is not None and len(codes):
-                sums = np.bincount(codes, weights=counts[eligible], minlength=size).astype(np.int64)
-            domains.append(DomainCounts.from_sums(table, c.topology_key, sums,
-                                                  present if present is not None else np.zeros(size, dtype=bool)))
-        state.write(PRE_FILTER_KEY, _FilterState(pod, constraints, domains))
+            sums = None if counts is None else _domain_sums(codes, eligible, size, counts)
+            domains.append(DomainCounts.from_sums(table, c.topology_key, sums, present))
+        state.write(PRE_FILTER_KEY, _FilterState(pod, constraints, domains, self.comparison_operators))
         return None, None
 
     def pre_filter_extensions(self) -> PreFilterExtensions:
@@ -444,7 +427,7 @@ class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batc
         s = _ScoreState(constraints, require_all)
         rows = nodes.row_ids()
         scored = rows[~s.ignored(nodes)]
-        masks = _NodeMasks(pod, table)
+        masks = _NodeMasks(pod, table, self.comparison_operators)
         base = _has_keys(table, constraints) if require_all else np.ones(table.n, dtype=bool)
         for c in constraints:
             if c.topology_key == LABEL_HOSTNAME:
@@ -459,20 +442,16 @@ class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batc
 
     @staticmethod
     def _domain_counts(table: NodeTable, c: Constraint, pod: PodInfo, eligible: np.ndarray, absent_as_empty: bool) -> DomainCounts:
-        """Matching pods per domain over every eligible node of the cluster."""
+        """Matching pods per domain over every eligible node of the cluster. Nodes without the label
+        count toward the value "" (``absent_as_empty``); when no node has that value, no scored
+        node reads that bucket, so it is dropped."""
         codes, size = _domain_codes(table, c.topology_key, None, absent_as_empty)
         counts = _match_counts(table, c, pod.namespace)
-        keep = eligible & (codes >= 0)
-        sums = None
-        if counts is not None and keep.any():
-            sums = np.bincount(codes[keep], weights=counts[keep], minlength=size).astype(np.int64)
-        dc = DomainCounts.zeros(table, c.topology_key)
-        if sums is not None:
-            known = len(dc.counts) - 1
-            dc.counts[:known] = sums[:known]
-            if len(sums) > known:  # the "" domain of nodes without the label, when there is no "" value
-                dc.extra[""] = int(sums[known])
-        return dc
+        if counts is None:
+            return DomainCounts.zeros(table, c.topology_key)
+        column = table.label_column(c.topology_key)
+        known = 0 if column is None else len(column.values)
+        return DomainCounts.from_sums(table, c.topology_key, _domain_sums(codes, eligible, size, counts)[:known])
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
         s: _ScoreState | None = state.get(PRE_SCORE_KEY)
@@ -489,7 +468,7 @@ class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batc
                 counts = s.counts[i].lookup(nodes)[1]
             part = counts.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
             score = score + np.where(has, part, 0.0)
-        out = _go_round(score).astype(np.int64)
+        out = go_round(score)
         out[s.ignored(nodes)] = 0
         return out
 
@@ -526,29 +505,29 @@ class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batc
         except ConstraintError:
             return QueueingHint.Queue
         if new is not None and old is not None:
-            if _uid(pod) == _uid(new) and _tolerations(new) != _tolerations(old) and \
+            if is_same_pod(pod, new) and _tolerations(new) != _tolerations(old) and \
                     any(c.node_taints_policy == HONOR for c in constraints):
                 return QueueingHint.Queue
-            before, after = _labels(old), _labels(new)
+            before, after = labels(old), labels(new)
             if before == after:
                 return QueueingHint.QueueSkip
             if any(c.selector.matches(before) != c.selector.matches(after) for c in constraints):
                 return QueueingHint.Queue
             return QueueingHint.QueueSkip
-        labels = _labels(new if new is not None else old)
-        return QueueingHint.Queue if any(c.selector.matches(labels) for c in constraints) else QueueingHint.QueueSkip
+        pod_labels = labels(new if new is not None else old)
+        return QueueingHint.Queue if any(c.selector.matches(pod_labels) for c in constraints) else QueueingHint.QueueSkip
 
     def _after_node_change(self, pod: dict, old: Any, new: Any) -> QueueingHint:
         try:
             constraints = self.constraints(PodInfo(pod), DO_NOT_SCHEDULE)
         except ConstraintError:
             return QueueingHint.Queue
-        old_match = old is not None and _has_all_keys(_labels(old), constraints)
-        new_match = new is not None and _has_all_keys(_labels(new), constraints)
+        old_match = old is not None and _has_all_keys(labels(old), constraints)
+        new_match = new is not None and _has_all_keys(labels(new), constraints)
         if old is not None and new is not None:
             if old_match != new_match:
                 return QueueingHint.Queue
-            before, after = _labels(old), _labels(new)
+            before, after = labels(old), labels(new)
             changed = any(before.get(c.topology_key, "") != after.get(c.topology_key, "") for c in constraints)
             taints_changed = ((old.get("spec") or {}).get("taints") or []) != ((new.get("spec") or {}).get("taints") or [])
             return QueueingHint.Queue if new_match and (changed or taints_changed) else QueueingHint.QueueSkip
@@ -563,19 +542,84 @@ _RS = ("apps", "v1", "ReplicaSet")
 _SS = ("apps", "v1", "StatefulSet")
 
 
-def default_selector(pod: PodInfo, objects: Any) -> LabelSelector:
-    """The selector deduced from the Services, ReplicationControllers, ReplicaSets and StatefulSets
-    matching the pod (``objects(kind)`` is the informer cache of ``kind``)."""
+def _namespace_of(obj: Mapping) -> str:
+    return (obj.get("metadata") or {}).get("namespace") or "default"
+
+
+def _name_of(obj: Mapping) -> str:
+    return (obj.get("metadata") or {}).get("name") or ""
+
+
+def _service_labels(pod: PodInfo, services: Iterable[Mapping]) -> dict[str, str]:
+    """``GetPodServices`` merged: the selectors of the pod's namespace's Services that match it."""
     label_set: dict[str, str] = {}
-    for svc in objects("Service").values():
-        meta = svc.get("metadata") or {}
-        if (meta.get("namespace") or "default") != pod.namespace:
+    for svc in services:
+        if _namespace_of(svc) != pod.namespace:
             continue
         selector = (svc.get("spec") or {}).get("selector")
         if selector is None:
             continue  # a nil selector matches nothing, not everything
         if all(pod.labels.get(k) == v for k, v in selector.items()):
             label_set.update(selector)
+    return label_set
+
+
+class ServiceIndex:
+    """The Services by namespace, kept by the Service informer's events, with the merged selectors
+    matching a label set memoised until a Service of that namespace changes: PreScore of every pod
+    without constraints of its own needs them, and scanning every Service each time adds up."""
+
+    def __init__(self) -> None:
+        self._services: dict[str, dict[str, Mapping]] = {}
+        self._merged: dict[str, dict[frozenset[tuple[str, str]], dict[str, str]]] = {}
+
+    def on_add(self, svc: Mapping, _initial: bool = False) -> None:
+        self._services.setdefault(_namespace_of(svc), {})[_name_of(svc)] = svc
+        self._merged.pop(_namespace_of(svc), None)
+
+    def on_update(self, old: Mapping, new: Mapping) -> None:
+        self.on_delete(old)
+        self.on_add(new)
+
+    def on_delete(self, svc: Mapping) -> None:
+        self._services.get(_namespace_of(svc), {}).pop(_name_of(svc), None)
+        self._merged.pop(_namespace_of(svc), None)
+
+    def labels_for(self, pod: PodInfo) -> dict[str, str]:
+        merged = self._merged.setdefault(pod.namespace, {})
+        key = frozenset(pod.labels.items())
+        found = merged.get(key)
+        if found is None:
+            if len(merged) >= _SELECTOR_CACHE_SIZE:
+                merged.clear()
+            found = merged[key] = _service_labels(pod, self._services.get(pod.namespace, {}).values())
+        return found
+
+
+_SERVICE_INDEXES: weakref.WeakKeyDictionary[Any, ServiceIndex] = weakref.WeakKeyDictionary()
+
+
+def service_index(handle: Any) -> ServiceIndex | None:
+    """The index fed by the scheduler's Service informer (shared by its profiles); None without
+    one (tests, the plugin harness), where the informer cache is scanned instead."""
+    informers = getattr(getattr(handle, "ctx", None), "informers", None)
+    if not isinstance(informers, InformerFactory):
+        return None
+    index = _SERVICE_INDEXES.get(informers)
+    if index is None:
+        index = _SERVICE_INDEXES[informers] = ServiceIndex()
+        informers.informer("Service").add_handler(Handler(index.on_add, index.on_update, index.on_delete))
+    return index
+
+
+def default_selector(pod: PodInfo, objects: Any, services: ServiceIndex | None = None) -> LabelSelector:
+    """The selector deduced from the Services, ReplicationControllers, ReplicaSets and StatefulSets
+    matching the pod (``objects(kind)`` is the informer cache of ``kind``; ``services``, when
+    given, indexes the Service one)."""
+    if services is not None:
+        label_set = dict(services.labels_for(pod))
+    else:
+        label_set = _service_labels(pod, objects("Service").values())
     selector = _set_selector(label_set)
     owner = _controller_of(pod)
     if owner is None:
@@ -623,21 +667,13 @@ def _group_version_kind(owner: Mapping) -> tuple[str, str, str] | None:
 
 def _involved(other: Mapping, pod: Mapping) -> bool:
     """``involvedInTopologySpreading``: the pod itself, or an assigned pod of its namespace."""
-    if _uid(other) == _uid(pod):
+    if is_same_pod(pod, other):
         return True
     return bool((other.get("spec") or {}).get("nodeName")) and _namespace(other) == _namespace(pod)
 
 
-def _uid(pod: Mapping) -> str:
-    return (pod.get("metadata") or {}).get("uid") or ""
-
-
 def _namespace(pod: Mapping) -> str:
     return (pod.get("metadata") or {}).get("namespace") or "default"
-
-
-def _labels(obj: Mapping) -> dict[str, str]:
-    return (obj.get("metadata") or {}).get("labels") or {}
 
 
 def _tolerations(pod: Mapping) -> list:

@@ -9,6 +9,7 @@ from kubesched.framework.interface import EnqueueExtensions, PreEnqueuePlugin
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import PodInfo
 from kubesched.plugins import names
+from kubesched.plugins._hints import is_same_pod
 
 
 class SchedulingGates(PreEnqueuePlugin, EnqueueExtensions):
@@ -26,5 +27,4 @@ class SchedulingGates(PreEnqueuePlugin, EnqueueExtensions):
 
     @staticmethod
     def _gates_eliminated(pod: dict, _old: Any, new: Any) -> QueueingHint:
-        same = new is not None and new["metadata"].get("uid") == pod["metadata"].get("uid")
-        return QueueingHint.Queue if same else QueueingHint.QueueSkip
+        return QueueingHint.Queue if is_same_pod(pod, new) else QueueingHint.QueueSkip

@@ -27,6 +27,7 @@ from kubesched.framework.status import Code, Status, StatusError
 from kubesched.framework.types import PodInfo, Taint, Toleration
 from kubesched.nodetable.table import NodeBatch, NodeTable
 from kubesched.plugins import names
+from kubesched.plugins._hints import is_same_pod
 from kubesched.plugins._resource_allocation import default_normalize
 
 PRE_SCORE_KEY = "PreScore" + names.TaintToleration
@@ -194,9 +195,7 @@ class TaintToleration(BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, Enque
     @staticmethod
     def _after_pod_toleration_change(pod: dict, _old: Any, new: Any) -> QueueingHint:
         """Only the rejected pod's own toleration change can help it."""
-        if new is not None and new["metadata"].get("uid") == pod["metadata"].get("uid"):
-            return QueueingHint.Queue
-        return QueueingHint.QueueSkip
+        return QueueingHint.Queue if is_same_pod(pod, new) else QueueingHint.QueueSkip
 
 
 def _node_taints(node: Mapping) -> list[Taint]:

@@ -6,6 +6,7 @@ from kubesched.api.selectors import parse_node_selector
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.nodetable.selectors import node_selector_mask
 from kubesched.nodetable.table import CPU, MEMORY, NodeTable
+from kubesched.nodetable.tree import zone_key
 from tests.helpers import make_node, make_pod
 
 
@@ -84,3 +85,54 @@ def test_scratch_table_from_modified_node_info():
     scratch = NodeTable.from_infos([copy], like=table)
     assert scratch.requested[CPU, 0] == 0
     assert table.requested[CPU, 0] == 1000
+
+
+def test_zone_key_prefers_the_beta_labels_like_get_zone_key():
+    beta_zone, ga_zone = "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone"
+    beta_region, ga_region = "failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region"
+    cases = [
+        ({ga_zone: "ga", beta_zone: "beta"}, ":\x00:beta"),
+        ({ga_zone: "ga"}, ":\x00:ga"),
+        ({beta_zone: "", ga_zone: "ga"}, ""),  # a present beta label wins even when empty
+        ({ga_region: "r-ga", beta_region: "r-beta", ga_zone: "z"}, "r-beta:\x00:z"),
+        ({}, ""),
+    ]
+    for labels, expected in cases:
+        assert zone_key(labels) == expected, labels
+
+
+def test_gt_and_lt_compare_label_values_as_int64_beyond_float_precision():
+    big = 2**53
+    values = [str(big), str(big + 1), str(2**63 - 1), "-9223372036854775808", "x", "9223372036854775808"]
+    table, infos = table_of(*(make_node(f"n{i}", labels={"v": v}) for i, v in enumerate(values)), make_node("none"))
+    for op, operand in [("Gt", str(big)), ("Lt", str(big + 1)), ("Gt", str(2**63 - 2)), ("Lt", "-9223372036854775807")]:
+        spec = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "v", "operator": op, "values": [operand]}]}]}
+        selector = parse_node_selector(spec)
+        expected = [selector.matches(i.labels, i.name) for i in infos]
+        assert list(node_selector_mask(table.all_rows(), selector)) == expected, (op, operand)
+    assert list(node_selector_mask(table.all_rows(), parse_node_selector(
+        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "v", "operator": "Gt", "values": [str(big)]}]}]}))) == \
+        [False, True, True, False, False, False, False]
+
+
+def test_match_fields_select_nodes_by_name_including_unknown_names():
+    table, _ = table_of(*(make_node(f"n{i}") for i in range(4)))
+    for op, names, expected in [("In", ["n2"], [False, False, True, False]), ("NotIn", ["n2"], [True, True, False, True]),
+                                ("In", ["ghost"], [False] * 4), ("NotIn", ["ghost"], [True] * 4)]:
+        selector = parse_node_selector({"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": op, "values": names}]}]})
+        assert list(node_selector_mask(table.all_rows(), selector)) == expected
+        assert list(node_selector_mask(table.batch(np.array([3, 2])), selector)) == [expected[3], expected[2]]
+
+
+def test_label_vocabulary_is_compacted_under_node_churn():
+    table, _ = table_of(*(make_node(f"n{i}", labels={"zone": "a"}) for i in range(3)))
+    old_column = table.label_column("kubernetes.io/hostname")
+    for i in range(3, 500):
+        table.set_node(NodeInfo(make_node(f"n{i}", labels={"zone": "a"})))
+        table.remove_node(f"n{i - 3}")
+    column = table.label_column("kubernetes.io/hostname")
+    assert len(column.values) <= 2 * 64 + 1
+    assert [column.values[c] for c in table.label_codes("kubernetes.io/hostname")] == table.names[: table.n]
+    assert old_column.values[:3] == ["n0", "n1", "n2"]  # earlier columns are left untouched
+    assert len(table.label_column("zone").values) == 1

@@ -464,9 +464,14 @@ def _pre_filter_state(incoming: dict, pods: list[dict]) -> tuple[InterPodAffinit
     return pl, state, infos
 
 
+def _pairs(counts: dict) -> dict[tuple[str, str], int]:
+    """Non-zero (topology key, value) counts, as upstream's maps hold them."""
+    return {(key, value): count for key, dc in counts.items() for value, count in dc.as_dict().items()}
+
+
 def _all_pairs(state: CycleState) -> tuple[dict, dict, dict]:
     s = state.read(PRE_FILTER_KEY)
-    return s.pairs("existing"), s.pairs("affinity"), s.pairs("anti")
+    return _pairs(s.existing), _pairs(s.affinity), _pairs(s.anti)
 
 
 @pytest.mark.parametrize(("name", "pending", "pods", "added", "want_anti", "want_affinity"), ADD_REMOVE_CASES,

@@ -141,3 +141,17 @@ def test_scores_match_per_node_reference(seed):
                 alloc.append(0 if skip else a)
                 req.append(0 if skip else info.requested.get(n, 0) + pr)
             assert got[row] == reference(req, alloc), (row, req, alloc)
+
+
+def test_differently_configured_instances_sharing_a_table_keep_their_own_scores():
+    """Profiles share the snapshot's memos; equal request vectors over other resources must not collide."""
+    table = build([bnode("node1", 4000, 40000, 8), bnode("node2", 8000, 40000, 4)], [])
+    pod = PodInfo(bpod("p", {"cpu": "1000m", "memory": "2", GPU: "2"}))
+    configs = [args("cpu", GPU), args("cpu", "memory")]
+    alone = []
+    for plugin_args in configs:
+        fresh = build([bnode("node1", 4000, 40000, 8), bnode("node2", 8000, 40000, 4)], [])
+        alone.append(list(NodeResourcesBalancedAllocation(plugin_args).score_nodes(CycleState(), pod, fresh.all_rows())))
+    assert alone[0] != alone[1]
+    shared = [list(NodeResourcesBalancedAllocation(a).score_nodes(CycleState(), pod, table.all_rows())) for a in configs]
+    assert shared == alone

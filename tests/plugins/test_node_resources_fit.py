@@ -4,12 +4,14 @@ kubelet helper, and the vectorised verdicts against a per-node reference."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 
 import numpy as np
 import pytest
 
+from kubesched import fastpaths
 from kubesched.config.args import (
     NodeResourcesFitArgs,
     RequestedToCapacityRatioParam,
@@ -166,6 +168,29 @@ def test_nodes_failing_alike_share_a_status():
     assert list(verdict.codes) == [0, 0, -1, 0] and len(verdict.statuses) == 1
 
 
+@pytest.mark.parametrize("fast", [True, False])
+def test_requests_with_more_checks_than_int64_bits_report_every_failure(fast):
+    """Past 62 failure reasons the keys are Python ints; statuses still list every reason."""
+    names = [f"example.com/r{i:02d}" for i in range(70)]
+    table = NodeTable()
+    table.set_node(NodeInfo(make_node("short", extra=dict.fromkeys(names, "1"))))
+    table.set_node(NodeInfo(make_node("roomy", extra=dict.fromkeys(names, "5"))))
+    last = NodeInfo(make_node("last", extra=dict.fromkeys(names, "5")))
+    last.add_pod(PodInfo(rpod("e", {names[-1]: "4"}, node="last")))
+    table.set_node(last)
+    table.set_node(NodeInfo(make_node("absent", extra=dict.fromkeys(names[:-1], "5"))))
+    pod = rpod("p", dict.fromkeys(names, "2"))
+    with contextlib.nullcontext() if fast else fastpaths.disabled():
+        state, p, pl = CycleState(), PodInfo(pod), NodeResourcesFit()
+        pl.pre_filter(state, p, table.all_rows())
+        verdict = pl.filter_nodes(state, p, table.all_rows())
+    short, roomy, last, absent = (verdict.status_at(i) for i in range(4))
+    assert short.code == Code.UnschedulableAndUnresolvable and short.reasons == [f"Insufficient {n}" for n in names]
+    assert roomy is None
+    assert last.code == Code.Unschedulable and last.reasons == [f"Insufficient {names[-1]}"]
+    assert absent.code == Code.UnschedulableAndUnresolvable and absent.reasons == [f"Insufficient {names[-1]}"]
+
+
 # --- scoring -----------------------------------------------------------------------------------------
 def score_node(name: str, cpu: str, memory: str, **extra: str) -> dict:
     return make_node(name, cpu=cpu, memory=memory, extra=extra)
@@ -192,6 +217,32 @@ def scores(args: NodeResourcesFitArgs, pod: dict, nodes: list[dict], existing: l
 
 REQ_3000_5000 = rpod("p", {"cpu": "1000", "memory": "2000"}, {"cpu": "2000", "memory": "3000"})
 N4000, N6000 = score_node("node1", "4000", "10000"), score_node("node2", "6000", "10000")
+
+
+SHARED_CONFIGS = [
+    ("strategies", [fit_args("LeastAllocated"), fit_args("MostAllocated"),
+                    fit_args("RequestedToCapacityRatio", shape=[(0, 0), (100, 10)])]),
+    ("weights", [fit_args("LeastAllocated", [("cpu", 1), ("memory", 1)]), fit_args("LeastAllocated", [("cpu", 1), ("memory", 5)])]),
+    ("shapes", [fit_args("RequestedToCapacityRatio", shape=[(0, 0), (100, 10)]),
+                fit_args("RequestedToCapacityRatio", shape=[(0, 10), (100, 0)])]),
+]
+
+
+@pytest.mark.parametrize("name,configs", SHARED_CONFIGS, ids=[c[0] for c in SHARED_CONFIGS])
+def test_differently_configured_instances_sharing_a_table_keep_their_own_scores(name, configs):
+    """Profiles share the snapshot's memos: each configuration scores as it would alone."""
+    nodes, pod = [N4000, N6000], REQ_3000_5000
+    alone = [scores(a, pod, nodes) for a in configs]
+    assert len({tuple(s) for s in alone}) == len(alone)
+    table = NodeTable()
+    for n in nodes:
+        table.set_node(NodeInfo(n))
+    p, shared = PodInfo(pod), []
+    for a in configs:
+        pl, state = NodeResourcesFit(a), CycleState()
+        pl.pre_score(state, p, table.all_rows())
+        shared.append(list(pl.score_nodes(state, p, table.all_rows())))
+    assert shared == alone
 
 
 _ids = itertools.count()

@@ -5,13 +5,16 @@ clusters, on scratch tables after AddPod / RemovePod, and after incremental tabl
 
 from __future__ import annotations
 
+import copy
 import math
 import random
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
+from kubesched.cluster.informers import InformerFactory
 from kubesched.config.args import LIST_DEFAULTING, SYSTEM_DEFAULTING, PodTopologySpreadArgs
 from kubesched.features import FeatureGates
 from kubesched.framework.cycle_state import CycleState
@@ -19,6 +22,7 @@ from kubesched.framework.events import ActionType, QueueingHint, Resource
 from kubesched.framework.status import Code
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.nodetable.table import NodeBatch, NodeTable
+from kubesched.plugins._topology import DomainCounts
 from kubesched.plugins.pod_topology_spread import (
     DO_NOT_SCHEDULE,
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
@@ -29,8 +33,10 @@ from kubesched.plugins.pod_topology_spread import (
     SCHEDULE_ANYWAY,
     Constraint,
     PodTopologySpread,
-    _untolerated,
+    ServiceIndex,
+    default_selector,
 )
+from kubesched.plugins.taint_toleration import DO_NOT_SCHEDULE_EFFECTS, find_untolerated_taint
 from tests.plugins.test_inter_pod_affinity import (
     SKIP,
     FakeHandle,
@@ -54,7 +60,7 @@ def spread(max_skew: int, key: str, when: str = DO_NOT_SCHEDULE, sel: dict | Non
            affinity_policy: str | None = None, taints_policy: str | None = None, match_label_keys: list | None = None) -> dict:
     c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when}
     if sel is not None:
-        c["labelSelector"] = sel
+        c["labelSelector"] = copy.deepcopy(sel)  # admission merges matchLabelKeys into it in place
     if min_domains is not None:
         c["minDomains"] = min_domains
     if affinity_policy is not None:
@@ -728,13 +734,15 @@ def _count(info: NodeInfo, c: Constraint, ns: str) -> int:
                if p.deletion_timestamp is None and p.namespace == ns and c.selector.matches(p.labels))
 
 
-def _included(c: Constraint, p: PodInfo, info: NodeInfo) -> bool:
+def _included(c: Constraint, p: PodInfo, info: NodeInfo, comparison_operators: bool) -> bool:
     if c.node_affinity_policy == "Honor":
         if p.node_selector and not all(info.labels.get(k) == v for k, v in p.node_selector.items()):
             return False
         if p.required_node_affinity is not None and not p.required_node_affinity.matches(info.labels, info.name):
             return False
-    return not (c.node_taints_policy == "Honor" and _untolerated(info.taints, p.tolerations))
+    if c.node_taints_policy != "Honor":
+        return True
+    return find_untolerated_taint(info.taints, p.tolerations, DO_NOT_SCHEDULE_EFFECTS, comparison_operators) is None
 
 
 class RefPTS:
@@ -753,7 +761,7 @@ class RefPTS:
             if not all(c.topology_key in info.labels for c in self.constraints):
                 continue
             for i, c in enumerate(self.constraints):
-                if _included(c, self.pod, info):
+                if _included(c, self.pod, info, self.pl.comparison_operators):
                     v = info.labels[c.topology_key]
                     self.tp[i][v] = self.tp[i].get(v, 0) + _count(info, c, self.pod.namespace)
         return True
@@ -762,7 +770,7 @@ class RefPTS:
         if other.namespace != self.pod.namespace or not all(c.topology_key in info.labels for c in self.constraints):
             return
         for i, c in enumerate(self.constraints):
-            if c.selector.matches(other.labels) and _included(c, self.pod, info):
+            if c.selector.matches(other.labels) and _included(c, self.pod, info, self.pl.comparison_operators):
                 v = info.labels[c.topology_key]
                 self.tp[i][v] = self.tp[i].get(v, 0) + delta
 
@@ -801,7 +809,7 @@ class RefPTS:
                 continue
             for i, c in enumerate(constraints):
                 v = info.labels.get(c.topology_key, "")
-                if _included(c, self.pod, info) and v in tp[i]:
+                if _included(c, self.pod, info, self.pl.comparison_operators) and v in tp[i]:
                     tp[i][v] += _count(info, c, self.pod.namespace)
         raw = []
         for info in filtered:
@@ -1011,3 +1019,103 @@ def _by_name(table: NodeTable, results: tuple[Any, Any]) -> tuple[Any, Any]:
     f = filtered if filtered == SKIP else dict(zip(names, filtered))
     s = scores if scores == SKIP else (dict(zip(names, scores[0])), dict(zip(names, scores[1])))
     return f, s
+
+
+# ================================================================================================
+# nodeTaintsPolicy with the TaintTolerationComparisonOperators gate
+# ================================================================================================
+
+GPU_TAINT = [{"key": "gpus", "value": "8", "effect": "NoSchedule"}]
+GPU_TOLERATION = [{"key": "gpus", "operator": "Gt", "value": "4", "effect": "NoSchedule"}]
+COMPARISON_GATE_ON = {"TaintTolerationComparisonOperators": True}
+
+
+@pytest.mark.parametrize(("gates", "want_b"), [(COMPARISON_GATE_ON, MISMATCH), (None, None)], ids=["gate on", "gate off"])
+def test_taints_policy_honor_tolerates_with_comparison_operators_when_the_gate_is_on(gates: dict | None, want_b: Any) -> None:
+    """With the gate on, a Gt toleration admits the tainted zone1 node as a domain (minimum 0)."""
+    nodes = [node("node-a", {"zone": "zone1"}, taints=GPU_TAINT), zn("node-b", "zone2")]
+    incoming = spod("p", spread(1, "zone", sel=FOO, taints_policy="Honor"), tolerations=GPU_TOLERATION)
+    got = run_filter(incoming, nodes, [on("p-b1", "node-b")], gates=gates)
+    assert got == {"node-a": None, "node-b": want_b}
+
+
+@pytest.mark.parametrize(("gates", "want"), [(COMPARISON_GATE_ON, {"zone1": 1, "zone2": 1}), (None, {"zone2": 1})],
+                         ids=["gate on", "gate off"])
+def test_add_pod_with_taints_policy_honor_follows_the_comparison_gate(gates: dict | None, want: dict) -> None:
+    nodes = [node("node-a", {"zone": "zone1"}, taints=GPU_TAINT), zn("node-b", "zone2")]
+    incoming = PodInfo(spod("p", spread(1, "zone", sel=FOO, taints_policy="Honor"), tolerations=GPU_TOLERATION))
+    table, infos = cluster(nodes, [on("p-b1", "node-b")])
+    pl, state = plugin(gates=gates), CycleState()
+    pl.pre_filter(state, incoming, table.all_rows())
+    pl.pre_filter_extensions().add_pod(state, incoming, PodInfo(on("p-a1", "node-a")), infos["node-a"])
+    assert summary(state.read(PRE_FILTER_KEY))[0][1] == want
+
+
+# ================================================================================================
+# Services for the default constraints, kept by informer events
+# ================================================================================================
+
+def service(name: str, selector: dict | None, ns: str = "default") -> dict:
+    spec = {} if selector is None else {"selector": selector}
+    return {"metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def test_service_index_follows_informer_events_like_a_scan_of_the_cache() -> None:
+    index = ServiceIndex()
+    cache: dict[str, dict] = {}
+    target = PodInfo(spod("p", labels={"app": "web", "tier": "front"}))
+
+    def apply(kind: str, old: dict | None, new: dict | None) -> None:
+        if kind == "add":
+            index.on_add(new, False)
+        elif kind == "update":
+            index.on_update(old, new)
+        else:
+            index.on_delete(old)
+        obj = new if new is not None else old
+        key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+        if new is None:
+            cache.pop(key)
+        else:
+            cache[key] = new
+
+    def selectors() -> tuple[Any, Any]:
+        scanned = default_selector(target, lambda kind: cache if kind == "Service" else {})
+        return default_selector(target, lambda _kind: {}, index), scanned
+
+    a, b = service("a", {"app": "web"}), service("b", {"tier": "front"})
+    steps = [("add", None, a), ("add", None, b), ("add", None, service("c", {"app": "web"}, ns="other")),
+             ("add", None, service("nil", None)), ("update", b, service("b", {"tier": "back"})),
+             ("delete", a, None), ("add", None, a)]
+    seen = set()
+    for step in steps:
+        apply(*step)
+        indexed, scanned = selectors()
+        assert indexed == scanned, step
+        seen.add(tuple(sorted(r.key for r in indexed.requirements)))
+    assert seen == {("app",), ("app", "tier"), ()}
+
+
+def test_the_service_index_subscribes_to_the_schedulers_informer() -> None:
+    informers = InformerFactory(None)
+    handle = FakeHandle({})
+    handle.ctx = SimpleNamespace(informers=informers)
+    pl = PodTopologySpread(PodTopologySpreadArgs(defaulting_type=SYSTEM_DEFAULTING), handle)
+    [handler] = informers.informer("Service").handlers
+    handler.on_add(service("a", {"foo": ""}), True)
+    constraints = pl.constraints(PodInfo(spod("p")), SCHEDULE_ANYWAY)
+    assert [c.topology_key for c in constraints] == [LABEL_HOSTNAME, "topology.kubernetes.io/zone"]
+    assert PodTopologySpread(PodTopologySpreadArgs(defaulting_type=SYSTEM_DEFAULTING), handle)._services is pl._services
+    assert len(informers.informer("Service").handlers) == 1
+
+
+def test_domain_counts_read_the_same_after_the_label_column_is_compacted() -> None:
+    """Compaction swaps in a new column; counts built on the old one translate by value."""
+    table, _ = cluster([node(f"n{i}", {"zone": f"z{i}"}) for i in range(130)], [])
+    counts = DomainCounts.from_sums(table, "zone", np.arange(130, dtype=np.int64))
+    for i in range(129):
+        table.remove_node(f"n{i}")
+    table.set_node(NodeInfo(node("fresh", {"zone": "z-new"})))
+    assert table.label_column("zone") is not counts.column
+    has, got = counts.lookup(table.all_rows())
+    assert list(has) == [True, True] and list(got) == [129, 0]
