@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import signal
 from collections.abc import Callable
@@ -26,21 +25,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubesched.api.kinds import kind_for
 from kubesched.apiserver import APIServer
+from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.clock import RealClock
 from kubesched.cluster.errors import AlreadyExists, APIError
 from kubesched.cluster.kube import KubeClient, wait_ready
 from kubesched.cluster.kubelet import FakeKubelet
 from kubesched.cluster.store import ADDED, MODIFIED, POD, ObjectStore, WatchEvent
 from kubesched.config.types import SchedulerConfiguration
+from kubesched.controllers import Controllers, start_all
 from kubesched.features import FeatureGates
 from kubesched.framework.registry import Registry
 from kubesched.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
-
-DEFAULT_KUBECONFIG = "~/.kube/kubesched.yaml"
 
 
 @dataclass
@@ -104,18 +102,6 @@ class PodTerminator:
             log.debug("could not finish deleting %s/%s: %s", namespace, name, e)
 
 
-def start_controllers(store: ObjectStore) -> Any | None:
-    """``kubesched.controllers.start_all(store)`` when that package is present."""
-    try:
-        module = importlib.import_module("kubesched.controllers")
-    except ModuleNotFoundError as e:
-        if e.name == "kubesched.controllers":
-            return None
-        raise
-    start: Callable[..., Any] | None = getattr(module, "start_all", None)
-    return start(store) if start is not None else None
-
-
 def create_objects(server: APIServer, objects: list[dict]) -> tuple[int, list[str]]:
     """Create manifests through the API server's create path, in dependency order; objects that
     already exist (a restart with ``--data``) are left as they are. Returns (created, problems)."""
@@ -145,7 +131,7 @@ class Cluster:
                                 bookmark_interval=options.bookmark_interval, garbage_collect=not options.controllers)
         self.kubelet: FakeKubelet | None = None
         self.terminator: PodTerminator | None = None
-        self.controllers: Any = None
+        self.controllers: Controllers | None = None
         self.client: KubeClient | None = None
         self.scheduler: Scheduler | None = None
         self.kubeconfig: Path | None = None
@@ -170,7 +156,7 @@ class Cluster:
             self.terminator = PodTerminator(self.store, opts.termination_delay)
             self.terminator.start()
         if opts.controllers:
-            self.controllers = start_controllers(self.store)
+            self.controllers = start_all(self.store)
         if opts.objects:
             _, self.problems = create_objects(self.server, opts.objects)
         if opts.scheduler:
@@ -243,7 +229,3 @@ async def serve(options: UpOptions, ready: Callable[[Cluster], None] | None = No
 def run(options: UpOptions, ready: Callable[[Cluster], None] | None = None) -> None:
     """Blocking entry point: start everything, call ``ready``, serve until interrupted."""
     asyncio.run(serve(options, ready))
-
-
-def kind_is_served(obj: dict) -> bool:
-    return kind_for(obj.get("apiVersion", ""), obj.get("kind", "")) is not None

@@ -26,10 +26,6 @@ class RequestTooLarge(APIError):
     reason = "RequestEntityTooLarge"
 
 
-def dumps(value: Any) -> bytes:
-    return orjson.dumps(value)
-
-
 def _go_json_error(data: bytes, error: orjson.JSONDecodeError) -> str:
     """An approximation of encoding/json's syntax error text, which clients show verbatim."""
     pos = getattr(error, "pos", 0) or 0
@@ -58,10 +54,6 @@ def decode_body(data: bytes, content_type: str, expected_kind: str | None = None
             raise BadRequest(f"the object provided is unrecognized (must be of type {expected_kind}): "
                              f"couldn't get version/kind; json parse error: {detail}") from None
         raise BadRequest(f"couldn't get version/kind; json parse error: {detail}") from None
-
-
-def status_failure(error: APIError) -> dict:
-    return error.status()
 
 
 def status_success(code: int = 200, details: dict | None = None) -> dict:
@@ -109,13 +101,17 @@ class UnsupportedMediaType(APIError):
     reason = "UnsupportedMediaType"
 
 
+#: Request body media types the server decodes (``decode_body``), as apiserver lists them in a 415.
+BODY_TYPES = ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf")
+
+
 def check_body_type(content_type: str | None) -> None:
-    """Protobuf and CBOR bodies get 415, after which client-go retries the request as JSON."""
+    """Other bodies (CBOR, text) get 415; client-go then retries the request as JSON."""
     media = media_type(content_type)
-    if media in ("application/json", "application/yaml", "application/vnd.kubernetes.protobuf", "*/*", "") or media.endswith("+json"):
+    if media in (*BODY_TYPES, "*/*", "") or media.endswith("+json"):
         return
-    raise UnsupportedMediaType(f"the body of the request was in an unknown format - accepted media types include: "
-                               f"application/json, application/yaml (got {media})")
+    raise UnsupportedMediaType("the body of the request was in an unknown format - accepted media types include: "
+                               + ", ".join(BODY_TYPES))
 
 
 def media_type(content_type: str | None) -> str:

@@ -32,10 +32,6 @@ SUBRESOURCES: dict[str, tuple[str, str, str | None, list[str]]] = {
 }
 
 
-def served_kinds() -> list[Kind]:
-    return list(KINDS)
-
-
 def group_versions() -> dict[str, list[Kind]]:
     """``group/version`` (``v1`` for core) -> its kinds, in table order."""
     out: dict[str, list[Kind]] = {}

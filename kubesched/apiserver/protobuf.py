@@ -8,6 +8,8 @@ protobuf and accept JSON back, so only decoding is needed. A body is the ``k8s\\
 Go's generated marshalling writes non-pointer scalars even when zero, while its JSON encoding
 omits them (``omitempty``); zero scalars are therefore dropped, except for the pointer fields in
 ``KEEP_ZERO`` where an explicit 0/false/"" means something (``replicas: 0``, ``storageClassName: ""``).
+Message-typed fields are written only when set (pointers) or always (structs, which JSON writes
+too), so a message that decodes to a zero value is kept: ``minAvailable: 0`` is an IntOrString.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import orjson
 from kubesched.apiserver.proto_schema import MAP_ENTRIES, MESSAGES
 from kubesched.apiserver.protowire import WireError, fields, signed32, signed64, zigzag
 from kubesched.cluster.errors import BadRequest
+from kubesched.config._go import format_duration
 
 MAGIC = b"k8s\x00"
 META = "k8s.io.apimachinery.pkg.apis.meta.v1"
@@ -87,6 +90,7 @@ def _message(data: bytes, name: str) -> Any:
     if schema is None:
         return {}
     out: dict[str, Any] = {}
+    messages: set[str] = set()
     for number, wire, value in fields(data):
         spec = schema.get(number)
         if spec is None:
@@ -105,7 +109,9 @@ def _message(data: bytes, name: str) -> Any:
             out.setdefault(fname, []).append(decoded)
         elif decoded is not _OMIT:
             out[fname] = decoded
-    keep = KEEP_ZERO if not name.endswith("Status") else frozenset()
+            if ftype == 11:
+                messages.add(fname)
+    keep = (KEEP_ZERO if not name.endswith("Status") else frozenset()) | messages
     return {k: v for k, v in out.items() if k in keep or not _zero(v)}
 
 
@@ -173,15 +179,12 @@ def _time(data: bytes, micro: bool = False) -> Any:
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _duration(data: bytes) -> Any:
+def _duration(data: bytes) -> str:
     nanos = 0
     for number, _, value in fields(data):
         if number == 1:
             nanos = signed64(value)  # type: ignore[arg-type]
-    seconds = nanos / 1e9
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{int(hours)}h{int(minutes)}m{secs:g}s" if hours else (f"{int(minutes)}m{secs:g}s" if minutes else f"{secs:g}s")
+    return format_duration(nanos)
 
 
 def _quantity(data: bytes) -> str:

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 JSON_HEADERS = {"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _CACHE_LIMIT = 8192
+#: Where ``kubesched apiserver`` and ``kubesched up`` write the kubeconfig for their server.
+DEFAULT_KUBECONFIG = "~/.kube/kubesched.yaml"
 KUBERNETES_SERVICE = {
     "apiVersion": "v1", "kind": "Service",
     "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},

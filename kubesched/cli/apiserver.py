@@ -11,6 +11,7 @@ import signal
 import sys
 
 from kubesched.apiserver import APIServer
+from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.clock import RealClock
 from kubesched.cluster.store import ObjectStore
 
@@ -25,8 +26,8 @@ def add_server_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int, default=6443, help="port to listen on (0 picks a free one; default 6443)")
     p.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--data", metavar="FILE.sqlite", help="keep every object in this SQLite file (survives restarts)")
-    p.add_argument("--kubeconfig-out", metavar="FILE", default="~/.kube/kubesched.yaml",
-                   help="write a kubeconfig for this server here (default ~/.kube/kubesched.yaml)")
+    p.add_argument("--kubeconfig-out", metavar="FILE", default=DEFAULT_KUBECONFIG,
+                   help=f"write a kubeconfig for this server here (default {DEFAULT_KUBECONFIG})")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -16,20 +17,31 @@ from kubesched.features import FeatureGates, parse_flag
 from kubesched.framework.registry import Registry, in_tree_registry, load_out_of_tree, merge
 from kubesched.simulation import SimulationResult, simulate
 
+#: How ``--plugin`` names out-of-tree plugins, for every command that takes it.
+PLUGIN_METAVAR = "MODULE[:CLASS]"
+PLUGIN_HELP = ("register out-of-tree plugins from an importable module or a .py file; without :CLASS, "
+               "the module's PLUGINS list (repeatable)")
+
+
+def add_config_args(parser: argparse.ArgumentParser) -> None:
+    """``--config``, ``--feature-gates`` and ``--plugin``: what ``configuration_from`` reads."""
+    parser.add_argument("--config", help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
+    parser.add_argument("--feature-gates", default="", metavar="A=true,B=false", help="feature gates to change for this run")
+    parser.add_argument("--plugin", dest="plugins", action="append", default=[], metavar=PLUGIN_METAVAR, help=PLUGIN_HELP)
+
 
 def add_cluster_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", dest="files", action="append", required=True, metavar="FILE_OR_DIR",
                         help="manifests (YAML or JSON, multi-document, kind: List); directories are read recursively")
-    parser.add_argument("--config", help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
+    add_config_args(parser)
     parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same placements")
-    parser.add_argument("--feature-gates", default="", metavar="A=true,B=false", help="feature gates to change for this run")
-    parser.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE[:CLASS]",
-                        help="register out-of-tree plugins from an importable module (repeatable)")
 
 
-def registry_from(args: argparse.Namespace) -> Registry:
+def registry_from(plugins: Sequence[str]) -> Registry:
+    """The in-tree plugins and those of each ``--plugin``; a name registered twice is an error, as
+    kube-scheduler's ``app.WithPlugin`` makes it."""
     registry = in_tree_registry()
-    for spec in args.plugins:
+    for spec in plugins:
         registry = merge(registry, load_out_of_tree(spec))
     return registry
 
@@ -49,7 +61,7 @@ def load_manifests(args: argparse.Namespace) -> list[dict]:
 
 def simulate_from_args(args: argparse.Namespace, *, explain: bool) -> tuple[SimulationResult, SchedulerConfiguration]:
     """Run the simulation the common flags describe, with a progress bar on long runs."""
-    registry = registry_from(args)
+    registry = registry_from(args.plugins)
     cfg, gates = configuration_from(args, registry)
     objects = load_manifests(args)
     progress = LazyProgress("scheduling")

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import TextIO
 
 from kubesched.api.errors import ConfigError, KubeschedError
+from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, registry_from
 from kubesched.config import default_configuration, load_file, to_yaml
 from kubesched.features import FeatureGates, parse_flag
 
@@ -26,8 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     defaults.set_defaults(func=run)
     validate = commands.add_parser("validate", help="validate a configuration file")
     validate.add_argument("-f", "--file", required=True, help="KubeSchedulerConfiguration file (YAML or JSON)")
-    validate.add_argument("--plugin", action="append", default=[], metavar="MODULE[:CLASS]",
-                          help="out-of-tree plugin(s) whose typed Args decode their pluginConfig (repeatable)")
+    validate.add_argument("--plugin", dest="plugins", action="append", default=[], metavar=PLUGIN_METAVAR,
+                          help="out-of-tree plugins whose typed Args decode their pluginConfig: " + PLUGIN_HELP)
     _add_feature_gates(validate)
     validate.set_defaults(func=run)
     parser.set_defaults(config_parser=parser)
@@ -55,13 +57,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if command == "defaults":
         out.write(to_yaml(default_configuration(gates)))
         return 0
-    return _validate(args.file, getattr(args, "plugin", []) or [], gates, out, err)
+    return _validate(args.file, args.plugins, gates, out, err)
 
 
-def _validate(path: str, plugins: list[str], gates: FeatureGates, out: TextIO, err: TextIO) -> int:
+def _validate(path: str, plugins: Sequence[str], gates: FeatureGates, out: TextIO, err: TextIO) -> int:
     """Errors go to ``out`` too: they are this command's result, one per line."""
     try:
-        registry = _registry(plugins)
+        registry = registry_from(plugins)
         load_file(path, registry=registry, feature_gates=gates)
     except ConfigError as e:
         print(f"{path}: invalid KubeSchedulerConfiguration:", file=out)
@@ -76,14 +78,3 @@ def _validate(path: str, plugins: list[str], gates: FeatureGates, out: TextIO, e
         return 1
     print("valid", file=out)
     return 0
-
-
-def _registry(specs: list[str]) -> dict:
-    if not specs:
-        return {}
-    from kubesched.framework.registry import load_out_of_tree
-
-    registry: dict = {}
-    for spec in specs:
-        registry.update(load_out_of_tree(spec))
-    return registry

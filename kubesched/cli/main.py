@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import sys
 from collections.abc import Sequence
 
 from kubesched.api.errors import KubeschedError
+from kubesched.cli import apiserver, bench, config_cmd, explain, run, simulate, up
 
-#: Command modules; each has ``register(subparsers)`` which sets ``func`` on its parser.
-COMMANDS = ("simulate", "explain", "config_cmd", "apiserver", "up", "run", "bench")
+#: Command modules, in help order; each has ``register(subparsers)`` which sets ``func`` on its parser.
+COMMANDS = (simulate, explain, config_cmd, apiserver, up, run, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,13 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity (klog-style levels)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"kubesched.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"kubesched.cli.{name}":
-                continue
-            raise
+    for module in COMMANDS:
         module.register(sub)
     return parser
 

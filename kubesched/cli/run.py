@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING
 
 from kubesched import config as config_module
 from kubesched.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
+from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, registry_from
 from kubesched.cluster.kube import load_config
 from kubesched.config._go import ns_to_seconds, parse_duration
 from kubesched.config.types import SchedulerConfiguration
 from kubesched.config.validation import validate_or_raise
 from kubesched.features import FeatureGates, parse_flag
-from kubesched.framework.registry import Registry, in_tree_registry, load_out_of_tree, merge
+from kubesched.framework.registry import Registry
 from kubesched.leaderelection import LeaderElectionConfigError, validate_durations
 
 if TYPE_CHECKING:
@@ -93,8 +94,8 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     misc.add_argument("--config", default="", help="the path to the configuration file")
     misc.add_argument("--write-config-to", default="", help="if set, write the configuration values to this file and exit")
     misc.add_argument("--master", default="", help="the address of the Kubernetes API server (overrides any value in kubeconfig)")
-    misc.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE[:CLASS]",
-                      help="kubesched: register out-of-tree plugins from a module or file (repeatable)")
+    misc.add_argument("--plugin", dest="plugins", action="append", default=[], metavar=PLUGIN_METAVAR,
+                      help="kubesched: " + PLUGIN_HELP)
     serving = p.add_argument_group("secure serving")
     serving.add_argument("--bind-address", default="0.0.0.0", help="the IP address on which to serve (default 0.0.0.0)")
     serving.add_argument("--secure-port", type=int, default=DEFAULT_SECURE_PORT,
@@ -141,13 +142,6 @@ def _ignored_dest(flag: str) -> str:
 
 
 # --- flags -> configuration -------------------------------------------------------------------------
-def registry_of(args: argparse.Namespace) -> Registry:
-    registry = in_tree_registry()
-    for spec in args.plugins:
-        registry = merge(registry, load_out_of_tree(spec))
-    return registry
-
-
 def configuration(args: argparse.Namespace, registry: Registry) -> tuple[SchedulerConfiguration, FeatureGates, str]:
     """The validated configuration, feature gates and kubeconfig path, as ``Options.ApplyTo`` resolves
     them. Raises ConfigError, FlagError or OSError."""
@@ -261,7 +255,7 @@ def options_from(args: argparse.Namespace) -> RunOptions:
 
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         raise FlagError("--tls-cert-file and --tls-private-key-file must be given together")
-    registry = registry_of(args)
+    registry = registry_from(args.plugins)
     cfg, gates, kubeconfig = configuration(args, registry)
     return RunOptions(config=cfg, feature_gates=gates, registry=registry, kubeconfig=kubeconfig, master=args.master,
                       bind_address=args.bind_address, secure_port=args.secure_port, insecure_port=args.port,

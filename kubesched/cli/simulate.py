@@ -35,10 +35,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def pod_status(pod: dict) -> str:
+    """kubectl's STATUS column, as far as a simulation gets: a gated pod reads SchedulingGated."""
     meta, status = pod["metadata"], pod.get("status") or {}
     if meta.get("deletionTimestamp"):
         return "Terminating"
+    if _scheduling_gated(status):
+        return "SchedulingGated"
     return status.get("reason") or status.get("phase") or "Pending"
+
+
+def _scheduling_gated(status: dict) -> bool:
+    return any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated" for c in status.get("conditions") or [])
 
 
 def pending_reason(pod: dict, served: set[str]) -> str | None:
@@ -49,7 +56,7 @@ def pending_reason(pod: dict, served: set[str]) -> str | None:
     if name not in served:
         return f'schedulerName "{name}" has no profile here, so kubesched leaves the pod for another scheduler'
     for condition in status.get("conditions") or []:
-        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False" and not _scheduling_gated(status):
             return condition.get("message") or condition.get("reason")
     if spec.get("schedulingGates"):
         return "waiting for scheduling gates: [" + " ".join(g.get("name", "") for g in spec["schedulingGates"]) + "]"

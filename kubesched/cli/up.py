@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from kubesched.cli.apiserver import add_server_args
-from kubesched.cli.common import configuration_from, registry_from
+from kubesched.cli.common import add_config_args, configuration_from, registry_from
 from kubesched.up import Cluster, UpOptions, banner
 from kubesched.up import run as run_up
 
@@ -19,10 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_server_args(p)
     p.add_argument("-f", "--filename", dest="files", action="append", default=[], metavar="FILE_OR_DIR",
                    help="manifests to create at start (YAML or JSON; directories are read recursively)")
-    p.add_argument("--config", help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) file")
-    p.add_argument("--feature-gates", default="", metavar="A=true,B=false", help="feature gates to change")
-    p.add_argument("--plugin", dest="plugins", action="append", default=[], metavar="MODULE[:CLASS]",
-                   help="register out-of-tree plugins from an importable module (repeatable)")
+    add_config_args(p)
     p.add_argument("--seed", type=int, default=None, help="random seed of the scheduler and the store")
     p.add_argument("--termination-delay", type=float, default=0.2, metavar="SECONDS",
                    help="how long a deleted running pod takes to stop (default 0.2s)")
@@ -31,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    registry = registry_from(args)
+    registry = registry_from(args.plugins)
     cfg, gates = configuration_from(args, registry)
     objects = []
     if args.files:

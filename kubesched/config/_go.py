@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from kubesched.api.errors import FieldError
+from kubesched.api.errors import FieldError, invalid
 
 # --- time.Duration ------------------------------------------------------------------------------
 
@@ -133,15 +133,6 @@ class GoRepr:
         return hash(self.text)
 
 
-def invalid(path: str, value: object, detail: str) -> FieldError:
-    """``field.Invalid``; strings are quoted, ``GoRepr`` values printed as they are."""
-    return FieldError(path, "Invalid value", detail, value)
-
-
-def required(path: str, detail: str = "") -> FieldError:
-    return FieldError(path, "Required value", detail)
-
-
 def forbidden(path: str, detail: str) -> FieldError:
     return FieldError(path, "Forbidden", detail)
 
@@ -149,11 +140,6 @@ def forbidden(path: str, detail: str) -> FieldError:
 def duplicate(path: str, value: object) -> FieldError:
     """``field.Duplicate``: ``path: Duplicate value: "name"``."""
     return FieldError(path, "Duplicate value", go_value(value))
-
-
-def not_supported(path: str, value: object, supported: Sequence[str]) -> FieldError:
-    """``field.NotSupported``: the value, then the supported values, each quoted."""
-    return FieldError(path, "Unsupported value", "supported values: " + ", ".join(go_quote(s) for s in supported), value)
 
 
 def string_slice(values: Sequence[str] | None) -> GoRepr:
@@ -245,9 +231,3 @@ def validate_label_name(name: str, path: str) -> list[FieldError]:
     """``metav1validation.ValidateLabelName``: one Invalid error per problem."""
     return [invalid(path, name, msg) for msg in qualified_name_errors(name)]
 
-
-def parse_int64(text: str) -> bool:
-    """Whether ``strconv.ParseInt(text, 10, 64)`` succeeds."""
-    if not re.fullmatch(r"[+-]?\d+", text or ""):
-        return False
-    return -(2**63) <= int(text) < 2**63

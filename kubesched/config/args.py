@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
-from kubesched.api.errors import FieldError
+from kubesched.api.errors import FieldError, invalid, required, unsupported
+from kubesched.api.selectors import parse_int64
 from kubesched.config import _go
 from kubesched.config._decode import (
     Bool,
@@ -33,16 +34,7 @@ from kubesched.config._decode import (
     encode_fields,
     to_json_field,
 )
-from kubesched.config._go import (
-    GoRepr,
-    child,
-    duplicate,
-    forbidden,
-    invalid,
-    not_supported,
-    required,
-    validate_label_name,
-)
+from kubesched.config._go import GoRepr, child, duplicate, forbidden, validate_label_name
 from kubesched.features import DEFAULT_GATES, FeatureGates
 
 GROUP = "kubescheduler.config.k8s.io"
@@ -332,7 +324,7 @@ class NodeResourcesFitArgs(PluginArgs):
         if strategy is not None:
             sp = child(path, "scoringStrategy")
             if strategy.type not in SCORING_STRATEGY_TYPES:
-                errs.append(not_supported(f"{sp}.type", strategy.type, sorted(SCORING_STRATEGY_TYPES)))
+                errs.append(unsupported(f"{sp}.type", strategy.type, sorted(SCORING_STRATEGY_TYPES)))
             for i, r in enumerate(strategy.resources):
                 if not 0 < r.weight <= 100:
                     errs.append(invalid(f"{sp}.resources[{i}].weight", r.weight, f"resource weight of {r.name} not in valid range (0, 100]"))
@@ -398,7 +390,7 @@ class PodTopologySpreadArgs(PluginArgs):
         errs: list[FieldError] = []
         dtype_path = child(path, "defaultingType")
         if self.defaulting_type not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
-            errs.append(not_supported(dtype_path, self.defaulting_type, [SYSTEM_DEFAULTING, LIST_DEFAULTING]))
+            errs.append(unsupported(dtype_path, self.defaulting_type, [SYSTEM_DEFAULTING, LIST_DEFAULTING]))
         elif self.defaulting_type == SYSTEM_DEFAULTING and self.default_constraints:
             errs.append(invalid(dtype_path, self.defaulting_type, "when .defaultConstraints are not empty"))
         base = child(path, "defaultConstraints")
@@ -422,7 +414,7 @@ class PodTopologySpreadArgs(PluginArgs):
         if not action:
             errs.append(required(f"{p}.whenUnsatisfiable", "can not be empty"))
         elif action not in ("DoNotSchedule", "ScheduleAnyway"):
-            errs.append(not_supported(f"{p}.whenUnsatisfiable", action, ["DoNotSchedule", "ScheduleAnyway"]))
+            errs.append(unsupported(f"{p}.whenUnsatisfiable", action, ["DoNotSchedule", "ScheduleAnyway"]))
         if c.get("labelSelector") is not None:
             errs.append(forbidden(f"{p}.labelSelector", "constraint must not define a selector, as they deduced for each pod"))
         return errs
@@ -505,14 +497,14 @@ def _node_selector_term_errors(term: Mapping[str, Any], path: str) -> list[Field
         p = f"{path}.matchExpressions[{i}]"
         op = expr.get("operator", "")
         if op not in _SELECTOR_OPERATORS:
-            errs.append(not_supported(f"{p}.operator", op, _SELECTOR_OPERATORS))
+            errs.append(unsupported(f"{p}.operator", op, _SELECTOR_OPERATORS))
             continue
         errs += _requirement_errors(expr.get("key", ""), op, expr.get("values"), p)
     for i, expr in enumerate(term.get("matchFields") or []):
         p = f"{path}.matchFields[{i}]"
         op = expr.get("operator", "")
         if op not in _FIELD_SELECTOR_OPERATORS:
-            errs.append(not_supported(f"{p}.operator", op, _FIELD_SELECTOR_OPERATORS))
+            errs.append(unsupported(f"{p}.operator", op, _FIELD_SELECTOR_OPERATORS))
         elif len(expr.get("values") or []) != 1:
             errs.append(invalid(f"{p}.values", _go.string_slice(expr.get("values")), "must have one element"))
     return errs
@@ -534,7 +526,7 @@ def _requirement_errors(key: str, op: str, values: list[str] | None, path: str) 
         if len(vals) != 1:
             errs.append(invalid(vpath, _go.string_slice(values), "for 'Gt', 'Lt' operators, exactly one value is required"))
         for i, v in enumerate(vals):
-            if not _go.parse_int64(v):
+            if parse_int64(v) is None:
                 errs.append(invalid(f"{vpath}[{i}]", v, "for 'Gt', 'Lt' operators, the value must be an integer"))
     for i, v in enumerate(vals):
         value_errs = _go.label_value_errors(v)

@@ -7,19 +7,19 @@ whose message reads like upstream's error aggregate.
 
 from __future__ import annotations
 
+import inspect
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubesched.api.errors import ConfigError, FieldError
+from kubesched.api.errors import ConfigError, FieldError, invalid, required
 from kubesched.config._go import (
     GoRepr,
     duplicate,
     format_duration,
     go_quote,
-    invalid,
     qualified_name_errors,
-    required,
     seconds_to_ns,
 )
 from kubesched.config.args import API_VERSION, ARGS_BY_PLUGIN, args_to_v1
@@ -158,12 +158,20 @@ def _args_errors(name: str, args: Any, path: str, gates: FeatureGates) -> list[F
             return [invalid(path, GoRepr(_json(args)), "has to match plugin args")]
         return []
     check = getattr(args, "validate", None)
-    if callable(check) and not isinstance(args, Mapping):
-        try:
-            return list(check(path, gates))
-        except TypeError:
-            return []
-    return []
+    if not callable(check) or isinstance(args, Mapping) or _pydantic_validate(args):
+        return []
+    try:
+        inspect.signature(check).bind(path, gates)
+    except TypeError as e:
+        raise TypeError(f"{type(args).__name__}.validate must take (path, gates): {e}") from None
+    return list(check(path, gates))
+
+
+def _pydantic_validate(args: Any) -> bool:
+    """pydantic's deprecated ``BaseModel.validate(value)`` classmethod is a constructor, not the hook."""
+    pydantic = sys.modules.get("pydantic")
+    return (pydantic is not None and isinstance(args, pydantic.BaseModel)
+            and inspect.getattr_static(type(args), "validate") is inspect.getattr_static(pydantic.BaseModel, "validate"))
 
 
 def _common_queue_sort_errors(profiles: Sequence[Profile]) -> list[FieldError]:

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
 from kubesched.cli.main import main
+from kubesched.cli.simulate import pending_reason, pod_status
 
 CLUSTER = str(Path(__file__).resolve().parents[2] / "examples" / "cluster")
 
@@ -47,3 +49,17 @@ def test_a_missing_manifest_path_is_an_error_naming_it(capsys):
     code, _, err = run(capsys, "simulate", "-f", "/does/not/exist")
     assert code == 1
     assert "/does/not/exist" in err
+
+
+GATED = {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+         "message": "Scheduling is blocked due to non-empty scheduling gates"}
+
+
+@pytest.mark.parametrize("spec, conditions, status, reason", [
+    ({"schedulingGates": [{"name": "g"}]}, [GATED], "SchedulingGated", "waiting for scheduling gates: [g]"),
+    ({"schedulingGates": [{"name": "g"}]}, [], "Pending", "waiting for scheduling gates: [g]"),
+    ({}, [{**GATED, "reason": "Unschedulable", "message": "0/3 nodes are available"}], "Pending", "0/3 nodes are available"),
+])
+def test_simulated_gated_pods_read_as_kubectl_shows_them(spec, conditions, status, reason):
+    pod = {"metadata": {"name": "p"}, "spec": spec, "status": {"phase": "Pending", "conditions": conditions}}
+    assert (pod_status(pod), pending_reason(pod, {"default-scheduler"})) == (status, reason)

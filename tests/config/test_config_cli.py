@@ -92,3 +92,14 @@ def test_validate_with_feature_gates(tmp_path: Path) -> None:
 def test_config_without_subcommand_prints_help() -> None:
     code, _, err = _run("config")
     assert code == 2 and "defaults" in err
+
+
+def test_validate_with_two_plugins_of_the_same_name_is_an_error(tmp_path: Path) -> None:
+    """Two ``--plugin`` modules registering one name clash, as kube-scheduler's ``app.WithPlugin`` does."""
+    for module in ("first", "second"):
+        (tmp_path / f"{module}.py").write_text("class P:\n    name = 'Same'\n\n\nPLUGINS = [P]\n", encoding="utf-8")
+    path = tmp_path / "cfg.yaml"
+    path.write_text(f"apiVersion: {API_VERSION}\nkind: {KIND}\n", encoding="utf-8")
+    code, _, err = _run("config", "validate", "-f", str(path), "--plugin", str(tmp_path / "first.py"),
+                        "--plugin", str(tmp_path / "second.py"))
+    assert (code, err) == (1, f"{path}: a plugin named Same already exists\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import ClassVar
 
@@ -162,7 +163,7 @@ class CoschedulingArgs(PluginArgs):
     mode: str = ""
 
     def validate(self, path: str = "", gates: object = None) -> list:
-        from kubesched.config._go import invalid
+        from kubesched.api.errors import invalid
 
         return [invalid(f"{path}.permitWaitingTimeSeconds", self.permit_waiting_time_seconds, "must be positive")] \
             if self.permit_waiting_time_seconds <= 0 else []
@@ -202,6 +203,44 @@ def test_registry_args_validate_themselves() -> None:
         _with("Coscheduling", CoschedulingArgs, "      permitWaitingTimeSeconds: 0\n")
     assert [str(e) for e in info.value.errors] == [
         "profiles[0].pluginConfig[0].args.permitWaitingTimeSeconds: Invalid value: 0: must be positive"]
+
+
+@dataclasses.dataclass
+class OneArgValidate:
+    n: int = 1
+
+    def validate(self, path: str) -> list:
+        return []
+
+
+@dataclasses.dataclass
+class BrokenValidate:
+    n: int = 1
+
+    def validate(self, path: str, gates: object) -> list:
+        return [len(self.n)]  # type: ignore[arg-type]
+
+
+class PydanticOwnValidate(pydantic.BaseModel):
+    n: int = 1
+
+    def validate(self, path: str, gates: object) -> list:  # type: ignore[override]
+        return [f"{path}.n: Invalid value: {self.n}: must be 2"] if self.n != 2 else []
+
+
+@pytest.mark.parametrize("args, expected", [
+    (OneArgValidate, "OneArgValidate.validate must take (path, gates)"),
+    (BrokenValidate, "object of type 'int' has no len()"),
+])
+def test_registry_args_validate_problems_are_not_hidden(args: type, expected: str) -> None:
+    with pytest.raises(TypeError, match=re.escape(expected)):
+        _with("Checked", args, "      n: 1\n")
+
+
+def test_registry_pydantic_args_with_their_own_validate_are_checked() -> None:
+    with pytest.raises(ConfigError) as info:
+        _with("Checked", PydanticOwnValidate, "      n: 1\n")
+    assert [str(e) for e in info.value.errors] == ["profiles[0].pluginConfig[0].args.n: Invalid value: 1: must be 2"]
 
 
 def test_registry_pydantic_args() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import run as run_cmd
+from kubesched.cli.common import registry_from
 from kubesched.cli.main import build_parser, main
 from kubesched.cluster.client import MemoryClient
 from kubesched.cluster.store import ObjectStore
@@ -34,7 +35,7 @@ def config_file(tmp_path, kubeconfig: str = ""):
 
 def resolve(*argv: str):
     args = build_parser().parse_args(["run", *argv])
-    return args, run_cmd.configuration(args, run_cmd.registry_of(args))
+    return args, run_cmd.configuration(args, registry_from(args.plugins))
 
 
 def test_leader_election_flags_override_the_config_file(tmp_path):
