@@ -178,15 +178,9 @@ def pod_start_time(pod: PodInfo, now: float) -> float:
     return now if start is None else start
 
 
-def more_important_pod(a: PodInfo, b: PodInfo, now: float) -> bool:
-    """``MoreImportantPod``: higher priority first; among equals, the one that started earlier."""
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return pod_start_time(a, now) < pod_start_time(b, now)
-
-
 def importance_key(now: float) -> Callable[[PodInfo], tuple[int, float]]:
-    """A sort key ordering pods as ``more_important_pod`` does (most important first)."""
+    """A sort key ordering pods as upstream's ``MoreImportantPod`` does, most important first:
+    higher priority, then the one that started earlier."""
     return lambda p: (-p.priority, pod_start_time(p, now))
 
 

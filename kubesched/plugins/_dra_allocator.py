@@ -17,6 +17,7 @@ claims costs one dictionary lookup per device and selector.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from kubesched.plugins._dra_cel import (
     capacity_value,
     device_input,
 )
+
+log = logging.getLogger(__name__)
 
 ALLOCATION_RESULTS_MAX_SIZE = 32
 FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE = 8
@@ -58,9 +61,7 @@ class Features:
 
     admin_access: bool = True
     prioritized_list: bool = True
-    partitionable_devices: bool = False
     device_taints: bool = False
-    device_binding_and_status: bool = False
 
 
 class AllocationError(Exception):
@@ -129,8 +130,8 @@ class DeviceInfo:
 class SliceInfo:
     """A ResourceSlice as the allocator reads it."""
 
-    __slots__ = ("all_nodes", "count", "devices", "driver", "generation", "name", "node_name", "node_selector",
-                 "node_selector_raw", "per_device", "pool", "raw", "resource_version", "shared_counters")
+    __slots__ = ("all_nodes", "count", "devices", "driver", "generation", "invalid_reason", "name", "node_name",
+                 "node_selector", "node_selector_raw", "per_device", "pool", "raw", "resource_version", "shared_counters")
 
     def __init__(self, obj: Mapping) -> None:
         spec = obj.get("spec") or {}
@@ -141,8 +142,10 @@ class SliceInfo:
         self.resource_version: str = meta.get("resourceVersion", "")
         self.driver: str = spec.get("driver", "")
         self.pool: str = pool.get("name", "")
-        self.generation: int = int(pool.get("generation") or 0)
-        self.count: int = int(pool.get("resourceSliceCount") or 0)
+        #: Why the slice makes its pool invalid ("" when it does not): a malformed pool field.
+        self.invalid_reason = ""
+        self.generation = self._pool_int(pool, "generation")
+        self.count = self._pool_int(pool, "resourceSliceCount")
         self.node_name: str = spec.get("nodeName") or ""
         self.all_nodes = bool(spec.get("allNodes"))
         self.node_selector_raw: dict | None = spec.get("nodeSelector")
@@ -152,19 +155,20 @@ class SliceInfo:
         self.shared_counters = bool(spec.get("sharedCounters"))
         self.devices = tuple(DeviceInfo(d) for d in spec.get("devices") or [])
 
+    def _pool_int(self, pool: Mapping, field_name: str) -> int:
+        """An integer field of ``spec.pool``; a malformed one (the API would reject it) makes the
+        pool invalid instead of failing the scheduling cycle."""
+        value = pool.get(field_name) or 0
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            self.invalid_reason = f"ResourceSlice {self.name}: invalid pool {field_name} {value!r}"
+            log.warning("%s: its pool is treated as invalid", self.invalid_reason)
+            return 0
+
     @property
     def pool_id(self) -> tuple[str, str]:
         return (self.driver, self.pool)
-
-    def node_matches(self, node_name: str, labels: Mapping[str, str]) -> bool:
-        """``NodeMatches`` for slice-level node selection."""
-        if self.node_name:
-            return self.node_name == node_name
-        if self.all_nodes:
-            return True
-        if self.node_selector is not None:
-            return self.node_selector.matches(labels, node_name)
-        return False
 
 
 @dataclass
@@ -183,14 +187,16 @@ class Pool:
 
 def gather_pools(matching: Sequence[SliceInfo], pool_slices: Mapping[tuple[str, str], Sequence[SliceInfo]],
                  features: Features) -> list[Pool]:
-    """``GatherPools``: the pools reaching a node, given the slices that select it.
+    """``GatherPools``: the pools reaching a node, given the slices that select it. Without
+    DRAPartitionableDevices (which the plugin refuses), slices with shared counters or per-device
+    node selection are ignored.
 
     A pool is incomplete unless all ``resourceSliceCount`` slices of its newest generation are
     known; a newer generation seen only on other nodes makes the node's slices obsolete.
     """
     by_pool: dict[tuple[str, str], list[SliceInfo]] = {}
     for s in matching:
-        if not features.partitionable_devices and (s.per_device or s.shared_counters):
+        if s.per_device or s.shared_counters:
             continue
         current = by_pool.get(s.pool_id)
         if current is None or s.generation > current[0].generation:
@@ -215,6 +221,8 @@ def gather_pools(matching: Sequence[SliceInfo], pool_slices: Mapping[tuple[str, 
 def _build_pool(pid: tuple[str, str], slices: list[SliceInfo]) -> Pool:
     seen: set[str] = set()
     for s in slices:
+        if s.invalid_reason:
+            return Pool(pid[0], pid[1], invalid=True, invalid_reason=s.invalid_reason)
         for d in s.devices:
             if d.name in seen:
                 return Pool(pid[0], pid[1], invalid=True, invalid_reason=f"duplicate device name {d.name}")
@@ -233,7 +241,7 @@ class RequestView:
         self.class_name: str = raw.get("deviceClassName") or ""
         self.mode: str = raw.get("allocationMode") or EXACT_COUNT
         count = raw.get("count")
-        self.count: int = int(count) if count is not None else 1
+        self.count: Any = 1 if count is None else count
         self.has_admin_access = not is_sub and raw.get("adminAccess") is not None
         self.admin_access = not is_sub and bool(raw.get("adminAccess"))
         self.selectors: list[dict] = list(raw.get("selectors") or [])
@@ -371,27 +379,26 @@ class Allocator:
         self.cel_cache = cel_cache
         self.timeout = timeout
 
-    def allocate(self, node_name: str, pools: list[Pool], claims: Sequence[Mapping]) -> list[dict] | None:
-        """Allocation results (one per claim) or None when the claims do not fit on the node.
+    def allocate(self, pools: list[Pool], claims: Sequence[Mapping]) -> list[dict] | None:
+        """Allocation results (one per claim) or None when the claims do not fit on the node whose
+        ``pools`` are given (the outcome depends on nothing else about the node).
 
         Raises AllocationError for broken claims/classes (``on_node`` for node-local problems)
         and AllocationTimeout when the filter timeout expires.
         """
         deadline = time.perf_counter() + self.timeout if self.timeout else None
-        return _Run(self, node_name, pools, list(claims), deadline).run()
+        return _Run(self, pools, list(claims), deadline).run()
 
 
 class _Run:
     """One ``Allocate`` call (upstream's unexported ``allocator``)."""
 
-    def __init__(self, owner: Allocator, node_name: str, pools: list[Pool], claims: list[Mapping],
-                 deadline: float | None) -> None:
+    def __init__(self, owner: Allocator, pools: list[Pool], claims: list[Mapping], deadline: float | None) -> None:
         self.features = owner.features
         self.allocated = owner.allocated
         self.classes = owner.classes
         self.cel_cache = owner.cel_cache
         self.deadline = deadline
-        self.node_name = node_name
         self.pools = pools
         self.claims = claims
         self.requests: list[list[dict]] = [list(((c.get("spec") or {}).get("devices") or {}).get("requests") or []) for c in claims]
@@ -458,6 +465,8 @@ class _Run:
                                   f'deviceclass.resource.k8s.io "{request.class_name}" not found')
         data.device_class = device_class
         if request.mode == EXACT_COUNT:
+            if isinstance(request.count, bool) or not isinstance(request.count, int):
+                raise AllocationError(f"claim {ref}, request {request.name}: invalid count {request.count!r}")
             data.num_devices = request.count
         elif request.mode == ALL:
             data.all_devices = self._all_devices(ci, key, data)
@@ -556,8 +565,8 @@ class _Run:
         return done
 
     def _is_selectable(self, key: tuple[int, int, int], data: _RequestData, s: SliceInfo, device: DeviceInfo, did: DeviceID) -> bool:
-        if not self.features.device_binding_and_status and device.binding_conditions:
-            return False
+        if device.binding_conditions:
+            return False  # only allocatable with DRADeviceBindingConditions, which the plugin refuses
         mkey = (did, key)
         cached = self.device_matches.get(mkey)
         if cached is not None:
@@ -600,8 +609,8 @@ class _Run:
         elif did in self.allocated or self.allocating.get(did):
             return None
         device = candidate.device
-        if not self.features.partitionable_devices and device.consumes_counters:
-            return None
+        if device.consumes_counters:
+            return None  # only allocatable with DRAPartitionableDevices, which the plugin refuses
         base, sub = (data.parent.name, request.name) if data.parent is not None else (request.name, "")
         if self.features.device_taints and _taint_prevents(device, request):
             return None

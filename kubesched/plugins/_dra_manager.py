@@ -23,15 +23,9 @@ from kubesched.api.kinds import object_key
 from kubesched.cluster.informers import Handler
 from kubesched.plugins._dra_allocator import DeviceID, SliceInfo
 from kubesched.plugins._dra_cel import CelCache
+from kubesched.plugins._volume_helpers import resource_version
 
 log = logging.getLogger(__name__)
-
-
-def resource_version(obj: Mapping) -> int:
-    try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
 
 
 def allocated_devices_of(claim: Mapping) -> Iterator[DeviceID]:
@@ -82,9 +76,6 @@ class ClaimTracker:
         if claim is None:
             raise ClaimNotFound(f'could not find ResourceClaim "{namespace}/{name}"')
         return claim
-
-    def list(self) -> list[dict]:
-        return list(self._latest.values())
 
     def allocated_devices(self) -> frozenset[DeviceID]:
         """``ListAllAllocatedDevices``: allocated per the (assumed) claims, plus in-flight ones."""
@@ -164,9 +155,6 @@ class SliceSnapshot:
         self.node_local = {k: tuple(v) for k, v in node_local.items()}
         self.selector = tuple(selector)
         self.all_nodes = tuple(all_nodes)
-
-    def empty(self) -> bool:
-        return not self.pools
 
 
 class SliceIndex:

@@ -254,28 +254,28 @@ class VictimSelector:
     def _prepare(self, index: int, info: NodeInfo, results: list[VictimSelection | None]) -> _Node | None:
         """The node's copy without its potential victims, or its answer when there is no need for one."""
         nominees = self._nominees(info.name)
-        status = self._shortcut(info, nominees)
-        potential: list[PodInfo] = []
+        potential = None if self.totals is not None else self._potential_victims(info)
+        status = self._shortcut(info, nominees, potential)
         if status is None:
-            potential = self._potential_victims(info)
-            if not potential:
-                status = self.no_victims
-        if status is not None:
-            results[index] = VictimSelection([], 0, status)
-            return None
-        return self._copy(index, info, potential, nominees, results)
+            potential = potential if potential is not None else self._potential_victims(info)
+            if potential:
+                return self._copy(index, info, potential, nominees, results)
+            status = self.no_victims
+        results[index] = VictimSelection([], 0, status)
+        return None
 
     def _potential_victims(self, info: NodeInfo) -> list[PodInfo]:
         priority, allowed = self.pod.priority, self.allowed
         return [p for p in info.pods.values() if p.priority < priority and (allowed is None or allowed(info, p))]
 
-    def _shortcut(self, info: NodeInfo, nominees: list[PodInfo]) -> Status | None:
+    def _shortcut(self, info: NodeInfo, nominees: list[PodInfo], potential: list[PodInfo] | None) -> Status | None:
         """"No victims", or (unless thorough) DEFERRED when even without every potential victim
-        NodeResourcesFit's test fails; None when the node needs a dry run."""
-        if self.totals is not None:
+        NodeResourcesFit's test fails; None when the node needs a dry run. ``potential`` is None
+        when the victims are counted from the per-priority totals instead."""
+        if potential is None:
+            assert self.totals is not None
             count, requests = self.totals.below(info, self.pod.priority)
         else:
-            potential = self._potential_victims(info)
             count, requests = len(potential), {}
             for victim in potential:
                 for name, amount in victim.requests.items():

@@ -19,7 +19,7 @@ import numpy as np
 from kubesched.api.selectors import IN, InvalidSelector, NodeSelector, Requirement, parse_label_selector
 from kubesched.nodetable.selectors import label_selector_mask, requirement_mask
 from kubesched.nodetable.table import NodeBatch, NodeTable
-from kubesched.plugins._volume_helpers import ANN_MIGRATED_PLUGINS, IN_TREE_PLUGINS, annotations, spec
+from kubesched.plugins._volume_helpers import ANN_MIGRATED_PLUGINS, IN_TREE_PLUGINS, annotations, csinode_limits
 
 
 def pv_affinity_mask(batch: NodeBatch, selector: NodeSelector | None) -> np.ndarray:
@@ -85,7 +85,8 @@ class ChangeFeed:
 
     ``since(seq)`` returns the changes after ``seq``, or None when they are not known (no informers
     to subscribe to, or older than the retained window): the caller must then assume everything
-    changed. ``seq`` is the number of the latest change.
+    changed. ``seq`` is the number of the latest change. With ``window`` 0 only the numbers are kept
+    (for callers that only need to know whether something changed).
     """
 
     def __init__(self, handle: Any, kinds: tuple[str, ...], window: int = 20_000) -> None:
@@ -100,9 +101,10 @@ class ChangeFeed:
     def _record(self, kind: str, old: Any, new: Any) -> None:
         self.seq += 1
         self.kind_seq[kind] = self.seq
-        self._entries.append((self.seq, kind, old, new))
-        if len(self._entries) > self._window:
-            self._entries.popleft()
+        if self._window:
+            self._entries.append((self.seq, kind, old, new))
+            if len(self._entries) > self._window:
+                self._entries.popleft()
 
     def since(self, seq: int) -> list[tuple[int, str, Any, Any]] | None:
         if not self.live:
@@ -148,14 +150,11 @@ class CSINodeView:
             self.present[row] = True
             self.objects[row] = csinode
             self._add_migrated(row, csinode, size)
-            for driver in spec(csinode).get("drivers") or []:
-                count = (driver.get("allocatable") or {}).get("count")
-                if count is None:
-                    continue
-                arr = self.limits.get(driver.get("name", ""))
+            for driver, count in csinode_limits(csinode).items():
+                arr = self.limits.get(driver)
                 if arr is None:
-                    arr = self.limits[driver.get("name", "")] = np.full(size, -1, dtype=np.int64)
-                arr[row] = int(count)
+                    arr = self.limits[driver] = np.full(size, -1, dtype=np.int64)
+                arr[row] = count
                 self.any_limit[row] = True
 
     def _add_migrated(self, row: int, csinode: Mapping, size: int) -> None:
@@ -181,21 +180,63 @@ class CSINodeView:
 
 
 class CSINodeViews:
-    """``CSINodeView`` of a table, rebuilt only when the table's nodes or the CSINodes changed."""
+    """``CSINodeView`` per table (the live one and preemption's scratch ones), rebuilt only when the
+    table's nodes or the CSINodes changed."""
 
     def __init__(self, feed: ChangeFeed | None) -> None:
         self.feed = feed
-        self._table: weakref.ref[NodeTable] | None = None
-        self._stamp: tuple[int, int] = (-1, -1)
-        self._view: CSINodeView | None = None
+        self._views: weakref.WeakKeyDictionary[NodeTable, tuple[tuple[int, int], CSINodeView]] = weakref.WeakKeyDictionary()
 
     def view(self, table: NodeTable, csinodes: Mapping[str, Mapping]) -> CSINodeView:
-        live = self.feed is not None and self.feed.live and "CSINode" in self.feed.kind_seq
-        stamp = (table.generation, self.feed.kind_seq["CSINode"]) if live else (-1, -1)  # type: ignore[union-attr]
-        if live and self._view is not None and self._table is not None and self._table() is table \
-                and self._stamp == stamp and len(self._view.present) == table.capacity:
-            return self._view
+        feed = self.feed
+        if feed is None or not feed.live or "CSINode" not in feed.kind_seq:
+            return CSINodeView(table, csinodes)
+        stamp = (table.generation, feed.kind_seq["CSINode"])
+        cached = self._views.get(table)
+        if cached is not None and cached[0] == stamp and len(cached[1].present) == table.capacity:
+            return cached[1]
         view = CSINodeView(table, csinodes)
-        self._table, self._stamp, self._view = weakref.ref(table), stamp, view
+        self._views[table] = (stamp, view)
         return view
+
+
+class ClassIndex:
+    """Names of the objects of one kind (PersistentVolumes) by class, in the informer's order, kept
+    up to date from a ChangeFeed of that kind (rebuilt from the objects when changes were missed)."""
+
+    def __init__(self, feed: ChangeFeed | None, class_of: Callable[[Mapping], str]) -> None:
+        self.feed = feed
+        self.class_of = class_of
+        self._names: dict[str, dict[str, None]] | None = None
+        self._synced = 0
+
+    def names(self, objects: Mapping[str, Mapping], cls: str) -> list[str]:
+        """Names of the objects of class ``cls`` (``objects`` is the informer's store)."""
+        self._sync(objects)
+        return list((self._names or {}).get(cls, ()))
+
+    def _sync(self, objects: Mapping[str, Mapping]) -> None:
+        feed = self.feed
+        changes = feed.since(self._synced) if feed is not None and self._names is not None else None
+        if changes is None:
+            self._names = {}
+            for name, obj in objects.items():
+                self._names.setdefault(self.class_of(obj), {})[name] = None
+        else:
+            for _, _, old, new in changes:
+                self._apply(old, new)
+        if feed is not None:
+            self._synced = feed.seq
+
+    def _apply(self, old: Mapping | None, new: Mapping | None) -> None:
+        assert self._names is not None
+        name = ((new or old or {}).get("metadata") or {}).get("name", "")
+        before = None if old is None else self.class_of(old)
+        after = None if new is None else self.class_of(new)
+        if before == after:
+            return
+        if before is not None:
+            self._names.get(before, {}).pop(name, None)
+        if after is not None:
+            self._names.setdefault(after, {})[name] = None
 

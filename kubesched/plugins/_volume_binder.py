@@ -16,17 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.api.selectors import parse_label_selector
 from kubesched.nodetable.table import NodeBatch, NodeTable
 from kubesched.plugins._volume_batch import CSINodeView, names_mask, node_topology_mask, pv_affinity_mask, topology_terms_mask
 from kubesched.plugins._volume_helpers import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
-    PORTWORX,
-    VOLUME_AVAILABLE,
+    ClaimMatcher,
     annotations,
     claim_class,
-    is_volume_bound_to_claim,
+    csi_migration_on,
     meta,
     name_of,
     node_selector_of,
@@ -36,8 +34,10 @@ from kubesched.plugins._volume_helpers import (
     quantity,
     quantity_value,
     requested_storage,
+    resource_version,
     spec,
     translate_pv,
+    translation_error,
     volume_limit,
 )
 
@@ -73,6 +73,10 @@ class AssumeCache:
     def get_api(self, key: str) -> dict | None:
         return self._source().get(key)
 
+    def not_found(self, key: str) -> str:
+        """The assume cache's NotFoundError message."""
+        return f'could not find {self.description} "{key}"'
+
     def get(self, key: str) -> dict | None:
         api = self._source().get(key)
         assumed = self._assumed.get(key)
@@ -83,33 +87,16 @@ class AssumeCache:
             return api
         return assumed
 
-    def values(self) -> list[dict]:
-        source = self._source()
-        if not self._assumed:
-            return list(source.values())
-        return [self.get(key) or obj for key, obj in list(source.items())]
-
     def assume(self, key: str, obj: dict) -> None:
         current = self.get(key)
         if current is None:
-            raise AssumeError(f'{self.description} "{key}" not found')
+            raise AssumeError(self.not_found(key))
         if resource_version(obj) < resource_version(current):
             raise AssumeError(f'{self.description} "{key}" is out of sync (stored: {resource_version(current)}, assume: {resource_version(obj)})')
         self._assumed[key] = obj
 
     def restore(self, key: str) -> None:
         self._assumed.pop(key, None)
-
-    def is_assumed(self, key: str) -> bool:
-        return key in self._assumed
-
-
-def resource_version(obj: Mapping) -> int:
-    """An object's resourceVersion as a number (etcd revisions compare numerically)."""
-    try:
-        return int(meta(obj).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
 
 
 def pvc_key(pvc: Mapping) -> str:
@@ -204,7 +191,6 @@ class Lookups:
     capacities: list[Mapping]
     csinodes: CSINodeView | None
     vac_enabled: bool = True
-    portworx_migration: bool = True
 
 
 # --- FindPodVolumes over a batch -------------------------------------------------------------------
@@ -236,7 +222,7 @@ def translated_affinity_mask(batch: NodeBatch, pv: dict, lookups: Lookups, where
     (``tryTranslatePVToCSI``)."""
     mask = pv_affinity_mask(batch, pv_node_selector(pv))
     plugin = pv_plugin(pv)
-    if plugin is None or lookups.csinodes is None or not _migration_on(plugin.name, lookups):
+    if plugin is None or lookups.csinodes is None or not csi_migration_on(plugin.name):
         return mask
     migrated = lookups.csinodes.migrated_mask(batch, plugin.name)
     if where is not None:
@@ -245,15 +231,8 @@ def translated_affinity_mask(batch: NodeBatch, pv: dict, lookups: Lookups, where
         return mask
     translated = translate_pv(pv)
     if translated is None:
-        raise FindError(f"could not translate pv: unable to translate volume ID of pv {name_of(pv)}")
+        raise FindError(f"could not translate pv: {translation_error(spec(pv)[plugin.source])}")
     return np.where(migrated, pv_affinity_mask(batch, node_selector_of(translated)), mask)
-
-
-def _migration_on(plugin: str, lookups: Lookups) -> bool:
-    """``isCSIMigrationOnForPlugin``."""
-    if plugin == PORTWORX:
-        return lookups.portworx_migration
-    return plugin in ("kubernetes.io/aws-ebs", "kubernetes.io/gce-pd", "kubernetes.io/azure-disk", "kubernetes.io/cinder")
 
 
 def _check_unbound(claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Evaluation) -> None:
@@ -275,12 +254,18 @@ def _check_unbound(claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Ev
     slots = np.full((len(ev.provision_claims), n), NOT_PROVISIONED, dtype=np.int64)
     ev.provision_capacity = slots
     ev.capacities = list(lookups.capacities)
-    unmatched = (ev.choices < 0) if k else np.zeros((0, n), dtype=bool)
-    weights = (1 << np.arange(k, dtype=np.int64))[:, None] if k else np.zeros((0, 1), dtype=np.int64)
-    groups = (unmatched * weights).sum(axis=0) if k else np.zeros(n, dtype=np.int64)
-    for group in np.unique(groups[active]):
-        members = active & (groups == group)
-        positions = list(range(len(annotated))) + [len(annotated) + i for i in range(k) if int(group) >> i & 1]
+    where = np.flatnonzero(active)
+    if not len(where):
+        return
+    # Nodes leaving the same claims without a PV are checked together, in the order of the bitmask
+    # of those claims (claim i as bit i): rows reversed, so the last claim sorts most significant.
+    patterns, inverse = np.unique((ev.choices[::-1, where] < 0).T, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    for g, reversed_unmatched in enumerate(patterns):
+        members = np.zeros(n, dtype=bool)
+        members[where[inverse == g]] = True
+        unmatched = np.flatnonzero(reversed_unmatched[::-1])
+        positions = list(range(len(annotated))) + [len(annotated) + int(i) for i in unmatched]
         if positions:
             _check_provisions(ev, positions, batch, lookups, members)
 
@@ -330,40 +315,21 @@ def _find_matching(to_match: list[dict], claims: PodClaims, batch: NodeBatch, lo
 def _candidates(claim: dict, pvs: list[dict], lookups: Lookups) -> tuple[dict | None, list[dict]]:
     """The node-independent part of FindMatchingVolume: the pre-bound PV if any, else the available
     PVs that fit the claim, smallest first (list order among equals)."""
-    requested = quantity(requested_storage(claim))
-    cls = claim_class(claim)
-    selector = None
-    if spec(claim).get("selector") is not None:
-        selector = parse_label_selector(spec(claim)["selector"])
-    claim_vac = spec(claim).get("volumeAttributesClassName") or ""
-    if not lookups.vac_enabled and claim_vac:
-        raise FindError(f"unsupported volumeAttributesClassName is set on claim {pvc_key(claim)} "
-                        "when the feature-gate VolumeAttributesClass is disabled")
-    claim_mode = spec(claim).get("volumeMode") or "Filesystem"
-    claim_modes = frozenset(spec(claim).get("accessModes") or ())
+    try:
+        matcher = ClaimMatcher(claim, lookups.vac_enabled)
+    except ValueError as e:
+        raise FindError(str(e)) from e
     out: list[tuple[Any, dict]] = []
     for pv in pvs:
         f = pv_facts(pv)
-        if f.claim_ref is not None and not is_volume_bound_to_claim(pv, claim):
-            continue
-        if f.capacity < requested or f.volume_mode != claim_mode or f.deleting:
-            continue
-        if (f.vac != claim_vac) if lookups.vac_enabled else bool(f.vac):
+        if not matcher.usable(pv, f):
             continue
         if f.claim_ref is not None:
             return pv, []
-        if f.phase != VOLUME_AVAILABLE or f.cls != cls or not claim_modes <= f.modes:
-            continue
-        if selector is not None and not selector.matches(f.labels):
-            continue
-        out.append((f.capacity_key, pv))
+        if matcher.available(f) and matcher.modes <= f.modes:
+            out.append((f.capacity, pv))
     out.sort(key=lambda item: item[0])
     return None, [pv for _, pv in out]
-
-
-def _simple_selector(pv: dict) -> tuple[str, frozenset[str]] | None:
-    """(key, values) when the PV's affinity is a single ``key In values`` requirement."""
-    return pv_facts(pv).simple
 
 
 def _simple_key(candidates: list[dict]) -> str | None:
@@ -372,7 +338,7 @@ def _simple_key(candidates: list[dict]) -> str | None:
         return None
     key = None
     for pv in candidates:
-        simple = _simple_selector(pv)
+        simple = pv_facts(pv).simple
         if simple is None or (key is not None and simple[0] != key):
             return None
         key = simple[0]
@@ -384,7 +350,7 @@ def _choose_simple(i: int, candidates: list[dict], batch: NodeBatch, ev: Evaluat
     """The same choice as the general loop, for PVs that each allow a set of values of one label:
     per label value, the PVs allowing it in preference order; each node takes the first one no
     earlier claim took (at most i + 1 look-ups per node)."""
-    key = _simple_selector(candidates[0])[0]  # type: ignore[index]
+    key = pv_facts(candidates[0]).simple[0]  # type: ignore[index]
     column = batch.table.label_column(key)
     if column is None:
         return
@@ -392,7 +358,7 @@ def _choose_simple(i: int, candidates: list[dict], batch: NodeBatch, ev: Evaluat
     table = np.full((len(column.values) + 1, depth), -1, dtype=np.int64)
     filled = np.zeros(len(column.values) + 1, dtype=np.int64)
     for pv in candidates:
-        _, values = _simple_selector(pv)  # type: ignore[misc]
+        _, values = pv_facts(pv).simple  # type: ignore[misc]
         idx = -1
         for value in values:
             code = column.vocab.get(value)

@@ -8,6 +8,7 @@ per object, never per node: the plugins evaluate node-dependent parts with numpy
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -16,8 +17,12 @@ from typing import Any
 
 from kubesched.api.errors import InvalidQuantity
 from kubesched.api.quantity import parse_quantity
-from kubesched.api.selectors import NodeSelector, parse_node_selector
+from kubesched.api.selectors import NodeSelector, parse_label_selector, parse_node_selector
+from kubesched.framework.events import QueueingHint
 from kubesched.framework.types import PodInfo
+from kubesched.plugins._resource_allocation import pod_memo
+
+log = logging.getLogger(__name__)
 
 # --- annotations and well-known names ---------------------------------------------------------
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
@@ -43,8 +48,6 @@ LABEL_REGION = "topology.kubernetes.io/region"
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 MULTI_ZONE_DELIMITER = "__"
 
-_UNSET: Any = object()
-
 
 def not_found(resource: str, name: str) -> str:
     """The message of a lister's NotFound error (``persistentvolumeclaim "x" not found``)."""
@@ -67,17 +70,12 @@ def name_of(obj: Mapping) -> str:
     return meta(obj).get("name", "")
 
 
-def claim_key(namespace: str, name: str) -> str:
-    return f"{namespace}/{name}"
-
-
-def memo(pod: PodInfo, key: str, compute: Any) -> Any:
-    """A value derived from the pod once and kept on its PodInfo (which allows extra attributes)."""
-    cache = pod.__dict__
-    value = cache.get(key, _UNSET)
-    if value is _UNSET:
-        value = cache[key] = compute(pod)
-    return value
+def resource_version(obj: Mapping) -> int:
+    """An object's resourceVersion as a number (etcd revisions compare numerically; 0 if unset or not one)."""
+    try:
+        return int(meta(obj).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
 
 
 # --- pod volumes ----------------------------------------------------------------------------------
@@ -99,33 +97,50 @@ def ephemeral_claim_name(pod_name: str, volume: Mapping) -> str:
     return f"{pod_name}-{volume.get('name', '')}"
 
 
-def _claims(pod: PodInfo) -> tuple[ClaimRef, ...]:
-    out = []
-    for vol in pod_volumes(pod):
-        pvc = vol.get("persistentVolumeClaim")
-        if pvc is not None:
-            out.append(ClaimRef(pvc.get("claimName", "") or "", False, vol))
-        elif vol.get("ephemeral") is not None:
-            out.append(ClaimRef(ephemeral_claim_name(pod.name, vol), True, vol))
-    return tuple(out)
+def volume_claim(pod_name: str, volume: Mapping) -> ClaimRef | None:
+    """The claim behind one pod volume (None for volumes without one)."""
+    pvc = volume.get("persistentVolumeClaim")
+    if pvc is not None:
+        return ClaimRef(pvc.get("claimName", "") or "", False, volume)
+    if volume.get("ephemeral") is not None:
+        return ClaimRef(ephemeral_claim_name(pod_name, volume), True, volume)
+    return None
+
+
+def raw_pod_claims(pod: Mapping) -> tuple[ClaimRef, ...]:
+    """The PVC-backed volumes of a raw pod dict (queueing hints get raw objects), in spec order."""
+    name = meta(pod).get("name", "")
+    return tuple(ref for ref in (volume_claim(name, vol) for vol in spec(pod).get("volumes") or []) if ref is not None)
 
 
 def pod_claims(pod: PodInfo) -> tuple[ClaimRef, ...]:
-    """The pod's PVC-backed volumes in spec order, computed once per PodInfo."""
-    return memo(pod, "_kvol_claims", _claims)
+    """``raw_pod_claims`` of a PodInfo, computed once for the pod."""
+    return pod_memo(pod, "_kvol_claims", lambda: raw_pod_claims(pod.pod))
 
 
-def raw_pod_claims(pod: Mapping) -> list[ClaimRef]:
-    """``pod_claims`` for a raw pod dict (queueing hints get raw objects)."""
-    name = meta(pod).get("name", "")
-    out = []
-    for vol in spec(pod).get("volumes") or []:
-        pvc = vol.get("persistentVolumeClaim")
-        if pvc is not None:
-            out.append(ClaimRef(pvc.get("claimName", "") or "", False, vol))
-        elif vol.get("ephemeral") is not None:
-            out.append(ClaimRef(ephemeral_claim_name(name, vol), True, vol))
-    return out
+def pvc_volume_claims(pod: PodInfo) -> tuple[str, ...]:
+    """Claim names of the pod's ``persistentVolumeClaim`` volumes (generic ephemeral ones excluded)."""
+    return pod_memo(pod, "_kvol_pvc_names", lambda: tuple(ref.claim for ref in pod_claims(pod) if not ref.ephemeral))
+
+
+# --- queueing hints on claims ------------------------------------------------------------------------
+def _claim_of_pod_hint(pod: dict, pvc: Any, ephemeral: bool) -> QueueingHint:
+    if pvc is None or meta(pvc).get("namespace") != (meta(pod).get("namespace") or "default"):
+        return QueueingHint.QueueSkip
+    if any(ref.claim == name_of(pvc) and (ephemeral or not ref.ephemeral) for ref in raw_pod_claims(pod)):
+        return QueueingHint.Queue
+    return QueueingHint.QueueSkip
+
+
+def queue_if_claim_of_pod(pod: dict, old: Any, new: Any) -> QueueingHint:
+    """Queue when the added or updated PVC is one a volume of the pod (generic ephemeral ones
+    included) uses."""
+    return _claim_of_pod_hint(pod, new, True)
+
+
+def queue_if_pvc_volume_of_pod(pod: dict, old: Any, new: Any) -> QueueingHint:
+    """Queue when the added or updated PVC is one a ``persistentVolumeClaim`` volume of the pod uses."""
+    return _claim_of_pod_hint(pod, new, False)
 
 
 def volume_is_for_pod(pod_namespace: str, pod_name: str, pod_uid: str, pvc: Mapping) -> str | None:
@@ -256,16 +271,14 @@ class PVFacts:
     """What matching reads from a PV, extracted once per PV object: informers replace an object on
     every change, so the object's identity stands for its version."""
 
-    __slots__ = ("capacity", "capacity_key", "claim_ref", "cls", "deleting", "labels", "modes", "name", "phase",
-                 "selector", "simple", "vac", "volume_mode")
+    __slots__ = ("capacity", "claim_ref", "cls", "deleting", "labels", "modes", "name", "phase", "selector", "simple",
+                 "vac", "volume_mode")
 
     def __init__(self, pv: Mapping) -> None:
         m, s = meta(pv), spec(pv)
         self.name: str = m.get("name", "")
         self.cls = volume_class(pv)
         self.capacity = quantity(pv_capacity(pv))
-        #: Sort key: the integer part first, the exact value only to break ties.
-        self.capacity_key = (self.capacity.numerator // self.capacity.denominator, self.capacity)
         self.claim_ref: Mapping | None = s.get("claimRef") or None
         self.phase = (pv.get("status") or {}).get("phase")
         self.modes = frozenset(s.get("accessModes") or ())
@@ -331,25 +344,6 @@ def _empty_name_matches(req: Any) -> bool:
     return ("" in req.values) == (req.op == "In")
 
 
-def match_topology_selector_terms(terms: list[Mapping] | None, labels: Mapping[str, str]) -> bool:
-    """``MatchTopologySelectorTerms``: no terms match everything; an empty term matches nothing."""
-    if not terms:
-        return True
-    return any(_topology_term_matches(term, labels) for term in terms)
-
-
-def _topology_term_matches(term: Mapping, labels: Mapping[str, str]) -> bool:
-    exprs = term.get("matchLabelExpressions") or []
-    if not exprs:
-        return False
-    for expr in exprs:
-        values = expr.get("values") or []
-        key = expr.get("key", "")
-        if not values or key not in labels or labels[key] not in values:
-            return False
-    return True
-
-
 def label_zones_to_set(value: str) -> frozenset[str] | None:
     """``LabelZonesToSet``: ``a__b`` is {a, b}; an empty element makes the label unusable (None)."""
     zones = set()
@@ -362,74 +356,66 @@ def label_zones_to_set(value: str) -> frozenset[str] | None:
 
 
 # --- matching PVs to claims -----------------------------------------------------------------------
+class ClaimMatcher:
+    """What ``FindMatchingVolume`` asks of a PV for one claim without looking at a node, on the PV's
+    ``PVFacts``. Raises ValueError for a claim with an attributes class while the gate is off."""
+
+    __slots__ = ("claim", "cls", "mode", "modes", "requested", "selector", "vac", "vac_enabled")
+
+    def __init__(self, claim: Mapping, vac_enabled: bool) -> None:
+        s = spec(claim)
+        self.claim = claim
+        self.vac_enabled = vac_enabled
+        self.vac = s.get("volumeAttributesClassName") or ""
+        if not vac_enabled and self.vac:
+            raise ValueError(f"unsupported volumeAttributesClassName is set on claim {meta(claim).get('namespace', '')}/"
+                             f"{name_of(claim)} when the feature-gate VolumeAttributesClass is disabled")
+        self.requested = quantity(requested_storage(claim))
+        self.cls = claim_class(claim)
+        raw = s.get("selector")
+        self.selector = None if raw is None else parse_label_selector(raw)
+        self.mode = s.get("volumeMode") or "Filesystem"
+        self.modes = frozenset(s.get("accessModes") or ())
+
+    def usable(self, pv: Mapping, f: PVFacts) -> bool:
+        """Not bound to another claim, large enough, of the claim's volume mode and attributes class,
+        not being deleted. A usable PV with a ``claimRef`` is pre-bound to the claim."""
+        if f.claim_ref is not None and not is_volume_bound_to_claim(pv, self.claim):
+            return False
+        if f.capacity < self.requested or f.volume_mode != self.mode or f.deleting:
+            return False
+        return f.vac == self.vac if self.vac_enabled else not f.vac
+
+    def available(self, f: PVFacts) -> bool:
+        """Phase Available, labels matching the claim's selector, and the claim's class."""
+        if f.phase != VOLUME_AVAILABLE or f.cls != self.cls:
+            return False
+        return self.selector is None or self.selector.matches(f.labels)
+
+
 def find_matching_volume(claim: Mapping, volumes: Iterable[Mapping], node_labels: Mapping[str, str] | None,
                          excluded: set[str] | frozenset[str], delay_binding: bool, vac_enabled: bool) -> Mapping | None:
-    """``FindMatchingVolume`` for one node (or for the PV controller, ``node_labels`` None)."""
-    claim_vac = spec(claim).get("volumeAttributesClassName") or ""
-    if not vac_enabled and claim_vac:
-        raise ValueError(f"unsupported volumeAttributesClassName is set on claim {meta(claim).get('namespace', '')}/"
-                         f"{name_of(claim)} when the feature-gate VolumeAttributesClass is disabled")
-    requested = quantity(requested_storage(claim))
-    requested_class = claim_class(claim)
-    selector = _claim_selector(claim)
+    """``FindMatchingVolume`` for one node (or for the PV controller, ``node_labels`` None): the
+    pre-bound PV if any, else the smallest available one (the first among equals)."""
+    matcher = ClaimMatcher(claim, vac_enabled)
     smallest: Mapping | None = None
     smallest_qty = Fraction(0)
     for pv in volumes:
-        if not basic_match(claim, pv, excluded, requested, vac_enabled):
+        f = pv_facts(pv)
+        if f.name in excluded or not matcher.usable(pv, f):
             continue
-        affinity_ok = True
-        if node_labels is not None:
-            affinity_ok = node_selector_matches(pv_node_selector(pv), node_labels)
-        if is_volume_bound_to_claim(pv, claim):
+        affinity_ok = node_labels is None or node_selector_matches(f.selector, node_labels)
+        if f.claim_ref is not None:
             return pv if affinity_ok else None
         if node_labels is None and delay_binding:
             continue
-        if not available_for(claim, pv, selector, requested_class):
+        if not matcher.available(f) or not affinity_ok:
             continue
-        if not affinity_ok:
+        if node_labels is not None and not matcher.modes <= f.modes:
             continue
-        if node_labels is not None and not access_modes_satisfied(claim, pv):
-            continue
-        qty = quantity(pv_capacity(pv))
-        if smallest is None or smallest_qty > qty:
-            smallest, smallest_qty = pv, qty
+        if smallest is None or smallest_qty > f.capacity:
+            smallest, smallest_qty = pv, f.capacity
     return smallest
-
-
-def basic_match(claim: Mapping, pv: Mapping, excluded: set[str] | frozenset[str], requested: Fraction,
-                vac_enabled: bool) -> bool:
-    """The node-independent checks FindMatchingVolume makes before node affinity."""
-    if name_of(pv) in excluded:
-        return False
-    if spec(pv).get("claimRef") and not is_volume_bound_to_claim(pv, claim):
-        return False
-    if quantity(pv_capacity(pv)) < requested:
-        return False
-    if volume_mode_mismatch(claim, pv):
-        return False
-    claim_vac = spec(claim).get("volumeAttributesClassName") or ""
-    volume_vac = spec(pv).get("volumeAttributesClassName") or ""
-    if vac_enabled and claim_vac != volume_vac:
-        return False
-    if not vac_enabled and volume_vac:
-        return False
-    return not meta(pv).get("deletionTimestamp")
-
-
-def available_for(claim: Mapping, pv: Mapping, selector: Any, requested_class: str) -> bool:
-    """Phase Available, labels matching the claim's selector, and the same class."""
-    if (pv.get("status") or {}).get("phase") != VOLUME_AVAILABLE:
-        return False
-    if selector is not None and not selector.matches(meta(pv).get("labels") or {}):
-        return False
-    return volume_class(pv) == requested_class
-
-
-def _claim_selector(claim: Mapping) -> Any:
-    from kubesched.api.selectors import parse_label_selector
-
-    raw = spec(claim).get("selector")
-    return None if raw is None else parse_label_selector(raw)
 
 
 # --- CSIStorageCapacity ----------------------------------------------------------------------------
@@ -491,6 +477,16 @@ def pv_plugin(pv: Mapping) -> InTreePlugin | None:
     return None
 
 
+#: ``isCSIMigrationOnForPlugin``: the in-tree plugins whose migration the scheduler honours
+#: (CSIMigrationPortworx is GA and locked on in 1.35).
+_MIGRATION_ON = frozenset({AWS_EBS, GCE_PD, AZURE_DISK, CINDER, PORTWORX})
+
+
+def csi_migration_on(plugin: str) -> bool:
+    """Whether the scheduler treats the in-tree plugin's volumes as migrated to CSI."""
+    return plugin in _MIGRATION_ON
+
+
 def migratable_provisioner(provisioner: str) -> InTreePlugin | None:
     """``IsMigratableIntreePluginByName``."""
     return PLUGIN_BY_NAME.get(provisioner)
@@ -502,6 +498,22 @@ def migrated_plugins(csinode: Mapping | None) -> frozenset[str]:
         return frozenset()
     value = annotations(csinode).get(ANN_MIGRATED_PLUGINS, "")
     return frozenset(value.split(",")) if value else frozenset()
+
+
+def csinode_limits(csinode: Mapping) -> dict[str, int]:
+    """Attach limit per driver (``spec.drivers[].allocatable.count``); a driver without a count, or
+    with one that is not an integer, has no limit."""
+    out: dict[str, int] = {}
+    for driver in spec(csinode).get("drivers") or []:
+        count = (driver.get("allocatable") or {}).get("count")
+        if count is None:
+            continue
+        try:
+            out[driver.get("name", "")] = int(count)
+        except (TypeError, ValueError):
+            log.warning("CSINode %s: ignoring driver %s's malformed allocatable count %r",
+                        name_of(csinode), driver.get("name", ""), count)
+    return out
 
 
 def _ebs_volume_id(kubernetes_id: str) -> str | None:
@@ -537,6 +549,12 @@ def volume_handle(plugin: InTreePlugin, source: Mapping, labels: Mapping[str, st
     if plugin.name == VSPHERE:
         return source.get("volumePath", "")
     return source.get("volumeID", "")
+
+
+def translation_error(source: Mapping) -> str:
+    """csi-translation-lib's error for an in-tree source whose volume ID cannot be translated (only an
+    AWS EBS ID can be malformed)."""
+    return f"failed to translate Kubernetes ID to EBS Volume ID Invalid format for AWS volume ({source.get('volumeID', '')})"
 
 
 def translate_pv(pv: Mapping) -> dict | None:

@@ -5,8 +5,9 @@ parameters, ``resource.k8s.io/v1``), as kube-scheduler 1.35 allocates them.
   ``status.resourceClaimStatuses``) and check their classes; a pod without claims is skipped at
   the cost of one dictionary lookup. Claims that still need devices get an ``Allocator`` built
   once per cycle from the slices, classes and allocated devices (in-flight allocations included).
-* Filter runs the allocator per node, but only on nodes some ResourceSlice reaches: every other
-  node shares one "empty node" outcome. Allocated claims restrict nodes by
+* Filter runs the allocator once per set of ResourceSlices reaching a node (the outcome depends on
+  nothing else), so nodes served by the same slices, and all the nodes no slice reaches, share
+  one run. Allocated claims restrict nodes by
   ``status.allocation.nodeSelector``, evaluated for the whole batch at once.
 * Score ranks ``firstAvailable`` choices (1.35 scoring of prioritized lists).
 * PostFilter deallocates an allocated, unused claim that made nodes unavailable; Reserve keeps
@@ -36,7 +37,6 @@ from kubesched.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.framework.interface import (
-    MAX_NODE_SCORE,
     BatchFilterPlugin,
     BatchScorePlugin,
     EnqueueExtensions,
@@ -66,12 +66,19 @@ from kubesched.plugins._dra_allocator import (
     obj_ref,
 )
 from kubesched.plugins._dra_manager import ClaimNotFound, DRAManager, SliceSnapshot, manager_for
+from kubesched.plugins._resource_allocation import default_normalize
 
 log = logging.getLogger(__name__)
 
 STATE_KEY = names.DynamicResources
 RESOURCE_CLAIM = kind_named("ResourceClaim")
 RETRY_STEPS = 5  # retry.DefaultRetry
+RESERVED_FOR_MAX_SIZE = 256  # resourceapi.ResourceClaimReservedForMaxSize
+
+#: DRA gates (all alpha, off by default in 1.35) whose behaviour this plugin does not implement: it
+#: refuses to start with any of them on rather than schedule differently from kube-scheduler.
+UNIMPLEMENTED_GATES = ("DRAConsumableCapacity", "DRADeviceBindingConditions", "DRADeviceTaintRules",
+                       "DRAExtendedResource", "DRAPartitionableDevices")
 
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_AVAILABLE = "resourceclaim not available on the node"
@@ -116,6 +123,11 @@ def is_reserved_for_pod(pod: Mapping, claim: Mapping) -> bool:
     return any(r.get("uid") == uid for r in (claim.get("status") or {}).get("reservedFor") or [])
 
 
+def can_be_reserved(claim: Mapping) -> bool:
+    """``resourceclaim.CanBeReserved``: ``status.reservedFor`` has room for one more consumer."""
+    return len((claim.get("status") or {}).get("reservedFor") or []) < RESERVED_FOR_MAX_SIZE
+
+
 def _allocation(claim: Mapping) -> dict | None:
     return (claim.get("status") or {}).get("allocation")
 
@@ -142,6 +154,8 @@ class _State:
     slices: SliceSnapshot | None = None
     node_allocations: dict[str, list[dict]] = field(default_factory=dict)
     unavailable_nodes: dict[int, set[str]] = field(default_factory=dict)
+    #: Allocation outcome per tuple of the slices reaching a node.
+    outcomes: dict[tuple[SliceInfo, ...], list[dict] | tuple[Code, str]] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self
@@ -163,15 +177,6 @@ def _error(message: str) -> Status:
     return Status.from_error(RuntimeError(message))
 
 
-def default_normalize_score(scores: np.ndarray, max_priority: int = MAX_NODE_SCORE, reverse: bool = False) -> np.ndarray:
-    """``helper.DefaultNormalizeScore``."""
-    highest = int(scores.max()) if len(scores) else 0
-    if highest == 0:
-        return np.full(len(scores), max_priority, dtype=np.int64) if reverse else scores
-    out = max_priority * scores // highest
-    return max_priority - out if reverse else out
-
-
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, PostFilterPlugin, BatchScorePlugin,
                        ReservePlugin, PreBindPlugin, EnqueueExtensions):
     name = names.DynamicResources
@@ -181,6 +186,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         gates: FeatureGates = getattr(handle, "feature_gates", None) or DEFAULT_GATES
+        unimplemented = [gate for gate in UNIMPLEMENTED_GATES if gates.enabled(gate)]
+        if unimplemented:
+            raise ValueError("; ".join(f"kubesched does not implement feature gate {gate}" for gate in unimplemented))
         if args is None:
             args = DynamicResourcesArgs()
             args.set_defaults(gates)
@@ -189,9 +197,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
         self.features = Features(
             admin_access=gates.enabled("DRAAdminAccess"),
             prioritized_list=gates.enabled("DRAPrioritizedList"),
-            partitionable_devices=gates.enabled("DRAPartitionableDevices"),
             device_taints=gates.enabled("DRADeviceTaints"),
-            device_binding_and_status=gates.enabled("DRADeviceBindingConditions") and gates.enabled("DRAResourceClaimDeviceStatus"),
         )
         timeout = args.filter_timeout if gates.enabled("DRASchedulerFilterTimeout") else None
         self.filter_timeout: float | None = timeout if timeout and timeout > 0 else None
@@ -246,6 +252,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
         to_allocate = 0
         for index, claim in enumerate(claims):
             allocation = _allocation(claim)
+            if allocation is not None and not can_be_reserved(claim) and not is_reserved_for_pod(pod.pod, claim):
+                return None, _unresolvable("resourceclaim in use")
             if allocation is not None:
                 raw = allocation.get("nodeSelector")
                 if raw is not None:
@@ -352,30 +360,25 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
         return total, per_claim
 
     def _allocate(self, s: _State, nodes: NodeBatch) -> Callable[[int], list[dict] | tuple[Code, str]]:
-        """Per-node allocation outcomes, computed lazily; nodes no slice reaches share one outcome."""
+        """Per-node allocation outcomes, computed lazily, once per set of slices reaching nodes."""
         assert s.allocator is not None and s.slices is not None
         claims = [claim for _, claim in s.to_allocate()]
         reaching = _slices_per_node(s.slices, nodes)
-        names_ = nodes.names()
-        infos = None
-        empty: list[Any] = []
 
         def outcome(position: int) -> list[dict] | tuple[Code, str]:
-            nonlocal infos
-            matching = reaching[position]
-            if not matching:
-                if not empty:
-                    empty.append(self._run_allocator(s, "", [], claims))
-                return empty[0]
-            pools = gather_pools(matching, s.slices.pools, self.features)  # type: ignore[union-attr]
-            return self._run_allocator(s, names_[position], pools, claims)
+            key = tuple(reaching[position])
+            found = s.outcomes.get(key)
+            if found is None:
+                pools = gather_pools(key, s.slices.pools, self.features)  # type: ignore[union-attr]
+                found = s.outcomes[key] = self._run_allocator(s, pools, claims)
+            return found
 
         return outcome
 
-    def _run_allocator(self, s: _State, node_name: str, pools: list, claims: list[dict]) -> list[dict] | tuple[Code, str]:
+    def _run_allocator(self, s: _State, pools: list, claims: list[dict]) -> list[dict] | tuple[Code, str]:
         assert s.allocator is not None
         try:
-            results = s.allocator.allocate(node_name, pools, claims)
+            results = s.allocator.allocate(pools, claims)
         except AllocationTimeout:
             return Code.UnschedulableAndUnresolvable, TIMED_OUT
         except AllocationError as e:
@@ -434,7 +437,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
         s = state.get(STATE_KEY)
         if s is None or not s.claims or not s.node_allocations:
             return None  # every score is 0, which normalising leaves as it is
-        return default_normalize_score(scores)
+        return default_normalize(scores, False)
 
     # --- Reserve --------------------------------------------------------------------------------
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:

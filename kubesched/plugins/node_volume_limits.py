@@ -13,7 +13,6 @@ compares count arrays with the CSINode limits for the whole batch.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,17 +26,14 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.nodetable.table import NodeBatch, NodeTable
 from kubesched.plugins import names
+from kubesched.plugins._resource_allocation import pod_memo
 from kubesched.plugins._volume_batch import ChangeFeed, CSINodeView, CSINodeViews, rows_mask
 from kubesched.plugins._volume_helpers import (
-    AWS_EBS,
-    AZURE_DISK,
-    CINDER,
-    GCE_PD,
     PORTWORX,
     claim_class,
-    ephemeral_claim_name,
+    csi_migration_on,
+    csinode_limits,
     inline_plugin,
-    memo,
     meta,
     migratable_provisioner,
     migrated_plugins,
@@ -45,9 +41,11 @@ from kubesched.plugins._volume_helpers import (
     not_found,
     pod_volumes,
     pv_plugin,
-    raw_pod_claims,
+    queue_if_claim_of_pod,
     spec,
     translate_pv,
+    translation_error,
+    volume_claim,
     volume_handle,
     volume_is_for_pod,
 )
@@ -56,21 +54,21 @@ PRE_FILTER_KEY = "PreFilter" + names.NodeVolumeLimits
 EXTENSION_KEY = names.NodeVolumeLimits
 ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 WATCHED = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "VolumeAttachment")
+#: Prefix of the handles of unbound claims (upstream: random per plugin instance). One value for
+#: the process, since every profile's plugin shares a table's index.
+VOLUME_ID_PREFIX = "kubesched-unbound"
 
 #: Conditions under which a volume counts on a node (``isCSIMigrationOn``).
 ALWAYS = "always"          # a CSI volume
 CSINODE = "csinode"        # migrated in-tree plugin whose migration is complete: needs a CSINode
-_ALWAYS_MIGRATED = (AWS_EBS, GCE_PD, AZURE_DISK, CINDER)
 
 
-def _condition(plugin: str, portworx_migration: bool) -> str | None:
+def _condition(plugin: str) -> str | None:
     """When an in-tree plugin's volumes count as CSI ones: with any CSINode, only when the CSINode
     lists the plugin (Portworx), or never (plugins whose migration the scheduler does not consider)."""
-    if plugin in _ALWAYS_MIGRATED:
-        return CSINODE
-    if plugin == PORTWORX and portworx_migration:
-        return plugin
-    return None
+    if not csi_migration_on(plugin):
+        return None
+    return plugin if plugin == PORTWORX else CSINODE
 
 
 def counts_on(condition: str, csinode: Mapping | None) -> bool:
@@ -83,9 +81,8 @@ def counts_on(condition: str, csinode: Mapping | None) -> bool:
 
 def may_count(pod: PodInfo) -> bool:
     """PreFilter's test: a PVC, a generic ephemeral volume or an inline migratable volume."""
-    return memo(pod, "_kvol_may_count", lambda p: any(
-        v.get("persistentVolumeClaim") is not None or v.get("ephemeral") is not None or inline_plugin(v) is not None
-        for v in pod_volumes(p)))
+    return pod_memo(pod, "_kvol_may_count", lambda: any(
+        volume_claim(pod.name, v) is not None or inline_plugin(v) is not None for v in pod_volumes(pod)))
 
 
 class ResolveError(Exception):
@@ -96,30 +93,34 @@ class ResolveError(Exception):
 
 @dataclass
 class Resolved:
-    """A pod's attachable volumes: unique name -> (driver, condition), and what the answer read."""
+    """A pod's attachable volumes: unique name -> (driver, condition); the errors met where a
+    condition applies (inline volumes whose ID cannot be translated), in volume order; and what
+    the answer read."""
 
     volumes: dict[str, tuple[str, str]] = field(default_factory=dict)
+    errors: list[tuple[str, str]] = field(default_factory=list)
     claims: set[str] = field(default_factory=set)
     pvs: set[str] = field(default_factory=set)
+
+    def first_error(self, csinode: Mapping | None) -> str | None:
+        """The first error that applies to a node with this CSINode."""
+        return next((message for condition, message in self.errors if counts_on(condition, csinode)), None)
 
 
 class Resolver:
     """``filterAttachableVolumes`` against the current PVCs, PVs and StorageClasses."""
 
-    def __init__(self, objects: Any, prefix: str, portworx_migration: bool) -> None:
+    def __init__(self, objects: Any) -> None:
         self.pvcs: Mapping[str, Mapping] = objects("PersistentVolumeClaim")
         self.pvs: Mapping[str, Mapping] = objects("PersistentVolume")
         self.classes: Mapping[str, Mapping] = objects("StorageClass")
-        self.prefix = prefix
-        self.portworx_migration = portworx_migration
 
-    def resolve(self, pod: PodInfo, new_pod: bool, out: Resolved | None = None) -> Resolved:
-        out = out or Resolved()
+    def resolve(self, pod: PodInfo, new_pod: bool, out: Resolved) -> Resolved:
+        """Adds the pod's volumes to ``out``; raises ResolveError for an error on every node."""
         for vol in pod_volumes(pod):
-            if vol.get("persistentVolumeClaim") is not None:
-                self._claim(pod, vol["persistentVolumeClaim"].get("claimName") or "", False, new_pod, out)
-            elif vol.get("ephemeral") is not None:
-                self._claim(pod, ephemeral_claim_name(pod.name, vol), True, new_pod, out)
+            ref = volume_claim(pod.name, vol)
+            if ref is not None:
+                self._claim(pod, ref.claim, ref.ephemeral, new_pod, out)
             else:
                 self._inline(vol, out)
         return out
@@ -157,7 +158,7 @@ class Resolver:
                 return None
             return csi["driver"], csi["volumeHandle"], ALWAYS
         plugin = pv_plugin(pv)
-        condition = None if plugin is None else _condition(plugin.name, self.portworx_migration)
+        condition = None if plugin is None else _condition(plugin.name)
         translated = translate_pv(pv) if condition is not None else None
         if plugin is None or condition is None or translated is None:
             return None
@@ -168,26 +169,29 @@ class Resolver:
         sc = self.classes.get(claim_class(pvc)) if claim_class(pvc) else None
         if sc is None:
             return None
-        handle = f"{self.prefix}-{meta(pvc).get('namespace', '')}/{name_of(pvc)}"
+        handle = f"{VOLUME_ID_PREFIX}-{meta(pvc).get('namespace', '')}/{name_of(pvc)}"
         provisioner = sc.get("provisioner") or ""
         plugin = migratable_provisioner(provisioner)
         if plugin is None:
             return (provisioner, handle, ALWAYS) if provisioner else None
-        condition = _condition(plugin.name, self.portworx_migration)
+        condition = _condition(plugin.name)
         return None if condition is None else (plugin.driver, handle, condition)
 
-    def _inline(self, vol: Mapping, out: Resolved) -> None:
-        """``checkAttachableInlineVolume``: inline in-tree volumes count once migrated."""
+    @staticmethod
+    def _inline(vol: Mapping, out: Resolved) -> None:
+        """``checkAttachableInlineVolume``: inline in-tree volumes count once migrated; translating
+        one is an error only on the nodes where its migration is on."""
         plugin = inline_plugin(vol)
         if plugin is None:
             return
-        condition = _condition(plugin.name, self.portworx_migration)
+        condition = _condition(plugin.name)
         if condition is None:
             return
         handle = volume_handle(plugin, vol[plugin.source])
         if handle is None:
-            raise ResolveError(f"converting volume({vol.get('name', '')}) from inline to csi: "
-                               f"invalid format for volume ID {vol[plugin.source].get('volumeID', '')}")
+            out.errors.append((condition, f"converting volume({vol.get('name', '')}) from inline to csi: "
+                                          f"{translation_error(vol[plugin.source])}"))
+            return
         out.volumes[f"{plugin.driver}/{handle}"] = (plugin.driver, condition)
 
 
@@ -309,6 +313,7 @@ class _Index:
                 resolver.resolve(pod, False, resolved)
         except ResolveError as e:
             result.error = str(e)
+        result.error = resolved.first_error(csinode) or result.error
         result.claims, result.pvs = resolved.claims, resolved.pvs
         for unique, (driver, condition) in resolved.volumes.items():
             if counts_on(condition, csinode):
@@ -355,11 +360,30 @@ class _Index:
 
 
 # --- the plugin ---------------------------------------------------------------------------------------
+class _Keys:
+    """Per node of a batch, the first failure found (checks run in upstream's order)."""
+
+    def __init__(self, size: int) -> None:
+        self.keys = np.zeros(size, dtype=np.int64)
+        self.statuses: dict[int, Status] = {}
+
+    def fail(self, where: np.ndarray, status: Status) -> None:
+        where = where & (self.keys == 0)
+        if where.any():
+            key = len(self.statuses) + 1
+            self.statuses[key] = status
+            self.keys[where] = key
+
+    def verdict(self) -> FilterVerdict | None:
+        return FilterVerdict.from_keys(self.keys, self.statuses)
+
+
 @dataclass
 class _State:
-    """The pod's attachable volumes (or the error resolving them), computed once per cycle."""
+    """The pod's attachable volumes and errors (``Resolved``), or the error that fails every node,
+    computed once per cycle."""
 
-    volumes: dict[str, tuple[str, str]]
+    resolved: Resolved
     error: Status | None = None
 
     def clone(self) -> _State:
@@ -371,9 +395,6 @@ class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
-        gates = getattr(handle, "feature_gates", None)
-        self.portworx_migration = gates.enabled("CSIMigrationPortworx") if gates is not None else True
-        self.prefix = secrets.token_hex(16)
         self.feed = ChangeFeed(handle, WATCHED) if handle is not None else None
         self._views = CSINodeViews(self.feed)
         self._exceeded = Status(Code.Unschedulable, ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED)
@@ -382,7 +403,7 @@ class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
         return self.handle.objects(kind) if self.handle is not None else {}
 
     def resolver(self) -> Resolver:
-        return Resolver(self._objects, self.prefix, self.portworx_migration)
+        return Resolver(self._objects)
 
     def attachments_by_node(self) -> dict[str, list[Mapping]]:
         out: dict[str, list[Mapping]] = {}
@@ -416,14 +437,7 @@ class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         if not may_count(pod):
             return None, Status(Code.Skip)
-        try:
-            resolved = self.resolver().resolve(pod, True)
-        except ResolveError as e:
-            code = Code.UnschedulableAndUnresolvable
-            error = Status(code, str(e)) if e.unresolvable else Status.from_error(RuntimeError(str(e)))
-            state.write(PRE_FILTER_KEY, _State({}, error))
-            return None, None
-        state.write(PRE_FILTER_KEY, _State(resolved.volumes))
+        state.write(PRE_FILTER_KEY, self._resolve_now(pod))
         return None, None
 
     # --- Filter ---------------------------------------------------------------------------------------
@@ -433,21 +447,30 @@ class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
         s: _State | None = state.get(PRE_FILTER_KEY)
         if s is None:
             s = self._resolve_now(pod)
-        if s.error is not None:
-            return FilterVerdict.all_fail(len(nodes), s.error)
-        if not s.volumes:
+        resolved = s.resolved
+        if not resolved.volumes and not resolved.errors and s.error is None:
             return None
-        table = nodes.table
         csinodes = self._objects("CSINode")
-        view = self._views.view(table, csinodes)
-        if not view.limits:
-            return None
-        index: _Index = table.extension(EXTENSION_KEY, lambda t: _Index(t, self))
+        view = self._views.view(nodes.table, csinodes)
+        keys = _Keys(len(nodes))
+        for condition, message in resolved.errors:
+            keys.fail(self._applies(nodes, view, condition), Status.from_error(RuntimeError(message)))
+        if s.error is not None:
+            keys.fail(np.ones(len(nodes), dtype=bool), s.error)
+        if resolved.volumes and view.limits:
+            self._check_limits(nodes, view, csinodes, resolved, keys)
+        return keys.verdict()
+
+    def _check_limits(self, nodes: NodeBatch, view: CSINodeView, csinodes: Mapping[str, Mapping], resolved: Resolved,
+                      keys: _Keys) -> None:
+        """On nodes with a limit for a driver of the pod's volumes: an error resolving the pods
+        already there (where any of the pod's volumes counts), else whether the new volumes fit."""
+        index: _Index = nodes.table.extension(EXTENSION_KEY, lambda t: _Index(t, self))
         index.sync(csinodes, view)
         failed = np.zeros(len(nodes), dtype=bool)
         applies_any = np.zeros(len(nodes), dtype=bool)
         new_by_driver: dict[str, np.ndarray] = {}
-        for unique, (driver, condition) in s.volumes.items():
+        for unique, (driver, condition) in resolved.volumes.items():
             applies = self._applies(nodes, view, condition)
             applies_any |= applies
             if driver in view.limits:
@@ -459,16 +482,21 @@ class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
             attached = nodes.col(counts) if counts is not None else 0
             failed |= (limit >= 0) & (new > 0) & (attached + new > limit)
         errors = applies_any & nodes.col(view.any_limit) & rows_mask(nodes, index.error_rows)
-        if errors.any():
-            row = int(nodes.row_ids()[np.flatnonzero(errors)[0]])
-            return FilterVerdict.all_fail(len(nodes), Status.from_error(RuntimeError(index.rows[row].error or "")))
-        return FilterVerdict.fail_where(failed, self._exceeded)
+        rows = nodes.row_ids()
+        for position in np.flatnonzero(errors):
+            single = np.zeros(len(nodes), dtype=bool)
+            single[position] = True
+            keys.fail(single, Status.from_error(RuntimeError(index.rows[int(rows[position])].error or "")))
+        keys.fail(failed, self._exceeded)
 
     def _resolve_now(self, pod: PodInfo) -> _State:
+        resolved = Resolved()
         try:
-            return _State(self.resolver().resolve(pod, True).volumes)
+            self.resolver().resolve(pod, True, resolved)
         except ResolveError as e:
-            return _State({}, Status(Code.UnschedulableAndUnresolvable, str(e)) if e.unresolvable else Status.from_error(e))
+            code = Code.UnschedulableAndUnresolvable
+            return _State(resolved, Status(code, str(e)) if e.unresolvable else Status.from_error(RuntimeError(str(e))))
+        return _State(resolved)
 
     @staticmethod
     def _applies(nodes: NodeBatch, view: CSINodeView, condition: str) -> np.ndarray:
@@ -500,46 +528,32 @@ class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
                 return QueueingHint.Queue
         return QueueingHint.QueueSkip
 
-    @staticmethod
-    def is_schedulable_after_pvc_added(pod: dict, old: Any, new: Any) -> QueueingHint:
-        if new is None or meta(new).get("namespace") != (meta(pod).get("namespace") or "default"):
-            return QueueingHint.QueueSkip
-        if any(ref.claim == name_of(new) for ref in raw_pod_claims(pod)):
-            return QueueingHint.Queue
-        return QueueingHint.QueueSkip
+    is_schedulable_after_pvc_added = staticmethod(queue_if_claim_of_pod)
 
-    def is_schedulable_after_volume_attachment_deleted(self, pod: dict, old: Any, new: Any) -> QueueingHint:
-        """Queue when the detached volume is one of the pod's claims' PVs, or its inline CSI driver is
-        the driver of one of the pod's inline migratable volumes."""
+    @staticmethod
+    def is_schedulable_after_volume_attachment_deleted(pod: dict, old: Any, new: Any) -> QueueingHint:
+        """A detach frees a slot of the attacher's driver: queue a pod with any ``persistentVolumeClaim``
+        volume (its driver is not worth resolving here), or with an inline migratable volume whose CSI
+        driver is the one of the detached inline volume."""
+        volumes = spec(pod).get("volumes") or []
+        if any(vol.get("persistentVolumeClaim") is not None for vol in volumes):
+            return QueueingHint.Queue
         source = spec(old or {}).get("source") or {}
-        pv_name = source.get("persistentVolumeName")
-        namespace = meta(pod).get("namespace") or "default"
-        if pv_name:
-            pvcs = self._objects("PersistentVolumeClaim")
-            for ref in raw_pod_claims(pod):
-                pvc = pvcs.get(f"{namespace}/{ref.claim}")
-                if pvc is not None and spec(pvc).get("volumeName") == pv_name:
-                    return QueueingHint.Queue
         driver = ((source.get("inlineVolumeSpec") or {}).get("csi") or {}).get("driver")
-        if driver:
-            for vol in spec(pod).get("volumes") or []:
-                plugin = inline_plugin(vol)
-                if plugin is not None and plugin.driver == driver:
-                    return QueueingHint.Queue
+        for vol in volumes:
+            plugin = inline_plugin(vol)
+            if plugin is None:
+                continue
+            if volume_handle(plugin, vol[plugin.source]) is None:
+                return QueueingHint.Queue  # upstream: a translation error queues the pod
+            if driver and plugin.driver == driver:
+                return QueueingHint.Queue
         return QueueingHint.QueueSkip
 
     @staticmethod
     def is_schedulable_after_csinode_updated(pod: dict, old: Any, new: Any) -> QueueingHint:
         """Queue when some driver's attach limit went up (or went away)."""
-        def limits(obj: Any) -> dict[str, int]:
-            out = {}
-            for d in spec(obj or {}).get("drivers") or []:
-                count = (d.get("allocatable") or {}).get("count")
-                if count is not None:
-                    out[d.get("name", "")] = int(count)
-            return out
-
-        before, after = limits(old), limits(new)
+        before, after = csinode_limits(old or {}), csinode_limits(new or {})
         for driver, count in before.items():
             if driver not in after or after[driver] > count:
                 return QueueingHint.Queue

@@ -43,7 +43,7 @@ from kubesched.framework.types import PodInfo
 from kubesched.nodetable.table import NodeBatch
 from kubesched.plugins import names
 from kubesched.plugins._resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, broken_linear
-from kubesched.plugins._volume_batch import ChangeFeed, CSINodeViews
+from kubesched.plugins._volume_batch import ChangeFeed, ClassIndex, CSINodeViews
 from kubesched.plugins._volume_binder import (
     REASONS,
     AssumeCache,
@@ -56,7 +56,6 @@ from kubesched.plugins._volume_binder import (
     find,
     pv_class_name,
     pvc_key,
-    resource_version,
 )
 from kubesched.plugins._volume_helpers import (
     ANN_MIGRATED_PLUGINS,
@@ -67,6 +66,7 @@ from kubesched.plugins._volume_helpers import (
     bind_volume_to_claim,
     binding_mode,
     claim_class,
+    csi_migration_on,
     is_pvc_fully_bound,
     meta,
     migrated_plugins,
@@ -79,10 +79,12 @@ from kubesched.plugins._volume_helpers import (
     pv_facts,
     pv_plugin,
     quantity_value,
-    raw_pod_claims,
+    queue_if_claim_of_pod,
     requested_storage,
+    resource_version,
     spec,
     translate_pv,
+    translation_error,
     volume_is_for_pod,
     volume_limit,
 )
@@ -92,8 +94,6 @@ MAX_UTILIZATION = 100
 POLL_INTERVAL = 1.0
 PV_KIND = kind_named("PersistentVolume")
 PVC_KIND = kind_named("PersistentVolumeClaim")
-_MIGRATION_ON = ("kubernetes.io/aws-ebs", "kubernetes.io/gce-pd", "kubernetes.io/azure-disk", "kubernetes.io/cinder",
-                 "kubernetes.io/portworx-volume")
 
 
 class _State:
@@ -107,22 +107,25 @@ class _State:
         self.evaluations: list[Evaluation] = []
         self.has_static = False
         self.all_bound = False
-        self.plans: dict[str, PodVolumes] = {}
+        self.plans: dict[str, PodVolumes | None] = {}
 
     def clone(self) -> _State:
         """Shared, as upstream's pointer: preemption's Filter results land in the same state."""
         return self
 
     def pod_volumes(self, node_name: str) -> PodVolumes | None:
-        """The node's plan from the latest evaluation it passed (upstream ``podVolumesByNode``)."""
-        plan = self.plans.get(node_name)
-        if plan is not None:
-            return plan
+        """The node's plan from the latest evaluation it passed (upstream ``podVolumesByNode``),
+        derived once (Reserve is first): later phases must not re-derive it from the evaluations'
+        row numbers, which may by then name other nodes."""
+        if node_name not in self.plans:
+            self.plans[node_name] = self._find_plan(node_name)
+        return self.plans[node_name]
+
+    def _find_plan(self, node_name: str) -> PodVolumes | None:
         for ev in reversed(self.evaluations):
             position = ev.position(node_name)
             if position is not None:
-                plan = self.plans[node_name] = ev.plan(position)
-                return plan
+                return ev.plan(position)
         return None
 
 
@@ -145,14 +148,15 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
         self.bind_timeout = float(args.bind_timeout_seconds)
         self.capacity_scoring = gates.enabled("StorageCapacityScoring")
         self.vac_enabled = gates.enabled("VolumeAttributesClass")
-        self.portworx_migration = gates.enabled("CSIMigrationPortworx")
         self.scorer = None
         if self.capacity_scoring:
             scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
             self.scorer = broken_linear([(p.utilization, p.score * scale) for p in (args.shape or [])])
-        self.pv_cache = AssumeCache(lambda: self._objects("PersistentVolume"), "PersistentVolume")
-        self.pvc_cache = AssumeCache(lambda: self._objects("PersistentVolumeClaim"), "PersistentVolumeClaim")
-        self._csinodes = CSINodeViews(ChangeFeed(handle, ("CSINode",)) if handle is not None else None)
+        self.pv_cache = AssumeCache(lambda: self._objects("PersistentVolume"), "v1.PersistentVolume")
+        self.pvc_cache = AssumeCache(lambda: self._objects("PersistentVolumeClaim"), "v1.PersistentVolumeClaim")
+        self._csinodes = CSINodeViews(ChangeFeed(handle, ("CSINode",), window=0) if handle is not None else None)
+        self._pv_classes = ClassIndex(ChangeFeed(handle, ("PersistentVolume",)) if handle is not None else None,
+                                      lambda pv: pv_facts(pv).cls)
 
     def _objects(self, kind: str) -> Mapping[str, dict]:
         return self.handle.objects(kind) if self.handle is not None else {}
@@ -202,7 +206,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
             key = f"{pod.namespace}/{ref.claim}"
             pvc = self.pvc_cache.get(key)
             if pvc is None:
-                raise BindingError(f'error getting PVC "{key}": {not_found("persistentvolumeclaim", ref.claim)}')
+                raise BindingError(f'error getting PVC "{key}": {self.pvc_cache.not_found(key)}')
             if ref.ephemeral:
                 problem = volume_is_for_pod(pod.namespace, pod.name, pod.uid, pvc)
                 if problem is not None:
@@ -213,13 +217,17 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
                 out.unbound_delay.append(pvc)
             else:
                 out.unbound_immediate.append(pvc)
-        if out.unbound_delay:
-            wanted = {claim_class(pvc) for pvc in out.unbound_delay}
-            out.unbound_volumes = {cls: [] for cls in wanted}
-            for pv in self.pv_cache.values():
-                cls = pv_facts(pv).cls
-                if cls in wanted:
-                    out.unbound_volumes[cls].append(pv)
+        for cls in {claim_class(pvc) for pvc in out.unbound_delay}:
+            out.unbound_volumes[cls] = self._class_volumes(cls)
+        return out
+
+    def _class_volumes(self, cls: str) -> list[dict]:
+        """The class's PVs as the assume cache has them (``ListPVs``), in the informer's order."""
+        out = []
+        for name in self._pv_classes.names(self._objects("PersistentVolume"), cls):
+            pv = self.pv_cache.get(name)
+            if pv is not None:
+                out.append(pv)
         return out
 
     @staticmethod
@@ -260,7 +268,6 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
             capacities=list(self._objects("CSIStorageCapacity").values()) if claims.unbound_delay else [],
             csinodes=self._csinodes.view(nodes.table, self._objects("CSINode")) if needs_csinodes else None,
             vac_enabled=self.vac_enabled,
-            portworx_migration=self.portworx_migration,
         )
 
     # --- Score ----------------------------------------------------------------------------------------
@@ -344,7 +351,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
         s = state.get(STATE_KEY)
         if s is None:
             return Status.from_error(RuntimeError("not found"))
-        plan = s.pod_volumes(node_name)
+        plan = s.pod_volumes(node_name)  # memoised, None included, for Unreserve and PreBind
         if plan is None:
             s.all_bound = True
             return None
@@ -489,13 +496,13 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
             name = name_of(binding.pv)
             pv = self.pv_cache.get_api(name)
             if pv is None:
-                raise BindingError(f"failed to check binding: {not_found('persistentvolume', name)}")
+                raise BindingError(f"failed to check binding: {self.pv_cache.not_found(name)}")
             pvc = self.pvc_cache.get_api(pvc_key(binding.pvc))
             if pvc is None:
-                raise BindingError(f"failed to check binding: {not_found('persistentvolumeclaim', name_of(binding.pvc))}")
+                raise BindingError(f"failed to check binding: {self.pvc_cache.not_found(pvc_key(binding.pvc))}")
             if resource_version(binding.pv) > resource_version(pv):
                 return False
-            self._check_affinity(pv, node_name, labels, migrated)
+            self._check_affinity(pv, node_name, labels, migrated, "failed to translate pv to csi: ")
             ref = spec(pv).get("claimRef") or {}
             if not ref or not ref.get("uid"):
                 raise BindingError(f'ClaimRef got reset for pv "{name}"')
@@ -504,7 +511,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
         for provision in plan.dynamic_provisions:
             pvc = self.pvc_cache.get_api(pvc_key(provision.pvc))
             if pvc is None:
-                raise BindingError(f"failed to check provisioning pvc: {not_found('persistentvolumeclaim', name_of(provision.pvc))}")
+                raise BindingError(f"failed to check provisioning pvc: {self.pvc_cache.not_found(pvc_key(provision.pvc))}")
             if resource_version(provision.pvc) > resource_version(pvc):
                 return False
             if not meta(pvc).get("annotations"):
@@ -521,22 +528,19 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
                 return False
         return True
 
-    def _check_affinity(self, pv: dict, node_name: str, labels: Mapping[str, str], migrated: frozenset[str]) -> None:
-        if self._translates(pv, migrated):
+    @staticmethod
+    def _check_affinity(pv: dict, node_name: str, labels: Mapping[str, str], migrated: frozenset[str],
+                        context: str = "") -> None:
+        """``tryTranslatePVToCSI`` (a migratable in-tree PV whose migration is on and listed in the
+        node's CSINode), then ``CheckNodeAffinity``."""
+        plugin = pv_plugin(pv)
+        if plugin is not None and csi_migration_on(plugin.name) and plugin.name in migrated:
             translated = translate_pv(pv)
             if translated is None:
-                raise BindingError(f"could not translate pv: unable to translate volume ID of pv {name_of(pv)}")
+                raise BindingError(f"{context}could not translate pv: {translation_error(spec(pv)[plugin.source])}")
             pv = translated
         if not node_selector_matches(node_selector_of(pv), labels):
             raise BindingError(f'pv "{name_of(pv)}" node affinity doesn\'t match node "{node_name}": no matching NodeSelectorTerms')
-
-    def _translates(self, pv: dict, migrated: frozenset[str]) -> bool:
-        """``tryTranslatePVToCSI``'s conditions: a migratable in-tree PV whose plugin migration is on
-        and listed in the node's CSINode."""
-        plugin = pv_plugin(pv)
-        if plugin is None or plugin.name not in _MIGRATION_ON or plugin.name not in migrated:
-            return False
-        return plugin.name != "kubernetes.io/portworx-volume" or self.portworx_migration
 
     # --- requeueing -----------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -562,13 +566,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
             return QueueingHint.Queue
         return QueueingHint.QueueSkip
 
-    @staticmethod
-    def is_schedulable_after_pvc_change(pod: dict, old: Any, new: Any) -> QueueingHint:
-        if new is None or meta(new).get("namespace") != (meta(pod).get("namespace") or "default"):
-            return QueueingHint.QueueSkip
-        if any(ref.claim == name_of(new) for ref in raw_pod_claims(pod)):
-            return QueueingHint.Queue
-        return QueueingHint.QueueSkip
+    is_schedulable_after_pvc_change = staticmethod(queue_if_claim_of_pod)
 
     @staticmethod
     def is_schedulable_after_storage_class_change(pod: dict, old: Any, new: Any) -> QueueingHint:

@@ -32,8 +32,17 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.nodetable.table import NodeBatch, NodeTable
 from kubesched.plugins import names
+from kubesched.plugins._resource_allocation import pod_memo
 from kubesched.plugins._volume_batch import rows_mask
-from kubesched.plugins._volume_helpers import READ_WRITE_ONCE_POD, has_access_mode, memo, not_found, pod_volumes
+from kubesched.plugins._volume_helpers import (
+    READ_WRITE_ONCE_POD,
+    has_access_mode,
+    not_found,
+    pod_volumes,
+    pvc_volume_claims,
+    queue_if_pvc_volume_of_pod,
+    raw_pod_claims,
+)
 
 PRE_FILTER_KEY = "PreFilter" + names.VolumeRestrictions
 EXTENSION_KEY = names.VolumeRestrictions
@@ -80,7 +89,7 @@ def _disk_of(volume: Mapping) -> Disk | None:
 
 def pod_disks(pod: PodInfo) -> tuple[Disk, ...]:
     """The pod's GCE PD / AWS EBS / iSCSI / RBD inline volumes (``needsRestrictionsCheck``)."""
-    return memo(pod, "_kvol_disks", lambda p: tuple(d for d in map(_disk_of, pod_volumes(p)) if d is not None))
+    return pod_memo(pod, "_kvol_disks", lambda: tuple(d for d in map(_disk_of, pod_volumes(pod)) if d is not None))
 
 
 def _raw_disks(pod: Mapping) -> list[Disk]:
@@ -90,12 +99,6 @@ def _raw_disks(pod: Mapping) -> list[Disk]:
 def conflicting(disks: tuple[Disk, ...] | list[Disk], existing: list[Disk]) -> bool:
     """``satisfyVolumeConflicts`` negated: some disk of the pod conflicts with an existing one."""
     return any(d.kind == e.kind and d.key == e.key and d.conflicts_with(e) for d in disks for e in existing)
-
-
-def _claim_volume_names(pod: PodInfo) -> tuple[str, ...]:
-    """Claim names of the pod's ``persistentVolumeClaim`` volumes (ephemeral ones excluded, as upstream)."""
-    return memo(pod, "_kvol_pvc_volume_names", lambda p: tuple(
-        (v["persistentVolumeClaim"].get("claimName") or "") for v in pod_volumes(p) if v.get("persistentVolumeClaim") is not None))
 
 
 class _Index:
@@ -118,7 +121,7 @@ class _Index:
             self._account(row, claims, disks, -1)
 
     def pod_added(self, row: int, pod: PodInfo) -> None:
-        claims = tuple(f"{pod.namespace}/{c}" for c in _claim_volume_names(pod))
+        claims = tuple(f"{pod.namespace}/{c}" for c in pvc_volume_claims(pod))
         disks = pod_disks(pod)
         if not claims and not disks:
             return
@@ -183,7 +186,7 @@ class _State:
         return _State(self.rwop_claims, self.conflicts)
 
     def update_with_pod(self, pod: PodInfo, sign: int) -> None:
-        self.conflicts += sign * sum(1 for name in _claim_volume_names(pod) if name in self.rwop_claims)
+        self.conflicts += sign * sum(1 for name in pvc_volume_claims(pod) if name in self.rwop_claims)
 
 
 class _Extensions(PreFilterExtensions):
@@ -217,7 +220,7 @@ class VolumeRestrictions(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     # --- PreFilter ----------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         needs_check = bool(pod_disks(pod))
-        claims = _claim_volume_names(pod)
+        claims = pvc_volume_claims(pod)
         if not claims and not needs_check:
             return None, Status(Code.Skip)
         rwop: set[str] = set()
@@ -264,16 +267,7 @@ class VolumeRestrictions(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
                                  self.is_schedulable_after_pvc_added),
         ]
 
-    @staticmethod
-    def is_schedulable_after_pvc_added(pod: dict, old: Any, new: Any) -> QueueingHint:
-        pvc_meta = (new or {}).get("metadata") or {}
-        if pvc_meta.get("namespace") != ((pod.get("metadata") or {}).get("namespace") or "default"):
-            return QueueingHint.QueueSkip
-        for vol in (pod.get("spec") or {}).get("volumes") or []:
-            claim = vol.get("persistentVolumeClaim")
-            if claim is not None and claim.get("claimName") == pvc_meta.get("name"):
-                return QueueingHint.Queue
-        return QueueingHint.QueueSkip
+    is_schedulable_after_pvc_added = staticmethod(queue_if_pvc_volume_of_pod)
 
     @staticmethod
     def is_schedulable_after_pod_deleted(pod: dict, old: Any, new: Any) -> QueueingHint:
@@ -282,10 +276,7 @@ class VolumeRestrictions(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
             return QueueingHint.QueueSkip
         if conflicting(_raw_disks(pod), _raw_disks(deleted)):
             return QueueingHint.Queue
-        claims = {v["persistentVolumeClaim"].get("claimName") for v in (pod.get("spec") or {}).get("volumes") or []
-                  if v.get("persistentVolumeClaim") is not None}
-        for vol in (deleted.get("spec") or {}).get("volumes") or []:
-            claim = vol.get("persistentVolumeClaim")
-            if claim is not None and claim.get("claimName") in claims:
-                return QueueingHint.Queue
+        claims = {ref.claim for ref in raw_pod_claims(pod) if not ref.ephemeral}
+        if any(not ref.ephemeral and ref.claim in claims for ref in raw_pod_claims(deleted)):
+            return QueueingHint.Queue
         return QueueingHint.QueueSkip

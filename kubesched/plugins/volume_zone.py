@@ -33,6 +33,8 @@ from kubesched.plugins._volume_helpers import (
     meta,
     not_found,
     pod_volumes,
+    pvc_volume_claims,
+    queue_if_pvc_volume_of_pod,
     spec,
 )
 
@@ -62,10 +64,6 @@ def pv_topologies(pv: Mapping) -> list[PVTopology]:
     return out
 
 
-def _claim_names(pod: PodInfo) -> list[str]:
-    return [(v["persistentVolumeClaim"].get("claimName") or "") for v in pod_volumes(pod) if v.get("persistentVolumeClaim") is not None]
-
-
 class VolumeZone(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.VolumeZone
 
@@ -89,7 +87,7 @@ class VolumeZone(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     def topologies_of(self, pod: PodInfo) -> tuple[list[PVTopology], Status | None]:
         """``getPVbyPod``: the topologies of the PVs bound to the pod's claims; unbound
         WaitForFirstConsumer claims are skipped, any other missing piece is unresolvable."""
-        names_ = _claim_names(pod)
+        names_ = pvc_volume_claims(pod)
         if not names_:
             return [], None
         pvcs, pvs, classes = self._objects("PersistentVolumeClaim"), self._objects("PersistentVolume"), self._objects("StorageClass")
@@ -164,15 +162,7 @@ class VolumeZone(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
                                  self.is_schedulable_after_pv_change),
         ]
 
-    @staticmethod
-    def is_schedulable_after_pvc_change(pod: dict, old: Any, new: Any) -> QueueingHint:
-        if new is None or meta(new).get("namespace") != (meta(pod).get("namespace") or "default"):
-            return QueueingHint.QueueSkip
-        for vol in spec(pod).get("volumes") or []:
-            claim = vol.get("persistentVolumeClaim")
-            if claim is not None and claim.get("claimName") == meta(new).get("name"):
-                return QueueingHint.Queue
-        return QueueingHint.QueueSkip
+    is_schedulable_after_pvc_change = staticmethod(queue_if_pvc_volume_of_pod)
 
     @staticmethod
     def is_schedulable_after_storage_class_added(pod: dict, old: Any, new: Any) -> QueueingHint:

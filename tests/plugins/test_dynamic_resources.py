@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 import pytest
 
 from kubesched.api.kinds import kind_named
@@ -17,7 +16,7 @@ from kubesched.framework.events import ActionType, QueueingHint, Resource
 from kubesched.framework.status import Code, Status, StatusError
 from kubesched.framework.types import PodInfo
 from kubesched.plugins._dra_allocator import FINALIZER
-from kubesched.plugins.dynamic_resources import STATE_KEY, default_normalize_score
+from kubesched.plugins.dynamic_resources import STATE_KEY
 from tests.helpers import make_pod
 from tests.plugins.test_dynamic_resources_support import (
     Env,
@@ -322,6 +321,22 @@ def test_claim_reserved_for_the_pod_needs_no_prebind_write():
     assert env.get("ResourceClaim", "my-claim")["metadata"]["resourceVersion"] == before
 
 
+@pytest.mark.parametrize(("consumers", "includes_pod", "want"), [
+    (255, False, None),                                # room for one more consumer
+    (256, False, Status(UAU, "resourceclaim in use")),  # full, and the pod is not one of them
+    (256, True, None),                                 # full, but already reserved for the pod
+])
+def test_allocated_claim_with_full_reserved_for_is_in_use(consumers, includes_pod, want):
+    env = env_with(device_class())
+    pod = env.pod(pod_with_claims("my-pod", "my-claim"))
+    reserved = [{"resource": "pods", "name": f"other-{i}", "uid": f"other-{i}"} for i in range(consumers)]
+    if includes_pod:
+        reserved[-1] = {"resource": "pods", "name": "my-pod", "uid": pod.uid}
+    env.create(claim("my-claim", allocation=allocation_on("worker", ("req-1", "instance-1")), reserved_for=reserved))
+    _, status = env.pre_filter(pod)
+    assert status == want
+
+
 # --- Reserve, PreBind, Unreserve -----------------------------------------------------------------------
 def test_with_resources_reserve_marks_in_flight_and_prebind_writes_allocation_and_reservation():
     env = env_with(device_class(), WORKER_SLICE)
@@ -424,11 +439,6 @@ def test_score_of_pod_mixing_allocated_and_unallocated_claims_fails_as_in_1_35()
                                           "number of allocations 1 is smaller than number of claims")
 
 
-def test_default_normalize_score():
-    assert default_normalize_score(np.array([0, 0])).tolist() == [0, 0]
-    assert default_normalize_score(np.array([8, 4, 0])).tolist() == [100, 50, 0]
-
-
 # --- queueing -----------------------------------------------------------------------------------------
 def test_events_to_register():
     events = {(e.event.resource, e.event.action): e.hint is not None for e in env_with().plugin.events_to_register()}
@@ -490,3 +500,10 @@ def test_filter_timeout_expiry_is_unresolvable(monkeypatch):
     clock = iter([0.0, 5.0, 5.0, 5.0, 5.0])
     monkeypatch.setattr(allocator.time, "perf_counter", lambda: next(clock))
     assert env.filter(state, pod) == {"worker": Status(UAU, "timed out trying to allocate devices")}
+
+
+@pytest.mark.parametrize("gate", ["DRAConsumableCapacity", "DRADeviceBindingConditions", "DRADeviceTaintRules",
+                                  "DRAExtendedResource", "DRAPartitionableDevices"])
+def test_plugin_refuses_to_start_with_an_unimplemented_alpha_gate(gate):
+    with pytest.raises(ValueError, match=f"initializing plugin \"DynamicResources\": kubesched does not implement feature gate {gate}$"):
+        env_with(gates=FeatureGates({gate: True}))

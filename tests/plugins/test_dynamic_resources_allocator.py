@@ -4,10 +4,12 @@ constraints, prioritized lists and pool bookkeeping."""
 
 from __future__ import annotations
 
+import pytest
+
 from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeInfo
 from kubesched.nodetable.table import NodeTable
-from kubesched.plugins._dra_allocator import Features, SliceInfo, gather_pools
+from kubesched.plugins._dra_allocator import Allocator, Features, SliceInfo, gather_pools
 from kubesched.plugins.dynamic_resources import STATE_KEY
 from tests.helpers import make_node
 from tests.plugins.test_dynamic_resources_support import (
@@ -256,3 +258,35 @@ def test_filter_on_a_scratch_table_matches_the_snapshot():
     scratch2 = NodeTable.from_infos([NodeInfo(make_node("n2"))], like=env.table)
     verdict2 = env.plugin.filter_nodes(state.clone(), pod, scratch2.all_rows())
     assert verdict2.status_at(0) == CANNOT
+
+
+@pytest.mark.parametrize("field_name", ["generation", "resourceSliceCount"])
+def test_malformed_pool_field_makes_the_pool_invalid_not_the_cycle_fail(field_name):
+    broken = resource_slice("n1-gpus", [device("gpu-0")], node="n1")
+    broken["spec"]["pool"][field_name] = "one"
+    pools = gather_pools([SliceInfo(broken)], {}, Features())
+    assert [(p.invalid, p.invalid_reason) for p in pools] == [
+        (True, f"ResourceSlice n1-gpus: invalid pool {field_name} 'one'")]
+
+
+def test_malformed_request_count_is_an_error_of_the_claim():
+    env = Env(nodes("n1"), [device_class(), gpus("n1", 2)])
+    bad = claim("c", exact(count=2))
+    bad["spec"]["devices"]["requests"][0]["exactly"]["count"] = "two"
+    result, _ = run(env, bad)
+    assert result["n1"].code == Code.Error
+    assert result["n1"].message() == "claim default/c, request req-1: invalid count 'two'"
+
+
+def test_allocator_runs_once_per_set_of_slices_reaching_nodes(monkeypatch):
+    """The outcome depends only on the slices reaching a node: nodes sharing them share one run."""
+    env = Env(nodes("n1", "n2", "n3", "n4"), [device_class(), gpus("n1", 1),
+                                              resource_slice("shared", [device("net-0")], all_nodes=True)])
+    runs = []
+    allocate = Allocator.allocate
+    monkeypatch.setattr(Allocator, "allocate", lambda self, pools, claims: runs.append(pools) or allocate(self, pools, claims))
+    result, allocations = run(env, claim("c"))
+    assert result == {"n1": None, "n2": None, "n3": None, "n4": None}
+    assert len(runs) == 2
+    assert devices_of(allocations["n1"]) == [("req-1", "gpu-0")]
+    assert devices_of(allocations["n2"]) == devices_of(allocations["n4"]) == [("req-1", "net-0")]

@@ -276,20 +276,27 @@ def _va(source: dict, attacher: str) -> dict:
             "spec": {"nodeName": "fake-node", "attacher": attacher, "source": source}}
 
 
+PV_DETACHED = _va({"persistentVolumeName": "pv1"}, "test.storage.gke.io")
+EBS_DETACHED = _va({"inlineVolumeSpec": {"csi": {"driver": EBS}}}, EBS)
+INLINE_EBS = {"name": "v", "awsElasticBlockStore": {"volumeID": "test"}}
+
+
 @pytest.mark.parametrize(("pod", "va", "want"), [
-    (pod_with_claims("p", "pvc1", namespace="ns1"), _va({"persistentVolumeName": "pv1"}, "test.storage.gke.io"), QueueingHint.Queue),
-    (pod_with("p", {"name": "v", "awsElasticBlockStore": {"volumeID": "test"}}, namespace="ns1"),
-     _va({"inlineVolumeSpec": {"csi": {"driver": EBS}}}, EBS), QueueingHint.Queue),
-    (pod_with("p", {"name": "v", "gcePersistentDisk": {"pdName": "test"}}, namespace="ns1"),
-     _va({"inlineVolumeSpec": {"csi": {"driver": EBS}}}, EBS), QueueingHint.QueueSkip),
-    (pod_with("p", {"name": "v", "awsElasticBlockStore": {"volumeID": "test"}}, pvc_volume("pvc1"), namespace="ns1"),
-     _va({"persistentVolumeName": "pv1"}, "test.storage.gke.io"), QueueingHint.Queue),
-    (pod_with_claims("p", "pvc2", namespace="ns1"), _va({"persistentVolumeName": "pv1"}, "test.storage.gke.io"), QueueingHint.QueueSkip),
+    (pod_with_claims("p", "pvc1", namespace="ns1"), PV_DETACHED, QueueingHint.Queue),
+    (pod_with("p", INLINE_EBS, namespace="ns1"), EBS_DETACHED, QueueingHint.Queue),
+    (pod_with("p", {"name": "v", "gcePersistentDisk": {"pdName": "test"}}, namespace="ns1"), EBS_DETACHED, QueueingHint.QueueSkip),
+    (pod_with("p", INLINE_EBS, pvc_volume("pvc1"), namespace="ns1"), EBS_DETACHED, QueueingHint.Queue),
+    (pod_with("p", INLINE_EBS, pvc_volume("pvc1"), namespace="ns1"), PV_DETACHED, QueueingHint.Queue),
+    (pod_with_claims("p", "pvc2", namespace="ns1"), PV_DETACHED, QueueingHint.Queue),
+    (pod_with_claims("p", "not-yet-created", namespace="ns1"), EBS_DETACHED, QueueingHint.Queue),
+    (pod_with("p", INLINE_EBS, namespace="ns1"), PV_DETACHED, QueueingHint.QueueSkip),
+    (pod_with("p", namespace="ns1"), PV_DETACHED, QueueingHint.QueueSkip),
 ], ids=["claim of the detached PV", "inline volume of the detached driver", "inline volume of another driver",
-        "inline and claim volumes", "unrelated claim"])
-def test_hint_after_volume_attachment_deleted(pod, va, want):
-    plugin = NodeVolumeLimits(None, FakeHandle(make_pvc("pvc1", namespace="ns1", volume="pv1")))
-    assert plugin.is_schedulable_after_volume_attachment_deleted(pod, va, None) == want
+        "inline and claim volumes, inline detached", "inline and claim volumes, PV detached",
+        "claim bound to another PV: the slot is the driver's", "claim not created yet",
+        "inline volume, PV detached", "no volumes"])
+def test_hint_after_volume_attachment_deleted_queues_pods_with_claims_or_the_detached_inline_driver(pod, va, want):
+    assert NodeVolumeLimits.is_schedulable_after_volume_attachment_deleted(pod, va, None) == want
 
 
 def test_hint_after_csinode_updated_wants_more_room():
@@ -298,3 +305,45 @@ def test_hint_after_csinode_updated_wants_more_room():
     assert NodeVolumeLimits.is_schedulable_after_csinode_updated(pod, old, make_csinode(NODE, {EBS: 3})) == QueueingHint.Queue
     assert NodeVolumeLimits.is_schedulable_after_csinode_updated(pod, old, make_csinode(NODE, {EBS: None})) == QueueingHint.Queue
     assert NodeVolumeLimits.is_schedulable_after_csinode_updated(pod, old, make_csinode(NODE, {EBS: 1})) == QueueingHint.QueueSkip
+
+
+def test_untranslatable_inline_volume_fails_only_nodes_where_its_migration_is_on():
+    """An inline EBS volume counts (and must translate) only on nodes with a CSINode."""
+    bad = pod_with("p", {"name": "v", "awsElasticBlockStore": {"volumeID": "aws://z1/bad"}})
+    _, plugin = _live(*fixtures(EBS), make_csinode("a", {EBS: 5}))
+    table = table_of([make_node("a"), make_node("b")])
+    status_a, status_b = _filter(plugin, table, bad)
+    assert status_a.code == Code.Error and status_a.message() == (
+        "converting volume(v) from inline to csi: failed to translate Kubernetes ID to EBS Volume ID "
+        "Invalid format for AWS volume (aws://z1/bad)")
+    assert status_b is None
+    # the same volume on a pod already there only matters where it counts
+    table = table_of([make_node("a"), make_node("b")], [dict(bad, spec=dict(bad["spec"], nodeName="b"))])
+    assert _filter(plugin, table, pod_with_claims("q", "csi-ebs.csi.aws.com-0")) == [None, None]
+
+
+def test_error_resolving_an_existing_pod_fails_only_its_node():
+    bad = pod_with("bad", {"name": "e", "ephemeral": {}}, node="a")
+    _, plugin = _live(*fixtures(EBS), make_pvc("bad-e", "csi-sc"), make_csinode("a", {EBS: 5}), make_csinode("b", {EBS: 5}))
+    table = table_of([make_node("a"), make_node("b")], [bad])
+    status_a, status_b = _filter(plugin, table, pod_with_claims("p", "csi-ebs.csi.aws.com-0"))
+    assert status_a.code == Code.Error and status_b is None
+
+
+def test_profiles_sharing_a_table_count_an_unbound_claim_once():
+    """Unbound claims are named by a handle that must be the same for every plugin instance: the
+    table's index is built by whichever instance filters first."""
+    handle = FakeHandle(*fixtures(EBS), make_csinode(NODE, {EBS: 1}), live=True)
+    first, second = NodeVolumeLimits(None, handle), NodeVolumeLimits(None, handle)
+    table = table_of([make_node(NODE)], [on_node(PENDING)])
+    assert _filter(first, table, PENDING) == [None]
+    assert _filter(second, table, PENDING) == [None]
+    assert _filter(second, table, EBS_ONE) == [EXCEEDED]
+
+
+def test_malformed_attach_limit_is_no_limit():
+    _, plugin = _live(*fixtures(EBS), make_csinode(NODE, {EBS: "many"}))
+    table = table_of([make_node(NODE)], [on_node(RUNNING), on_node(EBS_TWO)])
+    assert _filter(plugin, table, EBS_ONE) == [None]
+    old = make_csinode(NODE, {EBS: "many"})
+    assert NodeVolumeLimits.is_schedulable_after_csinode_updated(EBS_ONE, old, make_csinode(NODE, {EBS: 3})) == QueueingHint.QueueSkip

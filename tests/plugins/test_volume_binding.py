@@ -18,16 +18,19 @@ from kubesched.features import FeatureGates
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import QueueingHint
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo
+from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.nodetable.table import NodeTable
 from kubesched.plugins._volume_binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_NOT_ENOUGH_SPACE,
     ERR_REASON_PV_NOT_EXIST,
+    Binding,
+    PodVolumes,
+    Provision,
 )
-from kubesched.plugins._volume_helpers import ANN_BIND_COMPLETED, ANN_SELECTED_NODE
-from kubesched.plugins.volume_binding import VolumeBinding
+from kubesched.plugins._volume_helpers import ANN_BIND_COMPLETED, ANN_SELECTED_NODE, bind_volume_to_claim
+from kubesched.plugins.volume_binding import BindingError, VolumeBinding
 from tests.helpers import make_node
 from tests.plugins.test_volume_common import (
     HOSTNAME,
@@ -270,6 +273,43 @@ def test_capacity_scoring_of_provisioned_claims_uses_the_pool_capacity():
     assert scores == [90, 50, 0]
 
 
+def test_more_than_63_claims_to_provision_are_each_checked():
+    """Nodes are grouped by the set of claims left to provision: with 70 claims every one still
+    counts, here the largest (last in matching order), which may only be provisioned in z1, while
+    claim 63 takes a static volume."""
+    z1_only = make_sc("z1-only", provisioner=PROVISIONER, allowed=[{"matchLabelExpressions": [{"key": ZONE, "values": ["z1"]}]}])
+    claims = [make_pvc(f"c{i}", "mid" if i == 63 else "fast", request="1Gi") for i in range(69)]
+    claims.append(make_pvc("big", "z1-only", request="100Gi"))
+    plugin = plugin_with(PROV_SC, z1_only, make_sc("mid"), make_pv("pv-mid", "mid"), *claims)
+    _, statuses, _, state = run(plugin, pod_with_claims("p", *(c["metadata"]["name"] for c in claims)), Z_NODES)
+    assert statuses == [None, BIND, BIND]
+    plan = state.get("VolumeBinding").pod_volumes("n1")
+    assert [b.pv["metadata"]["name"] for b in plan.static_bindings] == ["pv-mid"]
+    assert len(plan.dynamic_provisions) == 69 and plan.dynamic_provisions[-1].pvc["metadata"]["name"] == "big"
+
+
+def test_claims_see_the_volumes_of_their_class_as_volumes_come_and_go():
+    """PreFilter lists a class's PVs from an index the informer events keep up to date."""
+    plugin = VolumeBinding(None, FakeHandle(WAIT_SC, WAIT_HDD_SC, make_pvc("c", "wait-sc"), live=True))
+    pod = PodInfo(pod_with_claims("p", "c"))
+
+    def listed() -> list[str]:
+        return [pv["metadata"]["name"] for pv in plugin.pod_volume_claims(pod).unbound_volumes["wait-sc"]]
+
+    assert listed() == []
+    for pv in (make_pv("a", "wait-sc"), make_pv("b", "wait-hdd-sc"), make_pv("c", "wait-sc")):
+        plugin.handle.put(pv)
+    assert listed() == ["a", "c"]
+    plugin.handle.put(make_pv("b", "wait-sc", rv="2"))
+    plugin.handle.put(make_pv("a", "wait-hdd-sc", rv="2"))
+    plugin.handle.remove("PersistentVolume", "c")
+    assert listed() == ["b"]
+    claim = make_pvc("c", "wait-sc")
+    assumed, _ = bind_volume_to_claim(make_pv("b", "wait-sc", rv="2"), claim)
+    plugin.pv_cache.assume("b", assumed)
+    assert plugin.pod_volume_claims(pod).unbound_volumes["wait-sc"] == [assumed]
+
+
 def test_selected_node_claims_only_fit_their_node():
     claim = make_pvc("c", "fast", request="1Gi", annotations={ANN_SELECTED_NODE: "n2"})
     _, statuses, *_ = run(plugin_with(PROV_SC, claim), pod_with_claims("p", "c"), Z_NODES)
@@ -303,6 +343,49 @@ def test_reserve_assumes_bindings_so_the_next_pod_cannot_take_the_same_volume():
     assert "claimRef" not in plugin.pv_cache.get("pv")["spec"]
     _, statuses, *_ = run(plugin, pod_with_claims("p2", "c2"), [make_node("n1")])
     assert statuses == [None]
+
+
+def test_unreserve_after_reserve_found_no_plan_leaves_other_assumptions_alone():
+    """Reserve's plan (here: none, the node was unknown at Filter) is kept for Unreserve, which must
+    not derive one again from Filter's row numbers once another node has taken the row."""
+    claim = make_pvc("c", "wait-sc")
+    pv = make_pv("pv-1", "wait-sc", affinity={HOSTNAME: ["n1"]})
+    plugin = plugin_with(claim, pv)
+    table = table_of([make_node("n1"), make_node("n2")])
+    state, pod = CycleState(), PodInfo(pod_with_claims("p", "c"))
+    plugin.pre_filter(state, pod, table.all_rows())
+    plugin.filter_nodes(state, pod, table.all_rows())
+    assert plugin.reserve(state, pod.bound_to("n3"), "n3") is None
+    table.remove_node("n1")
+    table.remove_node("n2")
+    table.set_node(NodeInfo(make_node("n3")))  # takes n1's row of Filter's evaluation
+    other, _ = bind_volume_to_claim(pv, make_pvc("other", "wait-sc"))
+    plugin.pv_cache.assume("pv-1", other)
+    plugin.unreserve(state, pod.bound_to("n3"), "n3")
+    assert plugin.pv_cache.get("pv-1") is other
+
+
+def test_check_bindings_errors_are_upstream_s():
+    ebs = make_pv("ebs", "wait-sc", source={"awsElasticBlockStore": {"volumeID": "aws://z1/bad"}}, phase="Bound",
+                  claim={"namespace": "default", "name": "c", "uid": "uid-pvc-c"})
+    pvc = make_pvc("c", "wait-sc", volume="ebs", bound=True)
+    pod = pod_with_claims("p", "c", node="n1")
+    plugin = plugin_with(make_node("n1"), make_csinode("n1", migrated=["kubernetes.io/aws-ebs"]), pod, pvc, ebs)
+    untranslatable = "could not translate pv: failed to translate Kubernetes ID to EBS Volume ID Invalid format for AWS volume (aws://z1/bad)"
+    cases = [
+        (PodVolumes([Binding(pvc, ebs)]), f"failed to translate pv to csi: {untranslatable}"),
+        (PodVolumes([], [Provision(make_pvc("c", "wait-sc", volume="ebs", bound=True, annotations={ANN_SELECTED_NODE: "n1"}))]),
+         untranslatable),
+        (PodVolumes([Binding(make_pvc("gone", "wait-sc"), ebs)]), 'failed to check binding: could not find v1.PersistentVolumeClaim "default/gone"'),
+        (PodVolumes([Binding(pvc, make_pv("gone", "wait-sc"))]), 'failed to check binding: could not find v1.PersistentVolume "gone"'),
+        (PodVolumes([], [Provision(make_pvc("gone", "wait-sc"))]),
+         'failed to check provisioning pvc: could not find v1.PersistentVolumeClaim "default/gone"'),
+    ]
+    plugin.handle.put(make_pvc("c", "wait-sc", volume="ebs", bound=True, annotations={ANN_SELECTED_NODE: "n1"}))
+    for plan, message in cases:
+        with pytest.raises(BindingError) as err:
+            plugin.check_bindings(PodInfo(pod), "n1", plan)
+        assert str(err.value) == message
 
 
 def test_prebind_is_skipped_when_everything_is_bound():

@@ -14,15 +14,15 @@ from kubesched.api.selectors import parse_node_selector
 from kubesched.features import DEFAULT_GATES, FeatureGates
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.nodetable.table import NodeTable
-from kubesched.plugins._volume_batch import pv_affinity_mask, topology_terms_mask
+from kubesched.plugins._volume_batch import ChangeFeed, CSINodeViews, pv_affinity_mask, topology_terms_mask
 from kubesched.plugins._volume_helpers import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     PLUGIN_BY_NAME,
     bind_volume_to_claim,
+    csinode_limits,
     find_matching_volume,
     label_zones_to_set,
-    match_topology_selector_terms,
     node_selector_matches,
     translate_pv,
     volume_handle,
@@ -291,14 +291,13 @@ def test_node_affinity_of_a_pv_is_matched_against_labels_only():
     assert not pv_affinity_mask(table.all_rows(), selector).any()
 
 
-def test_topology_terms_match_like_upstream_both_per_node_and_vectorised():
+def test_topology_terms_match_like_upstream_match_topology_selector_terms():
+    """No terms match every node; an empty term matches none; a term needs every expression."""
     terms = [{"matchLabelExpressions": [{"key": ZONE, "values": ["a", "b"]}]}, {"matchLabelExpressions": []}]
     labelled = [make_node("n1", labels={ZONE: "a"}), make_node("n2", labels={ZONE: "c"}), make_node("n3")]
     table = table_of(labelled)
-    expected = [match_topology_selector_terms(terms, n["metadata"]["labels"]) for n in labelled]
-    assert expected == [True, False, False]
-    assert list(topology_terms_mask(table.all_rows(), terms)) == expected
-    assert match_topology_selector_terms([], {}) and np.all(topology_terms_mask(table.all_rows(), []))
+    assert list(topology_terms_mask(table.all_rows(), terms)) == [True, False, False]
+    assert np.all(topology_terms_mask(table.all_rows(), []))
 
 
 def test_in_tree_volumes_translate_to_csi_handles_and_topology():
@@ -313,3 +312,20 @@ def test_in_tree_volumes_translate_to_csi_handles_and_topology():
     assert translated["spec"]["csi"] == {"driver": "pd.csi.storage.gke.io", "volumeHandle": "projects/UNSPECIFIED/zones/z1/disks/d"}
     expr = translated["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]
     assert expr["key"] == "topology.gke.io/zone" and "gcePersistentDisk" not in translated["spec"]
+
+
+def test_csinode_views_are_kept_per_table_until_nodes_or_csinodes_change():
+    """Preemption alternates between the live table and scratch tables: each keeps its own view."""
+    handle = FakeHandle(make_csinode("n1", {"d": 2}), live=True)
+    views = CSINodeViews(ChangeFeed(handle, ("CSINode",), window=0))
+    live, scratch = table_of(nodes("n1", "n2")), table_of(nodes("n1"))
+    first = views.view(live, handle.objects("CSINode"))
+    assert views.view(scratch, handle.objects("CSINode")) is not first
+    assert views.view(live, handle.objects("CSINode")) is first
+    handle.put(make_csinode("n2", {"d": 1}))
+    changed = views.view(live, handle.objects("CSINode"))
+    assert changed is not first and changed.limits["d"].tolist()[:2] == [2, 1]
+
+
+def test_malformed_csinode_count_is_no_limit():
+    assert csinode_limits(make_csinode("n", {"a": 3, "b": "three"})) == {"a": 3}
