@@ -7,6 +7,7 @@ setting them to another value is an error, as upstream's feature gate registry r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -93,14 +94,34 @@ class FeatureGates(Mapping[str, bool]):
         return len(self._values)
 
 
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+
+
+def parse_bool(text: str) -> bool:
+    """Go's ``strconv.ParseBool``, raising ValueError with its message."""
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"strconv.ParseBool: parsing {json.dumps(text, ensure_ascii=False)}: invalid syntax")
+
+
 def parse_flag(text: str) -> dict[str, bool]:
-    """``--feature-gates=A=true,B=false``."""
+    """``--feature-gates=A=true,B=false``, with component-base's ``featureGate.Set`` errors."""
     out: dict[str, bool] = {}
-    for item in filter(None, (p.strip() for p in text.split(","))):
+    for item in text.split(","):
+        if not item:
+            continue
         name, sep, raw = item.partition("=")
-        if not sep or raw.lower() not in ("true", "false"):
-            raise FeatureGateError(f"missing bool value for {name}" if not sep else f"invalid value of {name}={raw}, err: must be true or false")
-        out[name.strip()] = raw.lower() == "true"
+        name = name.strip()
+        if not sep:
+            raise FeatureGateError(f"missing bool value for {name}")
+        raw = raw.strip()
+        try:
+            out[name] = parse_bool(raw)
+        except ValueError as e:
+            raise FeatureGateError(f"invalid value of {name}={raw}, err: {e}") from None
     return out
 
 

@@ -10,6 +10,7 @@ settle if it ran sequentially.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +20,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.framework.runtime import Framework, ScoreResult
 from kubesched.framework.status import Code, Status, StatusError
-from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.framework.types import PodInfo
 from kubesched.nodetable.table import NodeBatch, NodeTable
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -126,12 +127,7 @@ class Algorithm:
         row = table.row_of.get(pod.nominated_node_name)
         if row is None:
             return np.empty(0, dtype=np.int64)
-        saved = self.next_start_node_index
-        self.next_start_node_index = 0
-        try:
-            feasible, _ = self.find_nodes_that_pass_filters(fw, state, pod, table, np.array([row], dtype=np.int64), diagnosis)
-        finally:
-            self.next_start_node_index = saved
+        feasible, _ = self.find_nodes_that_pass_filters(fw, state, pod, table, np.array([row], dtype=np.int64), diagnosis)
         return feasible
 
     def find_nodes_that_pass_filters(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
@@ -148,14 +144,29 @@ class Algorithm:
         rotated = np.concatenate([candidates[start:], candidates[:start]]) if start else candidates
         if not fw.has_filter_plugins():
             return rotated[:to_find], min(to_find, n_all)
+        start_filter = time.perf_counter()
+        error: Status | None = None
+        try:
+            return self._filter(fw, state, pod, table, rotated, to_find, diagnosis, attempt)
+        except StatusError as e:
+            error = e.status
+            raise
+        finally:
+            fw.observe("Filter", error, start_filter)  # one observation per pass, as upstream
+
+    def _filter(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray, to_find: int,
+                diagnosis: Diagnosis, attempt: Attempt | None) -> tuple[np.ndarray, int]:
+        n_all = len(rotated)
         first_pos, ids, statuses = self._run_batch_filters(fw, state, pod, table, rotated)
         statuses = list(statuses)
+        nominees = _positions_with_nominees(fw, pod, table, rotated)
         if fw.has_classic_filters:
-            passed, processed = self._classic_pass(fw, state, pod, table, rotated, first_pos, ids, statuses, to_find)
+            passed, processed = self._per_node_pass(fw, state, pod, table, rotated, first_pos, ids, statuses, to_find, nominees)
         else:
             passed = ids < 0
             processed = n_all
-        self._apply_nominated_pods(fw, state, pod, table, rotated, passed, ids, statuses)
+            if nominees:
+                self._nominee_pass(fw, state, pod, table, rotated, passed, ids, statuses, to_find, nominees)
         positions = np.flatnonzero(passed[:processed])
         if len(positions) > to_find:
             processed = int(positions[to_find - 1]) + 1
@@ -179,51 +190,50 @@ class Algorithm:
             return first_pos[rotated], ids[rotated], statuses
         return fw.run_batch_filters(state, pod, table.batch(rotated))
 
-    def _classic_pass(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
-                      first_pos: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int) -> tuple[np.ndarray, int]:
-        """Run classic Filter plugins node by node in visiting order, each only where no earlier
-        plugin failed, and stop once enough nodes passed everything."""
-        infos = [table.infos[r] for r in rotated]
-        passed = np.zeros(len(infos), dtype=bool)
+    @staticmethod
+    def _per_node_pass(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
+                       first_pos: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int,
+                       nominees: set[int]) -> tuple[np.ndarray, int]:
+        """Node by node in visiting order: classic Filter plugins, each only where no earlier plugin
+        failed, or every filter with and without the nominated pods on nodes that have some; stop
+        once enough nodes passed everything."""
+        classic = fw.classic_filters(state)
+        infos = table.infos
+        passed = np.zeros(len(rotated), dtype=bool)
         found = 0
-        for position, info in enumerate(infos):
-            for _, plugin in fw.classic_filters_before(int(first_pos[position]), state):
-                status = fw.run_classic_filter(plugin, state, pod, info)
-                if status is not None:
-                    statuses.append(status)
-                    ids[position] = len(statuses) - 1
-                    break
-            if ids[position] < 0:
+        for position in range(len(rotated)):
+            info = infos[rotated[position]]
+            if position in nominees:
+                ids[position] = -1
+                status = fw.run_filters_with_nominated_pods(state, pod, info)
+            else:
+                status = fw.run_classic_filters(classic, int(first_pos[position]), state, pod, info)
+            if status is not None:
+                _record(position, status, ids, statuses)
+            elif ids[position] < 0:
                 passed[position] = True
                 found += 1
                 if found >= to_find:
                     return passed, position + 1
-        return passed, len(infos)
+        return passed, len(rotated)
 
-    def _apply_nominated_pods(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
-                              rows: np.ndarray, passed: np.ndarray, ids: np.ndarray, statuses: list[Status]) -> None:
-        """Nodes with higher-or-equal priority nominated pods must also fit with those pods added."""
-        nominator = fw.ctx.nominator
-        nodes_with_nominees = getattr(nominator, "nominated_node_names", None)
-        if nodes_with_nominees is None:
-            return
-        names = nodes_with_nominees()
-        if not names:
-            return
-        for name in names:
-            row = table.row_of.get(name)
-            if row is None:
-                continue
-            for position in np.flatnonzero((rows == row) & passed):
-                info: NodeInfo = table.infos[row]
-                added, state_with, node_with = fw.add_nominated_pods(state, pod, info)
-                if not added:
-                    continue
-                status = fw.run_filters_on_node_info(state_with, pod, node_with)
-                if status is not None:
-                    statuses.append(status)
-                    ids[position] = len(statuses) - 1
-                    passed[position] = False
+    @staticmethod
+    def _nominee_pass(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
+                      passed: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int, nominees: set[int]) -> None:
+        """Re-check, with and without their nominated pods, the nodes that have some, in visiting
+        order until enough nodes pass before the next one (upstream would never reach it)."""
+        feasible_before = np.cumsum(passed) - passed
+        lost = 0
+        for position in sorted(nominees):
+            if feasible_before[position] - lost >= to_find:
+                return
+            status = fw.run_filters_with_nominated_pods(state, pod, table.infos[rotated[position]])
+            lost += int(passed[position]) - (status is None)
+            passed[position] = status is None
+            if status is None:
+                ids[position] = -1
+            else:
+                _record(position, status, ids, statuses)
 
     @staticmethod
     def _record_filters(attempt: Attempt, table: NodeTable, rotated: np.ndarray, ids: np.ndarray,
@@ -254,3 +264,24 @@ class Algorithm:
         if len(ties) == 1:
             return int(ties[0])
         return int(ties[self.rng.randrange(len(ties))])
+
+
+def _record(position: int, status: Status, ids: np.ndarray, statuses: list[Status]) -> None:
+    statuses.append(status)
+    ids[position] = len(statuses) - 1
+
+
+def _positions_with_nominees(fw: Framework, pod: PodInfo, table: NodeTable, rotated: np.ndarray) -> set[int]:
+    """Positions in ``rotated`` of the nodes with other pods of higher or equal priority nominated
+    to them: the pod must fit there with those pods too."""
+    nominated_node_names = getattr(fw.ctx.nominator, "nominated_node_names", None)
+    names = nominated_node_names() if nominated_node_names is not None else None
+    if not names:
+        return set()
+    rows = [table.row_of[name] for name in names if name in table.row_of and any(
+        p.priority >= pod.priority and p.uid != pod.uid for p in fw.nominated_pods_for_node(name))]
+    if not rows:
+        return set()
+    position_of_row = np.full(table.n, -1, dtype=np.int64)
+    position_of_row[rotated] = np.arange(len(rotated))
+    return {int(p) for p in position_of_row[rows] if p >= 0}

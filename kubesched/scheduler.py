@@ -8,7 +8,6 @@ embedded cluster, ``kubesched apiserver`` and a real cluster.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import random
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.framework.interface import NominatingInfo, NominatingMode
 from kubesched.framework.registry import Registry, in_tree_registry
-from kubesched.framework.runtime import Framework, HandleContext
+from kubesched.framework.runtime import Framework, FrameworkError, HandleContext
 from kubesched.framework.status import Code, Status, StatusError
 from kubesched.framework.types import PodInfo
 from kubesched.metrics import Metrics
@@ -79,6 +78,8 @@ class Scheduler:
                         len(config.extenders), ", ".join(str(e.get("urlPrefix", "?")) for e in config.extenders))
         self.clock = clock or RealClock()
         self.rng = random.Random(seed)
+        #: Which cycles record plugin metrics; apart from ``rng`` so the sampling never moves placements.
+        self._metrics_sampler = random.Random(seed)
         self.feature_gates = feature_gates or DEFAULT_GATES
         self.metrics = metrics or Metrics()
         self.informers = InformerFactory(client)
@@ -99,17 +100,18 @@ class Scheduler:
         for profile in config.profiles:
             ctx = replace(base, recorder=self.broadcaster.recorder(profile.scheduler_name))
             self.frameworks[profile.scheduler_name] = Framework(registry, profile, ctx)
+        if not self.frameworks:
+            raise FrameworkError("at least one profile is required")
         first = next(iter(self.frameworks.values()))
+        self.queue_profiles = {name: QueueProfile(fw.pre_enqueue_plugins(), build_hint_map(fw)) for name, fw in self.frameworks.items()}
         self.queue = SchedulingQueue(
-            self.clock, first.queue_sort_less(),
-            {name: QueueProfile(fw.pre_enqueue_plugins(), build_hint_map(fw)) for name, fw in self.frameworks.items()},
+            self.clock, first.queue_sort_less(), self.queue_profiles,
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
             max_in_unschedulable=pod_max_in_unschedulable,
             pop_from_backoff=self.feature_gates.enabled("SchedulerPopFromBackoffQ"),
             metrics=self.metrics,
             pod_lister=self._lookup_pod,
-            namespace_labels=self._namespace_labels,
         )
         for fw in self.frameworks.values():
             fw.ctx.nominator = self.queue
@@ -118,11 +120,8 @@ class Scheduler:
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def registered_resources(self) -> set[str]:
-        resources = set()
-        for fw in self.frameworks.values():
-            for _, events in fw.enqueue_extensions:
-                resources.update(e.event.resource for e in events)
-        return resources
+        """Resources some profile's queueing hints are registered for (upstream ``unionedGVKs``)."""
+        return {event.resource for profile in self.queue_profiles.values() for event in profile.hints}
 
     async def start(self) -> None:
         """Start informers, wait for them to sync, and start the queue's timers (not the loop)."""
@@ -185,17 +184,13 @@ class Scheduler:
                     or not self.broadcaster.idle())
 
     async def _cleanup_assumed(self) -> None:
+        """Expire assumed pods (upstream's cache only forgets them: no queue event)."""
         while True:
             await asyncio.sleep(1.0)
-            for pod in self.cache.cleanup_assumed_pods():
-                self.queue.move_all_to_active_or_backoff_queue(ev.EVENT_ASSIGNED_POD_DELETE, pod.pod, None)
+            self.cache.cleanup_assumed_pods()
 
     def _lookup_pod(self, namespace: str, name: str) -> dict | None:
         return self.informers.store("Pod").get(f"{namespace}/{name}")
-
-    def _namespace_labels(self, namespace: str) -> dict[str, str]:
-        ns = self.informers.store("Namespace").get(namespace)
-        return ((ns or {}).get("metadata") or {}).get("labels") or {}
 
     def _activate(self, pods: dict[str, PodInfo]) -> None:
         self.queue.activate(pods)
@@ -213,7 +208,7 @@ class Scheduler:
             return
         start = self.clock.now()
         state = CycleState()
-        state.record_plugin_metrics = self.rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+        state.record_plugin_metrics = self._metrics_sampler.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
         outcome = self._scheduling_cycle(state, fw, qpi, start)
         if outcome.status is not None and not outcome.status.is_success():
             self._handle_failure(fw, outcome.qpi, outcome.status, outcome.nominating, start)
@@ -235,21 +230,17 @@ class Scheduler:
         attempt = Attempt(pod.key) if self.on_attempt is not None else None
         try:
             result = self.algorithm.schedule_pod(fw, state, pod, table, attempt)
-        except NoNodesAvailable as e:
+        except (NoNodesAvailable, FitError, StatusError) as e:
             self._report_attempt(attempt)
-            return _Outcome(ScheduleResult(), qpi, Status(Code.UnschedulableAndUnresolvable, str(e), error=e), CLEAR_NOMINATED_NODE)
-        except FitError as e:
-            self._report_attempt(attempt)
-            return self._post_filter(state, fw, qpi, e)
-        except StatusError as e:
-            self._report_attempt(attempt)
-            log.error("Error selecting node for pod %s: %s", pod.key, e)
-            return _Outcome(ScheduleResult(), qpi, e.status, CLEAR_NOMINATED_NODE)
+            outcome = self._schedule_failure(state, fw, qpi, e)
+            # As upstream's deferred observation: failed attempts count too, PostFilter included.
+            self.metrics.scheduling_algorithm_duration.observe(self.clock.now() - start)
+            return outcome
         self.metrics.scheduling_algorithm_duration.observe(self.clock.now() - start)
         self._report_attempt(attempt)
         host = result.suggested_host
         assumed = pod.bound_to(host)
-        assumed_qpi = copy.copy(qpi)
+        assumed_qpi = qpi.snapshot()
         assumed_qpi.pod_info = assumed
         try:
             self.cache.assume_pod(assumed)
@@ -266,6 +257,16 @@ class Scheduler:
             self.queue.activate(dict(state.pods_to_activate))
             state.pods_to_activate.clear()
         return _Outcome(result, assumed_qpi, None)
+
+    def _schedule_failure(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, error: Exception) -> _Outcome:
+        if isinstance(error, NoNodesAvailable):
+            status = Status(Code.UnschedulableAndUnresolvable, str(error), error=error)
+            return _Outcome(ScheduleResult(), qpi, status, CLEAR_NOMINATED_NODE)
+        if isinstance(error, FitError):
+            return self._post_filter(state, fw, qpi, error)
+        assert isinstance(error, StatusError)
+        log.error("Error selecting node for pod %s: %s", qpi.pod_info.key, error)
+        return _Outcome(ScheduleResult(), qpi, error.status, CLEAR_NOMINATED_NODE)
 
     def _report_attempt(self, attempt: Attempt | None) -> None:
         if attempt is not None and self.on_attempt is not None:
@@ -357,16 +358,24 @@ class Scheduler:
 
     def _handle_binding_error(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, result: ScheduleResult,
                               status: Status, start: float) -> None:
+        """Roll the cycle back. Forgetting the assumed pod frees what it held, an AssignedPodDelete
+        for the others; after a rejection that event is sent only once the failure handler has
+        taken the pod back, or the queue would keep it as an in-flight event of the pod itself
+        (still in flight after a WaitOnPermit rejection) and send it to backoff."""
         pod = qpi.pod_info
         fw.run_unreserve(state, pod, result.suggested_host)
+        forgotten = True
         try:
             self.cache.forget_pod(pod)
         except Exception as e:
             log.error("scheduler cache ForgetPod failed: %s", e)
-        else:
-            precheck = (lambda p: p.uid != pod.uid) if status.is_rejected() else None
-            self.queue.move_all_to_active_or_backoff_queue(ev.EVENT_ASSIGNED_POD_DELETE, pod.pod, None, precheck)
+            forgotten = False
+        rejected = status.is_rejected()
+        if forgotten and not rejected:
+            self.queue.move_all_to_active_or_backoff_queue(ev.EVENT_ASSIGNED_POD_DELETE, pod.pod, None)
         self._handle_failure(fw, qpi, status, CLEAR_NOMINATED_NODE, start)
+        if forgotten and rejected:
+            self.queue.move_all_to_active_or_backoff_queue(ev.EVENT_ASSIGNED_POD_DELETE, pod.pod, None, lambda p: p.uid != pod.uid)
 
     # --- failures ----------------------------------------------------------------------------------
     def _handle_failure(self, fw: Framework, qpi: QueuedPodInfo, status: Status, nominating: NominatingInfo | None,
@@ -444,10 +453,25 @@ def _single_node_fit_error(pod: PodInfo, node: str, status: Status) -> FitError:
     return FitError(pod.key, 1, diagnosis)
 
 
+_NODE_TAINT_UPDATE = ev.ClusterEvent(ev.Resource.Node, ev.ActionType.UpdateNodeTaint)
+
+
 def build_hint_map(fw: Framework) -> dict[ev.ClusterEvent, list[tuple[str, Any]]]:
-    """``buildQueueingHintMap``: registered events to (plugin, queueing hint) lists."""
+    """``buildQueueingHintMap``: registered events to (plugin, queueing hint) lists.
+
+    A plugin registered for Node/Add but not Node/UpdateNodeTaint also gets Node/UpdateNodeTaint
+    with an always-Queue hint, as upstream does (issue 109437): a node often arrives tainted
+    not-ready, and the taint's removal is what makes it usable.
+    """
     hints: dict[ev.ClusterEvent, list[tuple[str, Any]]] = {}
     for plugin, events in fw.enqueue_extensions:
+        node_added = node_taint_updated = False
         for registered in events:
-            hints.setdefault(registered.event, []).append((plugin, registered.hint))
+            event = registered.event
+            if event.resource == ev.Resource.Node:
+                node_added |= bool(event.action & ev.ActionType.Add)
+                node_taint_updated |= bool(event.action & ev.ActionType.UpdateNodeTaint)
+            hints.setdefault(event, []).append((plugin, registered.hint))
+        if node_added and not node_taint_updated:
+            hints.setdefault(_NODE_TAINT_UPDATE, []).append((plugin, None))
     return hints

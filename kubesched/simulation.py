@@ -2,9 +2,9 @@
 pod can make progress, and report what happened (placements, and each preemption: preemptor,
 node, victims, and with ``explain`` the candidates weighed).
 
-"No progress" is decided the way an operator would: the queue is drained, nothing is in flight,
-and a full five-minute flush of the unschedulable pods (which virtual time makes instant) changes
-nothing, neither a binding nor a deletion nor a nomination.
+"No progress" is decided the way an operator would: the queue is drained and nothing is in flight
+with no pod left unschedulable, or two full flushes of the unschedulable pods (five minutes each,
+which virtual time makes instant) went by without a pod created, bound or deleted.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api.kinds import kind_for
+from kubesched.backend.queue.scheduling_queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, UNSCHEDULABLE_FLUSH_PERIOD
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from kubesched.cluster.client import MemoryClient
 from kubesched.cluster.kubelet import FakeKubelet
@@ -35,7 +36,9 @@ _ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSIDriver", "Persistent
           "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "PersistentVolumeClaim", "ResourceClaimTemplate",
           "ResourceClaim", "Service", "PodDisruptionBudget", "ReplicationController", "ReplicaSet", "StatefulSet",
           "Deployment", "Pod")
-UNSCHEDULABLE_FLUSH = 300.0 + 31.0
+#: The longest a pod can sit in unschedulablePods before a retry: the maximum stay, plus up to one
+#: period of the flush that checks it, plus a second for the backoff flush to move it on.
+UNSCHEDULABLE_FLUSH = DEFAULT_POD_MAX_IN_UNSCHEDULABLE + UNSCHEDULABLE_FLUSH_PERIOD + 1.0
 POLL = 0.1
 
 
@@ -145,9 +148,10 @@ def start_cluster_components(store: ObjectStore) -> list[Any]:
 
 
 async def settle(sched: Scheduler, store: ObjectStore, components: list[Any]) -> None:
-    """Return once nothing can change any more: the cluster is quiet and a full unschedulable flush
-    created, bound and deleted nothing; or nothing was created, bound or deleted for two flush
-    periods although work kept going (pods failing with errors retry forever, as upstream's do)."""
+    """Return once nothing can change any more: the cluster is quiet with no pod left
+    unschedulable, or nothing was created, bound or deleted for two unschedulable flushes, whether
+    the cluster went quiet meanwhile or work kept going (pods failing with errors retry forever, as
+    upstream's do)."""
     loop = asyncio.get_running_loop()
     marker, changed_at = tuple(store.progress), loop.time()
     while True:

@@ -14,12 +14,15 @@ class StateData(Protocol):
 
 
 class CycleState:
-    __slots__ = ("_data", "pods_to_activate", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "pods_to_activate", "record_plugin_metrics", "skip_filter_plugins", "skip_pre_bind_plugins",
+                 "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        #: PreBind plugins whose PreBindPreFlight answered Skip: PreBind does not run them.
+        self.skip_pre_bind_plugins: set[str] = set()
         self.record_plugin_metrics = False
         self.pods_to_activate: dict[str, dict] = {}
 
@@ -46,6 +49,7 @@ class CycleState:
             copy._data[key] = clone() if clone is not None else value
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
+        copy.skip_pre_bind_plugins = set(self.skip_pre_bind_plugins)
         copy.record_plugin_metrics = self.record_plugin_metrics
         copy.pods_to_activate = self.pods_to_activate
         return copy

@@ -6,12 +6,14 @@ queueing hint that looks at the change and says Queue or QueueSkip (upstream ``f
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum, IntFlag
+from fractions import Fraction
 from typing import Any
 
-from kubesched.api.resources import pod_requests, to_int
+from kubesched.api.resources import pod_requests
 
 
 class ActionType(IntFlag):
@@ -58,18 +60,6 @@ class Resource:
     ResourceSlice = "resource.k8s.io/ResourceSlice"
     DeviceClass = "resource.k8s.io/DeviceClass"
     WildCard = "*"
-
-
-#: Kinds, as the object store names them, that raise cluster events for the scheduling queue.
-RESOURCE_OF_KIND: dict[str, str] = {
-    "Node": Resource.Node,
-    "PersistentVolume": Resource.PersistentVolume,
-    "PersistentVolumeClaim": Resource.PersistentVolumeClaim,
-    "CSINode": Resource.CSINode,
-    "CSIDriver": Resource.CSIDriver,
-    "VolumeAttachment": Resource.VolumeAttachment,
-    "StorageClass": Resource.StorageClass,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +164,14 @@ def _scaled_down(new: Mapping, old: Mapping) -> bool:
     for name, old_amount in pod_requests(old).items():
         if name not in new_req:
             return True
-        if to_int("cpu", old_amount) > to_int("cpu", new_req[name]):
+        if _milli_value(old_amount) > _milli_value(new_req[name]):
             return True
     return False
+
+
+def _milli_value(amount: Fraction) -> int:
+    """``Quantity.MilliValue()``, which upstream compares for every resource (not just cpu)."""
+    return math.ceil(amount * 1000)
 
 
 def node_scheduling_properties_change(new: Mapping, old: Mapping) -> list[ClusterEvent]:

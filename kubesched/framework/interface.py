@@ -28,7 +28,7 @@ from kubesched.framework.types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
     from kubesched.backend.queue.types import QueuedPodInfo
-    from kubesched.framework.handle import Handle
+    from kubesched.framework.runtime import Framework
     from kubesched.nodetable.table import NodeBatch
 
 MAX_NODE_SCORE = 100
@@ -37,11 +37,12 @@ MAX_TOTAL_SCORE = 2**63 - 1
 
 
 class Plugin:
-    """Base of every plugin. ``name`` is what configuration files refer to."""
+    """Base of every plugin. ``name`` is what configuration files refer to; ``handle`` is the
+    profile's Framework (upstream's framework.Handle)."""
 
     name: ClassVar[str] = ""
 
-    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+    def __init__(self, args: Any = None, handle: Framework | None = None) -> None:
         self.args = args
         self.handle = handle
 
@@ -276,10 +277,6 @@ INTERFACE_NAMES = {
     "bind": "BindPlugin",
     "postBind": "PostBindPlugin",
 }
-
-
-def implements(plugin: object, point: str) -> bool:
-    return isinstance(plugin, EXTENSION_POINTS[point])
 
 
 def normalizes(plugin: object) -> bool:

@@ -7,6 +7,7 @@ own factory. The in-tree registry is merged with out-of-tree plugins the way
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -48,7 +49,9 @@ def _import(module_name: str) -> ModuleType:
         path = Path(module_name)
         if not path.is_file():
             raise RegistryError(f"plugin file {module_name!r} does not exist")
-        spec = importlib.util.spec_from_file_location(f"kubesched_plugin_{path.stem}", path)
+        # The resolved path's digest in the name keeps two files with the same stem apart in sys.modules.
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+        spec = importlib.util.spec_from_file_location(f"kubesched_plugin_{path.stem}_{digest}", path)
         if spec is None or spec.loader is None:
             raise RegistryError(f"cannot load plugin file {module_name!r}")
         module = importlib.util.module_from_spec(spec)

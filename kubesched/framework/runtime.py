@@ -110,12 +110,17 @@ class Framework:
         self.points: dict[str, list[Plugin]] = {p: [] for p in POINTS}
         self.score_weights: dict[str, int] = {}
         self.enqueue_extensions: list[tuple[str, list[ClusterEventWithHint]]] = []
+        #: Labelled metric children, cached: labels() costs more than the observation.
+        self._evaluation_counters: dict[tuple[str, str], Any] = {}
+        self._duration_children: dict[tuple[str, str], Any] = {}
         self._build(registry)
         self._filters = self.points["filter"]
         # In-tree plugins produce scores in [0, 100] by construction (their tests prove it); only
         # other plugins' scores are range-checked, as upstream checks every plugin's.
         self._range_checked = {p.name for p in self.points["score"] if not type(p).__module__.startswith("kubesched.plugins.")}
-        self._has_classic_filters = any(not isinstance(p, BatchFilterPlugin) for p in self._filters)
+        #: Classic (per-node) Filter plugins with their configured positions among all filters.
+        self._classic_filters: list[tuple[int, FilterPlugin]] = [
+            (i, p) for i, p in enumerate(self._filters) if not isinstance(p, BatchFilterPlugin)]  # type: ignore[misc]
 
     # --- construction ------------------------------------------------------------------------
     def _build(self, registry: Registry) -> None:
@@ -283,10 +288,6 @@ class Framework:
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
         return self.points["queueSort"][0].less  # type: ignore[attr-defined]
 
-    @property
-    def queue_sort_name(self) -> str:
-        return self.points["queueSort"][0].name
-
     def pre_enqueue_plugins(self) -> list[PreEnqueuePlugin]:
         return self.points["preEnqueue"]  # type: ignore[return-value]
 
@@ -301,41 +302,47 @@ class Framework:
 
     # --- PreFilter -----------------------------------------------------------------------------
     def run_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """PreFilter plugins; Skip-ping ones are recorded so Filter skips them too."""
         start = time.perf_counter()
+        skip: set[str] = set()
+        try:
+            out = self._pre_filter(state, pod, skip)
+        finally:
+            state.skip_filter_plugins = skip
+        self.observe("PreFilter", out[1], start)
+        return out
+
+    def _pre_filter(self, state: CycleState, pod: PodInfo, skip: set[str]) -> tuple[PreFilterResult | None, Status | None, set[str]]:
         result: PreFilterResult | None = None
         with_nodes: set[str] = set()
         returned: Status | None = None
-        skip: set[str] = set()
         nodes = self.snapshot.all_rows()
-        try:
-            for pl in self.points["preFilter"]:
-                t = time.perf_counter()
-                r, s = pl.pre_filter(state, pod, nodes)  # type: ignore[attr-defined]
-                self._observe_plugin(state, pl.name, "PreFilter", s, t)
-                if s is not None and s.code == Code.Skip:
-                    skip.add(pl.name)
+        for pl in self.points["preFilter"]:
+            t = time.perf_counter()
+            self._evaluated(pl.name, "PreFilter", 1)
+            r, s = pl.pre_filter(state, pod, nodes)  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "PreFilter", s, t)
+            if s is not None and s.code == Code.Skip:
+                skip.add(pl.name)
+                continue
+            if not is_success(s):
+                assert s is not None
+                s.plugin = pl.name
+                if s.code == Code.UnschedulableAndUnresolvable:
+                    return None, s, set()
+                if s.code == Code.Unschedulable:
+                    returned = s
                     continue
-                if not is_success(s):
-                    assert s is not None
-                    s.plugin = pl.name
-                    if s.code == Code.UnschedulableAndUnresolvable:
-                        return None, s, set()
-                    if s.code == Code.Unschedulable:
-                        returned = s
-                        continue
-                    return None, _wrap(s, f'running PreFilter plugin "{pl.name}"', pl.name), set()
-                if r is not None and not r.all_nodes():
-                    with_nodes.add(pl.name)
-                result = r if result is None else result.merge(r)
-                if result is not None and not result.all_nodes() and not result.node_names:
-                    names = sorted(with_nodes)
-                    msg = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1
-                           else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
-                    return result, Status(Code.UnschedulableAndUnresolvable, msg), with_nodes
-            return result, returned, with_nodes
-        finally:
-            state.skip_filter_plugins = skip
-            self._observe("PreFilter", returned, start)
+                return None, _wrap(s, f'running PreFilter plugin "{pl.name}"', pl.name), set()
+            if r is not None and not r.all_nodes():
+                with_nodes.add(pl.name)
+            result = r if result is None else result.merge(r)
+            if result is not None and not result.all_nodes() and not result.node_names:
+                names = sorted(with_nodes)
+                msg = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1
+                       else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
+                return result, Status(Code.UnschedulableAndUnresolvable, msg), with_nodes
+        return result, returned, with_nodes
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status | None:
         for pl in self.points["preFilter"]:
@@ -372,6 +379,7 @@ class Framework:
         for position, pl in enumerate(self._filters):
             if pl.name in skip or not isinstance(pl, BatchFilterPlugin):
                 continue
+            self._evaluated(pl.name, "Filter", size if not statuses else int(np.count_nonzero(ids < 0)))
             if pl.feasible_only:
                 t = time.perf_counter()
                 codes, verdict_statuses = self._filter_feasible_only(pl, state, pod, batch, ids)
@@ -387,8 +395,11 @@ class Framework:
             if not newly.any():
                 continue
             base = len(statuses)
-            for s in verdict_statuses:
-                statuses.append(self._filter_status(pl.name, s))
+            # Only statuses of nodes no earlier plugin rejected count: upstream never runs this
+            # plugin on the others, so an Error there is not raised.
+            counted = set(np.unique(codes[newly]).tolist())
+            for i, s in enumerate(verdict_statuses):
+                statuses.append(self._filter_status(pl.name, s) if i in counted else s)
             ids[newly] = codes[newly] + base
             first_pos[newly] = position
         return first_pos, ids, statuses
@@ -415,18 +426,36 @@ class Framework:
             status.plugin = plugin
         return status
 
+    def classic_filters(self, state: CycleState) -> list[tuple[int, FilterPlugin]]:
+        """The classic Filter plugins this cycle runs (PreFilter did not skip them), with their positions."""
+        skip = state.skip_filter_plugins
+        if not skip:
+            return self._classic_filters
+        return [(i, pl) for i, pl in self._classic_filters if pl.name not in skip]
+
     def classic_filters_before(self, position: int, state: CycleState) -> list[tuple[int, FilterPlugin]]:
         """Classic Filter plugins configured before ``position`` (all of them for a large position)."""
-        skip = state.skip_filter_plugins
-        return [(i, pl) for i, pl in enumerate(self._filters[:position])  # type: ignore[misc]
-                if not isinstance(pl, BatchFilterPlugin) and pl.name not in skip]
+        return [(i, pl) for i, pl in self.classic_filters(state) if i < position]
 
     @property
     def has_classic_filters(self) -> bool:
-        return self._has_classic_filters
+        return bool(self._classic_filters)
+
+    def run_classic_filters(self, classic: list[tuple[int, FilterPlugin]], before: int, state: CycleState, pod: PodInfo,
+                            node: NodeInfo) -> Status | None:
+        """The status of the first of ``classic`` (from ``classic_filters``) configured before
+        position ``before`` that rejects ``node``; None if none does."""
+        for i, pl in classic:
+            if i >= before:
+                break
+            s = self.run_classic_filter(pl, state, pod, node)
+            if s is not None:
+                return s
+        return None
 
     def run_classic_filter(self, pl: FilterPlugin, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         t = time.perf_counter()
+        self._evaluated(pl.name, "Filter", 1)
         s = pl.filter(state, pod, node)
         self._observe_plugin(state, pl.name, "Filter", s, t)
         if is_success(s):
@@ -437,10 +466,9 @@ class Framework:
         """All Filter plugins on one (possibly modified) node, in configured order (upstream RunFilterPlugins)."""
         table = NodeTable.from_infos([node], like=self.snapshot)
         first_pos, ids, statuses = self.run_batch_filters(state, pod, table.all_rows())
-        for _, pl in self.classic_filters_before(int(first_pos[0]), state):
-            s = self.run_classic_filter(pl, state, pod, node)
-            if s is not None:
-                return s
+        s = self.run_classic_filters(self.classic_filters(state), int(first_pos[0]), state, pod, node)
+        if s is not None:
+            return s
         return None if ids[0] < 0 else statuses[ids[0]]
 
     def run_filters_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
@@ -496,7 +524,7 @@ class Framework:
             status = Status(Code.Unschedulable, *reasons, plugin=rejector)
             return result, status
         finally:
-            self._observe("PostFilter", status, start)
+            self.observe("PostFilter", status, start)
 
     # --- Score ---------------------------------------------------------------------------------
     def run_pre_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> Status | None:
@@ -506,6 +534,7 @@ class Framework:
         try:
             for pl in self.points["preScore"]:
                 t = time.perf_counter()
+                self._evaluated(pl.name, "PreScore", 1)
                 s = pl.pre_score(state, pod, batch)  # type: ignore[attr-defined]
                 self._observe_plugin(state, pl.name, "PreScore", s, t)
                 if s is not None and s.code == Code.Skip:
@@ -517,19 +546,21 @@ class Framework:
             return None
         finally:
             state.skip_score_plugins = skip
-            self._observe("PreScore", status, start)
+            self.observe("PreScore", status, start)
 
     def run_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch, keep_parts: bool = False) -> ScoreResult:
         """Score, normalise and weight every node of ``batch``. Raises StatusError on plugin errors."""
         start = time.perf_counter()
         total = np.zeros(len(batch), dtype=np.int64)
         parts: list[tuple[str, np.ndarray, np.ndarray, int]] = []
+        status: Status | None = None
         try:
             for pl in self.points["score"]:
                 if pl.name in state.skip_score_plugins:
                     continue
                 t = time.perf_counter()
-                raw, normalized = self._score_one(pl, state, pod, batch)
+                self._evaluated(pl.name, "Score", len(batch))
+                raw, normalized = self.score_one(pl, state, pod, batch)
                 self._observe_plugin(state, pl.name, "Score", None, t)
                 if pl.name in self._range_checked and len(normalized) and \
                         (normalized.max() > MAX_NODE_SCORE or normalized.min() < MIN_NODE_SCORE):
@@ -542,10 +573,14 @@ class Framework:
                 if keep_parts:  # copies: plugins may hand out memoised arrays they update later
                     parts.append((pl.name, raw.copy(), normalized.copy(), weight))
             return ScoreResult(total, parts)
+        except StatusError as e:
+            status = e.status
+            raise
         finally:
-            self._observe("Score", None, start)
+            self.observe("Score", status, start)
 
-    def _score_one(self, pl: Plugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
+    def score_one(self, pl: Plugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
+        """One Score plugin over ``batch``: raw and normalised scores, unweighted."""
         if isinstance(pl, BatchScorePlugin):
             raw = np.asarray(pl.score_nodes(state, pod, batch), dtype=np.int64)
             if not normalizes(pl):
@@ -570,6 +605,12 @@ class Framework:
 
     # --- Reserve, Permit -----------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status = self._reserve(state, pod, node_name)
+        self.observe("Reserve", status, start)
+        return status
+
+    def _reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         for pl in self.points["reserve"]:
             t = time.perf_counter()
             s = pl.reserve(state, pod, node_name)  # type: ignore[attr-defined]
@@ -582,6 +623,7 @@ class Framework:
         return None
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        start = time.perf_counter()
         for pl in reversed(self.points["reserve"]):
             try:
                 t = time.perf_counter()
@@ -589,8 +631,15 @@ class Framework:
                 self._observe_plugin(state, pl.name, "Unreserve", None, t)
             except Exception:
                 log.exception("Unreserve of plugin %s failed for pod %s", pl.name, pod.key)
+        self.observe("Unreserve", None, start)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status = self._permit(state, pod, node_name)
+        self.observe("Permit", status, start)
+        return status
+
+    def _permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         waits: dict[str, float] = {}
         for pl in self.points["permit"]:
             t = time.perf_counter()
@@ -634,21 +683,43 @@ class Framework:
 
     # --- Bind ------------------------------------------------------------------------------------
     def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Success if some PreBind plugin has work to do for the pod, Skip if none has; the plugins
+        that answered Skip are recorded and PreBind does not run them."""
+        start = time.perf_counter()
+        status = self._pre_bind_pre_flights(state, pod, node_name)
+        self.observe("PreBindPreFlight", status, start)
+        return status
+
+    def _pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         result: Status | None = Status(Code.Skip)
+        skip: set[str] = set()
         for pl in self.points["preBind"]:
+            t = time.perf_counter()
             s = pl.pre_bind_pre_flight(state, pod, node_name)  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "PreBindPreFlight", s, t)
             if s is not None and s.code == Code.Error:
                 return _wrap(s, f'running PreBindPreFlight "{pl.name}"', pl.name)
             if is_success(s):
                 result = None
-            elif s.code != Code.Skip:  # type: ignore[union-attr]
+            elif s.code == Code.Skip:  # type: ignore[union-attr]
+                skip.add(pl.name)
+            else:
                 return Status.from_error(RuntimeError(
                     f'PreBindPreFlight {pl.name} returned "{s.code.name}", which is unsupported. '  # type: ignore[union-attr]
                     "It is supposed to return Success, Skip, or Error status"))
+        state.skip_pre_bind_plugins = skip
         return result
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status = await self._pre_bind(state, pod, node_name)
+        self.observe("PreBind", status, start)
+        return status
+
+    async def _pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         for pl in self.points["preBind"]:
+            if pl.name in state.skip_pre_bind_plugins:
+                continue
             t = time.perf_counter()
             s = await _maybe_await(pl.pre_bind(state, pod, node_name))  # type: ignore[attr-defined]
             self._observe_plugin(state, pl.name, "PreBind", s, t)
@@ -660,6 +731,12 @@ class Framework:
         return None
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status = await self._bind(state, pod, node_name)
+        self.observe("Bind", status, start)
+        return status
+
+    async def _bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         status: Status | None = Status(Code.Skip, "")
         for pl in self.points["bind"]:
             t = time.perf_counter()
@@ -676,6 +753,7 @@ class Framework:
         return status
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        start = time.perf_counter()
         for pl in self.points["postBind"]:
             try:
                 t = time.perf_counter()
@@ -683,6 +761,7 @@ class Framework:
                 self._observe_plugin(state, pl.name, "PostBind", None, t)
             except Exception:
                 log.exception("PostBind of plugin %s failed for pod %s", pl.name, pod.key)
+        self.observe("PostBind", None, start)
 
     # --- metrics --------------------------------------------------------------------------------
     def _observe_plugin(self, state: CycleState, plugin: str, point: str, status: Status | None, start: float) -> None:
@@ -694,11 +773,27 @@ class Framework:
             code = "Success" if status is None else status.code.name
             metrics.plugin_execution_duration.labels(plugin, point, code).observe(time.perf_counter() - start)
 
-    def _observe(self, point: str, status: Status | None, start: float) -> None:
+    def observe(self, point: str, status: Status | None, start: float) -> None:
+        """``framework_extension_point_duration_seconds`` of one run of ``point`` since ``start``
+        (``time.perf_counter()``), labelled with the code it returned."""
         metrics = self.ctx.metrics
-        if metrics is not None:
-            code = "Success" if status is None else status.code.name
-            metrics.framework_extension_point_duration.labels(point, code, self.profile_name).observe(time.perf_counter() - start)
+        if metrics is None:
+            return
+        code = "Success" if status is None else status.code.name
+        child = self._duration_children.get((point, code))
+        if child is None:
+            child = self._duration_children[(point, code)] = metrics.framework_extension_point_duration.labels(point, code, self.profile_name)
+        child.observe(time.perf_counter() - start)
+
+    def _evaluated(self, plugin: str, point: str, count: int) -> None:
+        """``plugin_evaluation_total``: ``plugin`` ran at ``point`` for ``count`` pods or nodes."""
+        metrics = self.ctx.metrics
+        if metrics is None or not count:
+            return
+        child = self._evaluation_counters.get((plugin, point))
+        if child is None:
+            child = self._evaluation_counters[(plugin, point)] = metrics.plugin_evaluation.labels(plugin, point, self.profile_name)
+        child.inc(count)
 
 
 def _wrap(status: Status, context: str, plugin: str) -> Status:

@@ -54,9 +54,6 @@ class Status:
     def is_wait(self) -> bool:
         return self.code == Code.Wait
 
-    def is_skip(self) -> bool:
-        return self.code == Code.Skip
-
     def as_error(self) -> BaseException | None:
         if self.code == Code.Success:
             return None
@@ -91,17 +88,3 @@ class StatusError(Exception):
 def is_success(status: Status | None) -> bool:
     return status is None or status.code == Code.Success
 
-
-def code_of(status: Status | None) -> Code:
-    return Code.Success if status is None else status.code
-
-
-def unschedulable(*reasons: str) -> Status:
-    return Status(Code.Unschedulable, *reasons)
-
-
-def unresolvable(*reasons: str) -> Status:
-    return Status(Code.UnschedulableAndUnresolvable, *reasons)
-
-
-SKIP_CODE = Code.Skip

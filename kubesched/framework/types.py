@@ -8,7 +8,7 @@ A NodeInfo aggregates a node and the pods on it; it is what a classic per-node p
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -17,10 +17,8 @@ from kubesched.api.quantity import parse_quantity
 from kubesched.api.selectors import (
     LabelSelector,
     NodeSelector,
-    NodeSelectorTerm,
     parse_label_selector,
     parse_node_selector,
-    parse_node_selector_term,
     selector_from_set,
 )
 
@@ -78,10 +76,6 @@ class Toleration:
         if self.operator == "Equal":
             return self.value == taint.value
         return False
-
-
-def tolerates_taint(tolerations: Iterable[Toleration], taint: Taint) -> bool:
-    return any(t.tolerates(taint) for t in tolerations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,14 +178,6 @@ class PodInfo:
         """``corev1helpers.PodPriority``: spec.priority, 0 when unset."""
         return self.spec.get("priority") or 0
 
-    @cached_property
-    def preemption_policy(self) -> str:
-        return self.spec.get("preemptionPolicy") or "PreemptLowerPriority"
-
-    @cached_property
-    def creation_timestamp(self) -> float:
-        return parse_time(self.pod["metadata"].get("creationTimestamp"))
-
     @property
     def deletion_timestamp(self) -> str | None:
         return self.pod["metadata"].get("deletionTimestamp")
@@ -249,18 +235,6 @@ class PodInfo:
         return parse_node_selector(required)
 
     @cached_property
-    def preferred_node_affinity(self) -> list[tuple[int, NodeSelectorTerm]]:
-        node_affinity = (self.spec.get("affinity") or {}).get("nodeAffinity") or {}
-        terms = []
-        for i, pref in enumerate(node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
-            weight = pref.get("weight", 0)
-            if weight == 0:
-                continue
-            term = pref.get("preference") or {}
-            terms.append((weight, parse_node_selector_term(term, f"preferredDuringSchedulingIgnoredDuringExecution[{i}]")))
-        return terms
-
-    @cached_property
     def tolerations(self) -> tuple[Toleration, ...]:
         return tuple(Toleration.from_dict(t) for t in self.spec.get("tolerations") or [])
 
@@ -307,17 +281,6 @@ class PodInfo:
     @cached_property
     def has_required_anti_affinity(self) -> bool:
         return bool(self.required_anti_affinity_terms)
-
-    @cached_property
-    def pvc_names(self) -> list[str]:
-        names = []
-        for volume in self.spec.get("volumes") or []:
-            claim = volume.get("persistentVolumeClaim")
-            if claim and claim.get("claimName"):
-                names.append(claim["claimName"])
-            elif volume.get("ephemeral") is not None:
-                names.append(f"{self.name}-{volume.get('name', '')}")
-        return names
 
 
 @dataclass(slots=True)
@@ -394,7 +357,6 @@ class NodeInfo:
         "pods",
         "pods_with_affinity",
         "pods_with_required_anti_affinity",
-        "pvc_ref_counts",
         "requested",
         "used_ports",
     )
@@ -410,7 +372,6 @@ class NodeInfo:
         self.allocatable: dict[str, int] = {}
         self.used_ports = HostPortInfo()
         self.image_states: dict[str, ImageStateSummary] = {}
-        self.pvc_ref_counts: dict[str, int] = {}
         self.generation = 0
         if node is not None:
             self.set_node(node)
@@ -464,13 +425,6 @@ class NodeInfo:
                 self.used_ports.add(port)
             else:
                 self.used_ports.remove(port)
-        for claim in pod.pvc_names:
-            key = f"{pod.namespace}/{claim}"
-            count = self.pvc_ref_counts.get(key, 0) + sign
-            if count > 0:
-                self.pvc_ref_counts[key] = count
-            else:
-                self.pvc_ref_counts.pop(key, None)
         self.generation += 1
 
     def clone(self) -> NodeInfo:
@@ -486,7 +440,6 @@ class NodeInfo:
         copy.allocatable = self.allocatable
         copy.used_ports = self.used_ports.copy()
         copy.image_states = self.image_states
-        copy.pvc_ref_counts = dict(self.pvc_ref_counts)
         copy.generation = self.generation
         return copy
 

@@ -17,19 +17,22 @@ from kubesched.framework.types import PodInfo
 class WaitingPod:
     def __init__(self, pod: PodInfo, plugin_timeouts: dict[str, float]) -> None:
         self.pod = pod
-        self._pending = dict(plugin_timeouts)
-        self._future: asyncio.Future[Status | None] = asyncio.get_running_loop().create_future()
-        self._timers: list[asyncio.TimerHandle] = []
         loop = asyncio.get_running_loop()
+        self._future: asyncio.Future[Status | None] = loop.create_future()
+        #: Plugins still to allow the pod, each with the timer that rejects it when its wait is over.
+        self._pending: dict[str, asyncio.TimerHandle] = {}
         for plugin, timeout in plugin_timeouts.items():
             msg = f"rejected due to timeout after waiting {_go_duration(timeout)} at plugin {plugin}"
-            self._timers.append(loop.call_later(timeout, self.reject, plugin, msg))
+            self._pending[plugin] = loop.call_later(timeout, self.reject, plugin, msg)
 
     def pending_plugins(self) -> list[str]:
         return list(self._pending)
 
     def allow(self, plugin: str) -> None:
-        self._pending.pop(plugin, None)
+        """A plugin that allowed the pod has no say any more: its timer stops too."""
+        timer = self._pending.pop(plugin, None)
+        if timer is not None:
+            timer.cancel()
         if not self._pending:
             self._finish(None)
 
@@ -39,7 +42,7 @@ class WaitingPod:
     def _finish(self, status: Status | None) -> None:
         if self._future.done():
             return
-        for timer in self._timers:
+        for timer in self._pending.values():
             timer.cancel()
         self._future.set_result(status)
 

@@ -31,14 +31,12 @@ from kubesched.framework.interface import (
     BatchScorePlugin,
     BindPlugin,
     FilterPlugin,
-    NodeScore,
     Plugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
     QueueSortPlugin,
     ScorePlugin,
-    normalizes,
 )
 from kubesched.framework.registry import in_tree_registry
 from kubesched.framework.runtime import Framework, HandleContext
@@ -268,25 +266,5 @@ class PluginHarness:
 
     def _score(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[dict[str, int], dict[str, int]]:
         names = batch.names()
-        plugin = self.plugin
-        if isinstance(plugin, BatchScorePlugin):
-            raw = np.asarray(plugin.score_nodes(state, pod, batch), dtype=np.int64)
-            normalized = raw
-            if normalizes(plugin):
-                out = plugin.normalize_scores(state, pod, batch, raw.copy())
-                normalized = raw if out is None else np.asarray(out, dtype=np.int64)
-            return dict(zip(names, map(int, raw))), dict(zip(names, map(int, normalized)))
-        assert isinstance(plugin, ScorePlugin)
-        scores = []
-        for name in names:
-            result = plugin.score(state, pod, name)
-            value, status = result if isinstance(result, tuple) else (result, None)
-            if not st.is_success(status):
-                raise st.StatusError(status)  # type: ignore[arg-type]
-            scores.append(NodeScore(name, int(value)))
-        raw_scores = {s.name: s.score for s in scores}
-        if normalizes(plugin):
-            status = plugin.normalize_score(state, pod, scores)
-            if not st.is_success(status):
-                raise st.StatusError(status)  # type: ignore[arg-type]
-        return raw_scores, {s.name: s.score for s in scores}
+        raw, normalized = self.framework.score_one(self.plugin, state, pod, batch)
+        return dict(zip(names, map(int, raw))), dict(zip(names, map(int, normalized)))

@@ -90,6 +90,11 @@ class ActiveQueue:
         rejectors = qpi.unschedulable_plugins | qpi.pending_plugins
         if rejectors:
             self._recorder.unschedulable_reason(rejectors, qpi.pod_info.scheduler_name, -1)
+        # The attempt starts with no rejectors: if it then fails with an error rather than a FitError,
+        # the pod must get the error backoff, not wait in unschedulablePods for the old rejectors'
+        # events. New sets, because copies of ``qpi`` taken during the cycle share the old ones.
+        qpi.unschedulable_plugins = set()
+        qpi.pending_plugins = set()
         return True
 
     def cluster_events_for_pod(self, uid: str) -> list[InFlightEvent] | None:

@@ -105,10 +105,6 @@ class BackoffQueue:
     def __contains__(self, key: str) -> bool:
         return key in self._backoff or key in self._error_backoff
 
-    def len_backoff(self) -> int:
-        """Pods poppable by SchedulerPopFromBackoffQ: error-backoff pods never are."""
-        return len(self._backoff)
-
     def add(self, qpi: QueuedPodInfo, event: str) -> None:
         """Queue ``qpi``; pods without rejector plugins failed with an error and get the error backoff."""
         key = qpi.key

@@ -5,6 +5,7 @@ Every method is a no-op without a ``Metrics``; the queue calls them unconditiona
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ class QueueRecorder:
         self._incoming: dict[tuple[str, str], Any] = {}
         self._in_flight: dict[str, Any] = {}
         self._reasons: dict[tuple[str, str], Any] = {}
+        self._hints: dict[tuple[str, str, str], Any] = {}
         self._pending = {q: metrics.pending_pods.labels(q) for q in ("active", "backoff", "unschedulable", "gated")} if metrics else {}
 
     def incoming(self, queue: str, event: str) -> None:
@@ -57,3 +59,13 @@ class QueueRecorder:
             if child is None:
                 child = self._reasons[(plugin, profile)] = self.metrics.unschedulable_pods.labels(plugin, profile)
             child.inc(delta)
+
+    def queueing_hint(self, plugin: str, event: str, result: str, start: float) -> None:
+        """``queueing_hint_execution_duration_seconds{plugin, event, hint}`` since ``start``
+        (``time.perf_counter()``); ``result`` is Queue, QueueSkip or Error."""
+        if self.metrics is None:
+            return
+        child = self._hints.get((plugin, event, result))
+        if child is None:
+            child = self._hints[(plugin, event, result)] = self.metrics.queueing_hint_execution_duration.labels(plugin, event, result)
+        child.observe(time.perf_counter() - start)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -30,7 +31,6 @@ from kubesched.backend.queue.unschedulable_pods import UnschedulablePods
 from kubesched.clock import Clock
 from kubesched.framework.events import (
     BACKOFF_COMPLETE,
-    EVENT_ASSIGNED_POD_ADD,
     EVENT_FORCE_ACTIVATE,
     EVENT_UNSCHEDULABLE_TIMEOUT,
     EVENT_UNSCHEDULED_POD_ADD,
@@ -38,15 +38,13 @@ from kubesched.framework.events import (
     FORCE_ACTIVATE,
     POP_FROM_BACKOFF_Q,
     SCHEDULE_ATTEMPT_FAILURE,
-    ActionType,
     ClusterEvent,
     QueueingHint,
     QueueingHintFn,
-    Resource,
     pod_scheduling_properties_change,
 )
 from kubesched.framework.status import Code, Status
-from kubesched.framework.types import AffinityTerm, PodInfo
+from kubesched.framework.types import PodInfo
 from kubesched.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -54,17 +52,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Looks up a namespace's labels, for pod affinity terms with a namespaceSelector.
-NamespaceLabels = Callable[[str], Mapping[str, str] | None]
-
 #: How often pods left in unschedulablePods are checked (upstream's wait.Until period).
 UNSCHEDULABLE_FLUSH_PERIOD = 30.0
-#: The plugin whose rejections any assigned-pod event in the namespace may resolve.
-POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 
 _ADD_LABEL = EVENT_UNSCHEDULED_POD_ADD.label
 _UPDATE_LABEL = EVENT_UNSCHEDULED_POD_UPDATE.label
-_SCALE_DOWN = ClusterEvent(Resource.Pod, ActionType.UpdatePodScaleDown)
 
 ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q = "Active", "Backoff", "Unschedulable"
 
@@ -117,12 +109,11 @@ class SchedulingQueue:
     def __init__(self, clock: Clock, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool],
                  profiles: dict[str, QueueProfile], *, initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE, pop_from_backoff: bool = True, metrics: Metrics | None = None,
-                 pod_lister: PodLister | None = None, namespace_labels: NamespaceLabels | None = None) -> None:
+                 pod_lister: PodLister | None = None) -> None:
         self._clock = clock
         self._profiles = profiles
         self._max_in_unschedulable = max_in_unschedulable
         self._pop_from_backoff = pop_from_backoff
-        self._namespace_labels = namespace_labels
         self._recorder = QueueRecorder(metrics)
         self._recorder.watch_pending(lambda: len(self._active), lambda: len(self._backoff),
                                      lambda: len(self._unschedulable) - self._unschedulable.gated_count,
@@ -154,27 +145,24 @@ class SchedulingQueue:
         """A new unscheduled pod: into activeQ, or unschedulablePods if a PreEnqueue plugin gates it."""
         if self._move_to_active_q(self._new_queued_pod_info(pod), _ADD_LABEL):
             self._broadcast()
-        self._publish()
 
-    def update(self, old: PodInfo, new: PodInfo) -> None:
-        """Upstream ``Update``: refresh the pod where it is, and requeue it if hints say the change helps."""
+    def update(self, old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
+        """Upstream ``Update``: refresh the pod where it is, and requeue it if hints say the change
+        helps. Returns the UpdatePodXYZ events the change raised."""
         events = pod_scheduling_properties_change(new.pod, old.pod)
-        try:
-            if self._active.add_events_if_pod_in_flight(new.uid, old.pod, new.pod, events):
-                return
-            key = old.key
-            qpi = self._active.update(key, new) or self._backoff.update(key, new)
-            if qpi is not None:
-                self._nominator.update(old, qpi.pod_info)
-                return
-            qpi = self._unschedulable.get(new.key)
-            if qpi is not None:
-                self._update_unschedulable(qpi, old, new, events)
-                return
-            if self._move_to_active_q(self._new_queued_pod_info(new), _UPDATE_LABEL):
-                self._broadcast()
-        finally:
-            self._publish()
+        if self._active.add_events_if_pod_in_flight(new.uid, old.pod, new.pod, events):
+            return events
+        key = old.key
+        qpi = self._active.update(key, new) or self._backoff.update(key, new)
+        if qpi is not None:
+            self._nominator.update(old, qpi.pod_info)
+            return events
+        qpi = self._unschedulable.get(new.key)
+        if qpi is not None:
+            self._update_unschedulable(qpi, old, new, events)
+        elif self._move_to_active_q(self._new_queued_pod_info(new), _UPDATE_LABEL):
+            self._broadcast()
+        return events
 
     def _update_unschedulable(self, qpi: QueuedPodInfo, old: PodInfo, new: PodInfo, events: list[ClusterEvent]) -> None:
         """The pod's own change may be what its rejectors wait for: each UpdatePodXYZ event asks their hints."""
@@ -197,7 +185,6 @@ class SchedulingQueue:
         qpi = self._active.heap.remove(key) or self._backoff.delete(key) or self._unschedulable.delete(key)
         if qpi is not None:
             self._recorder.unschedulable_reason(qpi.unschedulable_plugins | qpi.pending_plugins, qpi.pod_info.scheduler_name, -1)
-        self._publish()
 
     def activate(self, pods: dict[str, PodInfo]) -> None:
         """Move the pods to activeQ now; a pod in flight gets a ForceActivate event for when it comes back."""
@@ -209,7 +196,6 @@ class SchedulingQueue:
                 self._active.add_events_if_pod_in_flight(pod.uid, None, pod.pod, (EVENT_FORCE_ACTIVATE,))
         if activated:
             self._broadcast()
-        self._publish()
 
     def _activate(self, pod: PodInfo) -> bool:
         qpi = self._unschedulable.get(pod.key)
@@ -221,23 +207,13 @@ class SchedulingQueue:
             from_backoff = True
         return self._move_to_active_q(qpi, FORCE_ACTIVATE, from_backoff)
 
-    def assigned_pod_added(self, pod: PodInfo) -> None:
-        """A bound pod appeared: it may satisfy affinity or spreading of pending pods."""
-        self._move_pods(self._pods_with_cross_topology_term(pod), EVENT_ASSIGNED_POD_ADD, None, pod.pod)
-        self._publish()
-
-    def assigned_pod_updated(self, old: PodInfo, new: PodInfo, event: ClusterEvent) -> None:
-        """A bound pod changed; a scale-down frees resources, so then every pending pod is considered."""
-        if match_cluster_events(_SCALE_DOWN, event):
-            self._move_all(event, old.pod, new.pod, None)
-        else:
-            self._move_pods(self._pods_with_cross_topology_term(new), event, old.pod, new.pod)
-        self._publish()
-
     def move_all_to_active_or_backoff_queue(self, event: ClusterEvent, old: Any, new: Any,
                                             precheck: Callable[[PodInfo], bool] | None = None) -> None:
-        self._move_all(event, old, new, precheck)
-        self._publish()
+        """Offer ``event`` to every unschedulable pod ``precheck`` accepts (all without one)."""
+        if not self._is_event_of_interest(event):
+            return
+        pods = [q for q in self._unschedulable if precheck is None or precheck(q.pod_info)]
+        self._move_pods(pods, event, old, new)
 
     # --- scheduling loop -------------------------------------------------------------------
     async def pop(self) -> QueuedPodInfo | None:
@@ -267,7 +243,6 @@ class SchedulingQueue:
                     return None
                 self._recorder.incoming("active", POP_FROM_BACKOFF_Q)
             if active.move_to_in_flight(qpi):
-                self._publish()
                 return qpi
 
     def done(self, uid: str) -> None:
@@ -283,7 +258,6 @@ class SchedulingQueue:
             self._add_unschedulable(qpi, pod_scheduling_cycle)
         finally:
             self._active.done(qpi.uid)
-            self._publish()
 
     def _add_unschedulable(self, qpi: QueuedPodInfo, cycle: int) -> None:
         key = qpi.key
@@ -340,7 +314,6 @@ class SchedulingQueue:
                 activated = True
         if activated:
             self._broadcast()
-        self._publish()
 
     def flush_unschedulable_pods_left_over(self) -> None:
         """Retry pods that waited in unschedulablePods longer than ``max_in_unschedulable`` (run every 30s)."""
@@ -348,7 +321,6 @@ class SchedulingQueue:
         stale = [qpi for qpi in self._unschedulable if now - qpi.timestamp > self._max_in_unschedulable]
         if stale:
             self._move_pods(stale, EVENT_UNSCHEDULABLE_TIMEOUT, None, None)
-        self._publish()
 
     async def run(self) -> None:
         """Run both flushes until ``close``: backoff at each window boundary, leftovers every 30s."""
@@ -401,17 +373,14 @@ class SchedulingQueue:
         """
         result = []
         for ref in self._nominator.for_node(node_name):
-            qpi = self._find(ref.key)
+            qpi = self.get(ref.key)
             result.append(qpi.pod_info if qpi is not None else ref.to_pod_info())
         return result
 
     # --- introspection ---------------------------------------------------------------------
-    def _find(self, key: str) -> QueuedPodInfo | None:
-        return self._active.heap.get(key) or self._backoff.get(key) or self._unschedulable.get(key)
-
     def get(self, key: str) -> QueuedPodInfo | None:
         """The queued entry for ``namespace/name`` in any of the three places (upstream ``GetPod``)."""
-        return self._find(key)
+        return self._active.heap.get(key) or self._backoff.get(key) or self._unschedulable.get(key)
 
     def pending_pods(self) -> tuple[list[PodInfo], str]:
         active = [q.pod_info for q in self._active.heap]
@@ -419,9 +388,6 @@ class SchedulingQueue:
         unschedulable = [q.pod_info for q in self._unschedulable]
         summary = f"activeQ:{len(active)}; backoffQ:{len(backoff)}; unschedulablePods:{len(unschedulable)}"
         return active + backoff + unschedulable, summary
-
-    def pods_in_active_q(self) -> list[PodInfo]:
-        return [q.pod_info for q in self._active.heap]
 
     def pods_in_backoff_q(self) -> list[PodInfo]:
         return [q.pod_info for q in self._backoff.list()]
@@ -492,12 +458,6 @@ class SchedulingQueue:
             return BACKOFF_Q if self._move_to_backoff_q(qpi, event) else UNSCHEDULABLE_Q
         return ACTIVE_Q if self._move_to_active_q(qpi, event) else UNSCHEDULABLE_Q
 
-    def _move_all(self, event: ClusterEvent, old: Any, new: Any, precheck: Callable[[PodInfo], bool] | None) -> None:
-        if not self._is_event_of_interest(event):
-            return
-        pods = [q for q in self._unschedulable if precheck is None or precheck(q.pod_info)]
-        self._move_pods(pods, event, old, new)
-
     def _move_pods(self, pods: Iterable[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         """Upstream ``movePodsToActiveOrBackoffQueue``: requeue the pods the event may help, then remember it for in-flight pods."""
         if not self._is_event_of_interest(event):
@@ -516,27 +476,6 @@ class SchedulingQueue:
         self._active.add_event_if_any_in_flight(old, new, event)
         if activated:
             self._broadcast()
-
-    def _pods_with_cross_topology_term(self, pod: PodInfo) -> list[QueuedPodInfo]:
-        """Pods an assigned pod's event may help: PodTopologySpread rejects in its namespace, or affinity matches.
-
-        Upstream ``getUnschedulablePodsWithCrossTopologyTerm``; other rejections are about the pod
-        itself on a single node and no other pod's arrival can fix them.
-        """
-        ns_labels = self._namespace_labels(pod.namespace) if self._namespace_labels else None
-        return [qpi for qpi in self._unschedulable if self._spread_in_namespace(qpi, pod)
-                or any(term.matches(pod, ns_labels) for term in self._affinity_terms(qpi))]
-
-    @staticmethod
-    def _spread_in_namespace(qpi: QueuedPodInfo, pod: PodInfo) -> bool:
-        return POD_TOPOLOGY_SPREAD in qpi.unschedulable_plugins and qpi.pod_info.namespace == pod.namespace
-
-    @staticmethod
-    def _affinity_terms(qpi: QueuedPodInfo) -> list[AffinityTerm]:
-        try:
-            return qpi.pod_info.required_affinity_terms
-        except Exception:  # Upstream ignores affinity the API server failed to validate.
-            return []
 
     # --- queueing hints and PreEnqueue -----------------------------------------------------
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
@@ -587,16 +526,17 @@ class SchedulingQueue:
             best = Strategy.AFTER_BACKOFF
         return best
 
-    @staticmethod
-    def _hint_says_queue(plugin: str, hint_fn: QueueingHintFn | None, qpi: QueuedPodInfo,
+    def _hint_says_queue(self, plugin: str, hint_fn: QueueingHintFn | None, qpi: QueuedPodInfo,
                          event: ClusterEvent, old: Any, new: Any) -> bool:
-        if hint_fn is None:
-            return True
+        start = time.perf_counter()
         try:
-            return hint_fn(qpi.pod, old, new) != QueueingHint.QueueSkip
+            queue = hint_fn is None or hint_fn(qpi.pod, old, new) != QueueingHint.QueueSkip
+            result = "Queue" if queue else "QueueSkip"
         except Exception:
             log.exception("QueueingHintFn of %s returned an error for event %s, pod %s", plugin, event.label, qpi.key)
-            return True
+            queue, result = True, "Error"
+        self._recorder.queueing_hint(plugin, event.label, result, start)
+        return queue
 
     def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> None:
         """Upstream ``runPreEnqueuePlugins``: the gating plugin first, stop at the first that gates."""
@@ -629,12 +569,9 @@ class SchedulingQueue:
             log.error("unexpected error running PreEnqueue plugin %s for pod %s: %s", name, qpi.key, status.message())
         return False
 
-    # --- waking pop() and metrics ----------------------------------------------------------
+    # --- waking pop() ----------------------------------------------------------------------
     def _broadcast(self) -> None:
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
-
-    def _publish(self) -> None:
-        """Nothing to do per operation: the pending_pods gauges read the queue when scraped."""

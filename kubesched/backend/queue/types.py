@@ -45,10 +45,6 @@ class QueuedPodInfo:
         """``namespace/name``: how activeQ, backoffQ and unschedulablePods identify the pod."""
         return self.pod_info.key
 
-    @property
-    def gated(self) -> bool:
-        return bool(self.gating_plugin)
-
     def snapshot(self) -> QueuedPodInfo:
         """A shallow copy that later changes to this object do not affect (cheaper than copy.copy)."""
         clone = object.__new__(QueuedPodInfo)

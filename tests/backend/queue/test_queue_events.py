@@ -249,40 +249,6 @@ def test_update_in_backoff_q_stays_in_backoff_q():
     assert where(q, "p") == "backoff" and q.get("default/p").pod_info is new
 
 
-AFFINITY = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}]}}
-
-
-def test_assigned_pod_added_moves_only_cross_topology_pods():
-    q = new_test_queue(ManualClock(), QueueProfile(hints={EVENT_ASSIGNED_POD_ADD: [
-        ("InterPodAffinity", None), ("PodTopologySpread", None), ("NodeResourcesFit", None)]}))
-    q.add(make_pod("affine", affinity=AFFINITY))
-    q.add(make_pod("spread"))
-    q.add(make_pod("spread-other-ns", "other"))
-    q.add(make_pod("fit"))
-    for _ in range(4):
-        qpi = q.pop_nowait()
-        name = qpi.pod_info.name
-        plugin = "InterPodAffinity" if name == "affine" else "NodeResourcesFit" if name == "fit" else "PodTopologySpread"
-        reject(q, qpi, unschedulable={plugin})
-    q.assigned_pod_added(make_pod("db", labels={"app": "db"}, node_name="n1"))
-    assert sorted(p.name for p in q.pods_in_backoff_q()) == ["affine", "spread"]
-    assert sorted(p.name for p in q.unschedulable_pods()) == ["fit", "spread-other-ns"]
-
-
-def test_assigned_pod_scale_down_considers_every_pod():
-    scale_down = ClusterEvent(Resource.AssignedPod, A.UpdatePodScaleDown)
-    q = new_test_queue(ManualClock(), QueueProfile(hints={
-        ClusterEvent(Resource.Pod, A.UpdatePodScaleDown | A.Delete): [("NodeResourcesFit", None)]}))
-    q.add(make_pod("fit"))
-    reject(q, q.pop_nowait(), unschedulable={"NodeResourcesFit"})
-    old, new = make_pod("big", node_name="n1"), make_pod("big", node_name="n1")
-    q.assigned_pod_updated(old, new, ClusterEvent(Resource.AssignedPod, A.UpdatePodLabel))
-    assert where(q, "fit") == "unschedulable"
-    q.assigned_pod_updated(old, new, scale_down)
-    assert where(q, "fit") == "backoff"
-
-
 def test_update_while_in_flight_requeues_the_rejected_pod():
     """Upstream TestPriorityQueue_UpdateWhenInflight: an update during the attempt is replayed."""
     q = new_test_queue(ManualClock(), QueueProfile(hints={EVENT_UNSCHEDULED_POD_UPDATE: [("fakePlugin", queue_hint)]}))
@@ -295,3 +261,16 @@ def test_update_while_in_flight_requeues_the_rejected_pod():
     reject(q, qpi, unschedulable={"fakePlugin"})
     assert where(q, "test-pod") == "backoff"
     assert q.get("default/test-pod").pod_info is updated
+
+
+def test_an_attempt_failing_with_an_error_after_a_rejection_gets_the_error_backoff():
+    """Upstream clears the rejector plugins at every Pop: a pod once rejected by "P" that then fails
+    with an error (bind, API, Reserve) is retried after backoff, not parked for P's events."""
+    clock = ManualClock()
+    q = unschedulable_queue({EVENT_NODE_ADD: [("P", None)]}, clock)
+    clock.step(10)
+    q.move_all_to_active_or_backoff_queue(EVENT_NODE_ADD, None, None)
+    qpi = q.pop_nowait()
+    assert (qpi.unschedulable_plugins, qpi.pending_plugins) == (set(), set())
+    q.add_unschedulable_if_not_present(qpi, q.scheduling_cycle)  # an error sets no rejectors
+    assert where(q, "p") == "backoff"

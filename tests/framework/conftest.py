@@ -1,0 +1,28 @@
+"""Building one profile's Framework around test plugins, over a small node table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kubesched.backend.cache import Cache
+from kubesched.clock import ManualClock
+from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile
+from kubesched.framework.interface import Plugin
+from kubesched.framework.registry import in_tree_registry
+from kubesched.framework.runtime import Framework, HandleContext
+from kubesched.metrics import Metrics
+from kubesched.nodetable.table import NodeTable
+from tests.helpers import make_node
+
+
+def build_framework(*plugins: type[Plugin], nodes: Iterable[str] = ("n1", "n2"), metrics: Metrics | None = None,
+                    nominator: object = None) -> tuple[Framework, NodeTable]:
+    """``plugins`` at every point they implement, after PrioritySort and before DefaultBinder."""
+    cache = Cache(ManualClock())
+    for name in nodes:
+        cache.add_node(make_node(name))
+    table = cache.update_snapshot()
+    registry = {**in_tree_registry(), **{p.name: p for p in plugins}}
+    refs = [PluginRef("PrioritySort"), *(PluginRef(p.name, 1) for p in plugins), PluginRef("DefaultBinder")]
+    ctx = HandleContext(clock=ManualClock(), snapshot=lambda: table, metrics=metrics, nominator=nominator)
+    return Framework(registry, Profile(plugins=Plugins(multi_point=PluginSet(refs))), ctx), table
