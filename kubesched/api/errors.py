@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 
@@ -26,14 +27,27 @@ class FieldError:
     value: object = field(default=None)
 
     def __str__(self) -> str:
+        return f"{self.path}: {self.body()}"
+
+    def body(self) -> str:
+        """``field.Error.ErrorBody``: the message without its field path (a Status cause's message)."""
         if self.kind == "Invalid value":
             shown = f'"{self.value}"' if isinstance(self.value, str) else _go_repr(self.value)
-            return f"{self.path}: Invalid value: {shown}: {self.detail}"
+            return f"Invalid value: {shown}: {self.detail}"
         if self.kind == "Unsupported value":
-            return f'{self.path}: Unsupported value: "{self.value}": {self.detail}'
+            return f'Unsupported value: "{self.value}": {self.detail}'
         if self.detail:
-            return f"{self.path}: {self.kind}: {self.detail}" if self.kind else f"{self.path}: {self.detail}"
-        return f"{self.path}: {self.kind}"
+            return f"{self.kind}: {self.detail}" if self.kind else self.detail
+        return self.kind
+
+
+def aggregate(errors: Sequence[object]) -> str:
+    """``utilerrors.NewAggregate(errs).Error()``, as apiserver and kubectl print several errors:
+    one alone, several as ``[a, b]`` with repeated messages dropped."""
+    messages = list(dict.fromkeys(str(e) for e in errors))
+    if len(messages) <= 1:
+        return "".join(messages)
+    return "[" + ", ".join(messages) + "]"
 
 
 def invalid(path: str, value: object, detail: str) -> FieldError:
@@ -44,8 +58,41 @@ def required(path: str, detail: str = "") -> FieldError:
     return FieldError(path, "Required value", detail)
 
 
+def forbidden(path: str, detail: str) -> FieldError:
+    return FieldError(path, "Forbidden", detail)
+
+
 def unsupported(path: str, value: object, supported: list[str]) -> FieldError:
     return FieldError(path, "Unsupported value", "supported values: " + ", ".join(f'"{s}"' for s in supported), value)
+
+
+class _GoMap(dict):
+    """A string map printed as Go's ``%#v`` prints it in validation messages."""
+
+    def __str__(self) -> str:
+        inner = ", ".join(f'"{k}":"{v}"' for k, v in sorted(self.items()))
+        return f"map[string]string{{{inner}}}"
+
+
+def go_map(value: Mapping[str, str]) -> dict[str, str]:
+    """``value`` as the bad value of a field error about a ``map[string]string``."""
+    return _GoMap(value)
+
+
+class _Stringer:
+    """A value Go prints with its ``String()`` method: unquoted."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return "null" if self.value is None else str(self.value)
+
+
+def go_stringer(value: object) -> object:
+    """``value`` as the bad value of a field error about a type with a ``String()`` method
+    (``intstr.IntOrString``: ``5`` and ``25%`` both unquoted)."""
+    return _Stringer(value)
 
 
 def _go_repr(value: object) -> str:
@@ -65,7 +112,7 @@ class InvalidObject(KubeschedError, ValueError):
         self.errors = errors
         self.source = source
         where = f"{source}: " if source else ""
-        details = "; ".join(str(e) for e in errors) if errors else "invalid object"
+        details = aggregate(errors) if errors else "invalid object"
         super().__init__(f'{where}{kind} "{name}" is invalid: {details}')
 
 
@@ -84,10 +131,7 @@ class ConfigError(KubeschedError, ValueError):
     def __init__(self, errors: list[FieldError] | list[str], source: str = "") -> None:
         self.errors = errors
         where = f"{source}: " if source else ""
-        body = "; ".join(str(e) for e in errors)
-        if len(errors) > 1:
-            body = "[" + ", ".join(str(e) for e in errors) + "]"
-        super().__init__(f"{where}invalid KubeSchedulerConfiguration: {body}")
+        super().__init__(f"{where}invalid KubeSchedulerConfiguration: {aggregate(errors)}")
 
 
 class UnknownPlugin(KubeschedError, ValueError):

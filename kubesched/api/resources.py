@@ -82,12 +82,21 @@ def _is_restartable(container: Mapping) -> bool:
     return container.get("restartPolicy") == "Always"
 
 
-def _container_requests(container: Mapping, statuses: Mapping[str, Mapping], non_missing: Mapping[str, Fraction]) -> Amounts:
+def is_pod_resize_infeasible(pod: Mapping) -> bool:
+    """``IsPodResizeInfeasible``: the PodResizePending condition says Infeasible."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodResizePending":
+            return condition.get("reason") == "Infeasible"
+    return False
+
+
+def _container_requests(container: Mapping, statuses: Mapping[str, Mapping], non_missing: Mapping[str, Fraction],
+                        infeasible: bool) -> Amounts:
     resources = container.get("resources") or {}
     requests = parse_list(resources.get("requests"))
     status = statuses.get(container.get("name", ""))
     if status is not None and status.get("resources") is not None:
-        requests = _resizing_requests(requests, status["resources"], status)
+        requests = _resizing_requests(requests, status["resources"], status, infeasible)
     if non_missing:
         requests = dict(requests)
         for name, amount in non_missing.items():
@@ -96,13 +105,12 @@ def _container_requests(container: Mapping, statuses: Mapping[str, Mapping], non
     return requests
 
 
-def _resizing_requests(spec: Amounts, status_resources: Mapping, status: Mapping) -> Amounts:
-    """During an in-place resize the scheduler counts the larger of desired and actual requests."""
-    actual = parse_list(status_resources.get("requests"))
-    allocated = parse_list(status.get("allocatedResources"))
-    merged = dict(spec)
-    _max(merged, actual)
-    _max(merged, allocated)
+def _resizing_requests(spec: Amounts, status_resources: Mapping, status: Mapping, infeasible: bool) -> Amounts:
+    """``determineContainerReqs``: during an in-place resize the scheduler counts the larger of
+    desired and actual requests; a resize found infeasible leaves the desired ones out."""
+    merged: Amounts = {} if infeasible else dict(spec)
+    _max(merged, parse_list(status_resources.get("requests")))
+    _max(merged, parse_list(status.get("allocatedResources")))
     return merged
 
 
@@ -111,31 +119,44 @@ def pod_level_requests_set(pod: Mapping) -> bool:
     return any(name in (CPU, MEMORY) or is_hugepages(name) for name in requests)
 
 
-def _aggregate_container_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None) -> Amounts:
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    statuses: dict[str, Mapping] = {}
-    for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
-        statuses[cs.get("name", "")] = cs
-    non_missing = non_missing or {}
+def _aggregate(spec: Mapping, amounts_of: Callable[[Mapping, bool], Amounts]) -> Amounts:
+    """Containers summed; each init container (with the sidecars started before it) a floor;
+    sidecars (restartable init containers) added. ``amounts_of(container, sidecar_or_regular)``."""
     total: Amounts = {}
     for container in spec.get("containers") or []:
-        _add(total, _container_requests(container, statuses, non_missing))
+        _add(total, amounts_of(container, True))
     sidecars: Amounts = {}
     init_floor: Amounts = {}
     for container in spec.get("initContainers") or []:
-        use_status = statuses if _is_restartable(container) else {}
-        requests = _container_requests(container, use_status, non_missing)
-        if _is_restartable(container):
-            _add(total, requests)
-            _add(sidecars, requests)
+        restartable = _is_restartable(container)
+        amounts = amounts_of(container, restartable)
+        if restartable:
+            _add(total, amounts)
+            _add(sidecars, amounts)
             in_use = dict(sidecars)
         else:
-            in_use = dict(requests)
+            in_use = dict(amounts)
             _add(in_use, sidecars)
         _max(init_floor, in_use)
     _max(total, init_floor)
     return total
+
+
+def _aggregate_container_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None) -> Amounts:
+    """Resize status counts for regular containers and sidecars only, as upstream reads it."""
+    status = pod.get("status") or {}
+    statuses: dict[str, Mapping] = {}
+    for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        statuses[cs.get("name", "")] = cs
+    infeasible = bool(statuses) and is_pod_resize_infeasible(pod)
+    missing = non_missing or {}
+    return _aggregate(pod.get("spec") or {},
+                      lambda c, use_status: _container_requests(c, statuses if use_status else {}, missing, infeasible))
+
+
+def aggregate_container_limits(pod: Mapping) -> Amounts:
+    """``AggregateContainerLimits`` over the spec alone (what pod defaulting reads)."""
+    return _aggregate(pod.get("spec") or {}, lambda c, _: parse_list((c.get("resources") or {}).get("limits")))
 
 
 def _pod_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None, overhead: bool = True) -> Amounts:
@@ -228,11 +249,12 @@ def scheduler_resources(amounts: Mapping[str, Fraction]) -> dict[str, int]:
     return out
 
 
-def qos_class(pod: Mapping) -> str:
-    """``qos.GetPodQOS``: Guaranteed, Burstable or BestEffort."""
+def qos_class(pod: Mapping, pod_level: bool = True) -> str:
+    """``qos.ComputePodQOS``: Guaranteed, Burstable or BestEffort; pod-level ``spec.resources``,
+    when present at all, decide alone (``pod_level``: the PodLevelResources gate)."""
     spec = pod.get("spec") or {}
-    if pod_level_requests_set(pod) or ((spec.get("resources") or {}).get("limits")):
-        return _qos_of([spec.get("resources") or {}])
+    if pod_level and spec.get("resources") is not None:
+        return _qos_of([spec["resources"]])
     containers = (spec.get("containers") or []) + (spec.get("initContainers") or [])
     return _qos_of([c.get("resources") or {} for c in containers])
 
@@ -243,9 +265,9 @@ def _qos_of(resource_specs: list[Mapping]) -> str:
     guaranteed = True
     for resources in resource_specs:
         for name, amount in parse_list(resources.get("requests")).items():
-            if name in _QOS_RESOURCES and amount != 0:
+            if name in _QOS_RESOURCES and amount > 0:
                 _add(requests, {name: amount})
-        container_limits = {n: a for n, a in parse_list(resources.get("limits")).items() if n in _QOS_RESOURCES and a != 0}
+        container_limits = {n: a for n, a in parse_list(resources.get("limits")).items() if n in _QOS_RESOURCES and a > 0}
         _add(limits, container_limits)
         if set(container_limits) != set(_QOS_RESOURCES):
             guaranteed = False
@@ -256,6 +278,6 @@ def _qos_of(resource_specs: list[Mapping]) -> str:
             if limits.get(name) != amount:
                 guaranteed = False
                 break
-    if guaranteed and len(limits) == len(_QOS_RESOURCES):
+    if guaranteed and len(requests) == len(limits):
         return "Guaranteed"
     return "Burstable"

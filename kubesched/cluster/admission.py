@@ -1,5 +1,6 @@
-"""What kube-apiserver does to an object before storing it: defaulting and the admission plugins
-that matter to scheduling (Priority, DefaultTolerationSeconds).
+"""What kube-apiserver's admission does to an object before storing it (defaulting is
+``kubesched.cluster.defaults``): the plugins that matter to scheduling (Priority,
+DefaultTolerationSeconds) and the pod strategy's create-time changes.
 
 Kept apart from the store so that the embedded cluster, the HTTP API server and tests agree on
 what a created pod looks like.
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from kubesched.api.resources import qos_class
+from kubesched.cluster.defaults import gate_enabled
 from kubesched.cluster.errors import Forbidden
 
 SYSTEM_PRIORITY_CLASSES = (
@@ -29,41 +31,11 @@ DEFAULT_UNREACHABLE_TOLERATION_SECONDS = 300
 PriorityClassLookup = Callable[[str], Mapping | None]
 
 
-def default_node(node: dict) -> None:
-    """``SetDefaults_NodeStatus``: allocatable defaults to capacity."""
-    status = node.setdefault("status", {})
-    if status.get("allocatable") is None and status.get("capacity") is not None:
-        status["allocatable"] = dict(status["capacity"])
-
-
-def default_priority_class(pc: dict) -> None:
-    pc.setdefault("preemptionPolicy", "PreemptLowerPriority")
-
-
-def _default_requests_from_limits(resources: dict | None) -> None:
-    if not resources or not resources.get("limits"):
-        return
-    requests = resources.setdefault("requests", {})
-    for name, quantity in resources["limits"].items():
-        requests.setdefault(name, quantity)
-
-
-def default_pod(pod: dict) -> None:
-    """The parts of ``SetDefaults_Pod`` and container defaulting the scheduler can observe."""
-    spec = pod.setdefault("spec", {})
-    spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("restartPolicy", "Always")
-    spec.setdefault("terminationGracePeriodSeconds", 30)
-    spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("enableServiceLinks", True)
-    for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        _default_requests_from_limits(container.get("resources"))
-        for port in container.get("ports") or []:
-            port.setdefault("protocol", "TCP")
-    _default_requests_from_limits(spec.get("resources"))
+def default_pod_status(pod: dict, gates: Mapping[str, bool] | None = None) -> None:
+    """The pod strategy's ``PrepareForCreate``: phase Pending and the QoS class."""
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
-    status.setdefault("qosClass", qos_class(pod))
+    status.setdefault("qosClass", qos_class(pod, gate_enabled(gates, "PodLevelResources")))
 
 
 def admit_priority(pod: dict, lookup: PriorityClassLookup, global_default: Mapping | None) -> None:
@@ -94,8 +66,25 @@ def admit_priority(pod: dict, lookup: PriorityClassLookup, global_default: Mappi
 
 
 def _forbidden(meta: Mapping, detail: str) -> Forbidden:
-    name = meta.get("name") or meta.get("generateName", "")
-    return Forbidden(f'pods "{name}" is forbidden: {detail}', kind="pods", name=name)
+    """``admission.NewForbidden``: a pod not named yet is called by its generateName."""
+    return Forbidden.of("pods", meta.get("name") or meta.get("generateName", ""), detail)
+
+
+def keep_priority(pod: dict, old: Mapping) -> None:
+    """The Priority plugin on update: priority and preemptionPolicy, set on create, stay when the
+    update leaves them out (any other change is refused by pod update validation)."""
+    spec, old_spec = pod.setdefault("spec", {}), old.get("spec") or {}
+    for field in ("priority", "preemptionPolicy"):
+        if spec.get(field) is None and old_spec.get(field) is not None:
+            spec[field] = old_spec[field]
+
+
+def admit_priority_class(pc: Mapping, existing_default: Mapping | None) -> None:
+    """The Priority plugin's PriorityClass check: only one class may be the global default."""
+    name = (pc.get("metadata") or {}).get("name", "")
+    if pc.get("globalDefault") and existing_default is not None and existing_default["metadata"]["name"] != name:
+        raise Forbidden.of("priorityclasses", name, f"PriorityClass {existing_default['metadata']['name']} is already "
+                           "marked as default. Only one default can exist", "scheduling.k8s.io")
 
 
 def admit_default_toleration_seconds(pod: dict) -> None:
@@ -123,7 +112,7 @@ def apply_label_keys_to_selectors(pod: dict, gates: Mapping[str, bool] | None = 
     and MatchLabelKeysInPodTopologySpreadSelectorMerge for topology spread constraints.
     """
     def enabled(name: str) -> bool:
-        return True if gates is None or name not in gates else bool(gates[name])
+        return gate_enabled(gates, name)
 
     spec = pod.get("spec") or {}
     labels = (pod.get("metadata") or {}).get("labels") or {}

@@ -2,7 +2,24 @@
 
 from __future__ import annotations
 
-from kubesched.api.errors import FieldError, KubeschedError
+from kubesched.api.errors import FieldError, KubeschedError, aggregate
+
+#: ``metav1.CauseType`` of each ``field.ErrorType`` (its ``String()`` is what ``FieldError.kind`` holds).
+CAUSE_TYPES = {
+    "Not found": "FieldValueNotFound",
+    "Required value": "FieldValueRequired",
+    "Duplicate value": "FieldValueDuplicate",
+    "Invalid value": "FieldValueInvalid",
+    "Unsupported value": "FieldValueNotSupported",
+    "Forbidden": "FieldValueForbidden",
+    "Too long": "FieldValueTooLong",
+    "Too many": "FieldValueTooMany",
+    "Internal error": "InternalError",
+}
+
+
+def _qualified(resource: str, group: str) -> str:
+    return f"{resource}.{group}" if group else resource
 
 
 class APIError(KubeschedError):
@@ -49,8 +66,7 @@ class NotFound(APIError):
 
     @classmethod
     def of(cls, resource: str, name: str, group: str = "") -> NotFound:
-        qualified = f"{resource}.{group}" if group else resource
-        return cls(f'{qualified} "{name}" not found', kind=resource, name=name, group=group)
+        return cls(f'{_qualified(resource, group)} "{name}" not found', kind=resource, name=name, group=group)
 
 
 class AlreadyExists(APIError):
@@ -59,8 +75,7 @@ class AlreadyExists(APIError):
 
     @classmethod
     def of(cls, resource: str, name: str, group: str = "") -> AlreadyExists:
-        qualified = f"{resource}.{group}" if group else resource
-        return cls(f'{qualified} "{name}" already exists', kind=resource, name=name, group=group)
+        return cls(f'{_qualified(resource, group)} "{name}" already exists', kind=resource, name=name, group=group)
 
 
 class Conflict(APIError):
@@ -69,8 +84,8 @@ class Conflict(APIError):
 
     @classmethod
     def of(cls, resource: str, name: str, detail: str, group: str = "") -> Conflict:
-        qualified = f"{resource}.{group}" if group else resource
-        return cls(f'Operation cannot be fulfilled on {qualified} "{name}": {detail}', kind=resource, name=name, group=group)
+        return cls(f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {detail}', kind=resource,
+                   name=name, group=group)
 
 
 class Invalid(APIError):
@@ -79,12 +94,10 @@ class Invalid(APIError):
 
     @classmethod
     def of(cls, kind: str, name: str, errors: list[FieldError], group: str = "") -> Invalid:
-        qualified = f"{kind}.{group}" if group else kind
-        body = ", ".join(str(e) for e in errors)
-        if len(errors) > 1:
-            body = "[" + body + "]"
-        causes = [{"reason": "Field" + e.kind.title().replace(" ", ""), "message": str(e).split(": ", 1)[-1], "field": e.path} for e in errors]
-        return cls(f'{qualified} "{name}" is invalid: {body}', kind=kind, name=name, group=group, causes=causes)
+        """``errors.NewInvalid``: one cause per field error."""
+        causes = [{"reason": CAUSE_TYPES.get(e.kind, "FieldValueInvalid"), "message": e.body(), "field": e.path} for e in errors]
+        return cls(f'{_qualified(kind, group)} "{name}" is invalid: {aggregate(errors)}', kind=kind, name=name, group=group,
+                   causes=causes)
 
 
 class BadRequest(APIError):
@@ -100,6 +113,12 @@ class Gone(APIError):
 class Forbidden(APIError):
     code = 403
     reason = "Forbidden"
+
+    @classmethod
+    def of(cls, resource: str, name: str, detail: str, group: str = "") -> Forbidden:
+        """``errors.NewForbidden`` (admission plugins name the object by its generateName when it has no name yet)."""
+        subject = f'{_qualified(resource, group)} "{name}"' if name else _qualified(resource, group)
+        return cls(f"{subject} is forbidden: {detail}", kind=resource, name=name, group=group)
 
 
 class MethodNotAllowed(APIError):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from kubesched.api.kinds import Kind, kind_named, object_key
 from kubesched.cluster.client import ClusterClient
 from kubesched.cluster.errors import Gone, TooManyRequests
-from kubesched.cluster.store import ADDED, BOOKMARK, DELETED, ERROR, MODIFIED, WatchEvent
+from kubesched.cluster.store import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -179,15 +179,11 @@ class Informer:
         if event.type == BOOKMARK:
             self.resource_version = obj["metadata"].get("resourceVersion", self.resource_version)
             return
-        if event.type == ERROR:
-            if obj.get("code") == 410:
-                raise Gone(obj.get("message", "resource version too old"))
-            raise RuntimeError(obj.get("message", "watch error"))
         key = object_key(obj)
         self.resource_version = obj["metadata"].get("resourceVersion", self.resource_version)
         if event.type == DELETED:
-            previous = self.store.pop(key, None)
-            self._emit_delete(previous or obj)
+            self.store.pop(key, None)
+            self._emit_delete(obj)  # the final state the event carries, as client-go hands it over
             return
         previous = self.store.get(key)
         self.store[key] = obj

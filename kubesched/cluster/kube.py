@@ -40,7 +40,7 @@ from kubesched.api.kinds import Kind
 from kubesched.clock import RealClock
 from kubesched.cluster import errors
 from kubesched.cluster.client import ClusterClient
-from kubesched.cluster.store import ERROR, WatchEvent, set_condition
+from kubesched.cluster.store import BOOKMARK, ERROR, WatchEvent, set_condition
 
 log = logging.getLogger(__name__)
 
@@ -408,7 +408,7 @@ async def _event_batches(resp: aiohttp.ClientResponse, kind: Kind) -> AsyncItera
                 continue
             raw = orjson.loads(line)
             obj = raw.get("object") or {}
-            if raw.get("type") not in (ERROR, "BOOKMARK"):
+            if raw.get("type") not in (ERROR, BOOKMARK):
                 obj.setdefault("apiVersion", kind.api_version)
                 obj.setdefault("kind", kind.kind)
             batch.append(WatchEvent(raw.get("type", ""), obj))

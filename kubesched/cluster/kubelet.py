@@ -8,13 +8,16 @@ pods bound by hand to a node that cannot take them) looks like a real cluster.
   the kubelet's reason (``OutOfcpu``, ``NodeAffinity``, ...) and ``Pod was rejected: ...`` message;
   one that fits goes ``Running`` with a start time, an IP (from the node's ``spec.podCIDR`` or the
   cluster range), Ready conditions and container statuses. A pod bound to a node that does not
-  exist stays Pending, as no kubelet would pick it up.
+  exist stays Pending, as no kubelet would pick it up (until PodGC collects it, below).
 * Taint eviction (upstream ``pkg/controller/tainteviction``): pods on a node with NoExecute taints
   they do not tolerate are deleted, after the smallest ``tolerationSeconds`` of the tolerations
   used when they tolerate them all for a while; removing the taint in time cancels it.
 * Deletion: graceful deletion is the store's (the object goes when the grace period ends); pods
   being deleted on a node that does not exist, or whose grace period is already over, are removed
   at once so that ``kubectl delete`` returns.
+* Orphans (upstream PodGC's ``gcOrphaned``): pods bound to a node that has been missing for 40
+  seconds are marked Failed with a DisruptionTarget condition (``DeletionByPodGC``) and deleted.
+  Upstream checks every 20 seconds, so it takes 40 to 60 seconds there; here exactly 40.
 
 It follows the store through ``store.write_hooks`` (a hook only records the event; a task does
 the work), so every write is seen in order, and timers use the event loop (virtual time in
@@ -28,7 +31,7 @@ import importlib
 import ipaddress
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +39,7 @@ from kubesched.api import resources as res
 from kubesched.api.kinds import Kind
 from kubesched.clock import rfc3339
 from kubesched.cluster.store import ADDED, DELETED, MODIFIED, NODE, POD, ObjectStore, WatchEvent, set_condition
+from kubesched.controllers.util import EventWriter
 from kubesched.framework.types import HostPortInfo, NodeInfo, PodInfo, Taint, Toleration, node_allocatable, parse_time
 
 log = logging.getLogger(__name__)
@@ -48,14 +52,12 @@ REJECTED_PREFIX = "Pod was rejected: "
 #: Conditions the kubelet owns; others (PodScheduled, DisruptionTarget) are kept as they are.
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 
-# Predicate names and reasons as the scheduler plugins report them.
+#: Predicate names (the plugins' names); the reasons are the plugins' own, but for taints, whose
+#: message is the kubelet's (``ErrTaintsTolerationsNotMatch``).
 NODE_AFFINITY, NODE_NAME, NODE_PORTS, TAINT_TOLERATION = "NodeAffinity", "NodeName", "NodePorts", "TaintToleration"
-ERR_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
-ERR_NODE_NAME = "node(s) didn't match the requested node name"
-ERR_NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
 ERR_TAINTS = "node(s) had taints that the pod didn't tolerate"
-_OUT_OF = {res.CPU: "OutOfcpu", res.MEMORY: "OutOfmemory", res.EPHEMERAL_STORAGE: "OutOfephemeral-storage",
-           res.PODS: "OutOfpods"}
+#: PodGC's ``quarantineTime``: how long a node must stay missing before its pods are collected.
+ORPHAN_QUARANTINE = 40.0
 
 
 # --- admission -----------------------------------------------------------------------------------
@@ -67,12 +69,12 @@ class Rejection:
     message: str
 
 
-_HELPERS: dict[tuple[str, str], Callable[..., Any] | None] = {}
+_HELPERS: dict[tuple[str, str], Any] = {}
 
 
-def _plugin_helper(module: str, name: str) -> Callable[..., Any] | None:
-    """A scheduler plugin helper, imported on first use so that importing the kubelet does not
-    load the scheduler plugins; None (and the check skipped) if the plugin does not provide it."""
+def _plugin_helper(module: str, name: str) -> Any:
+    """A scheduler plugin's helper or constant, imported on first use so that importing the kubelet
+    does not load the scheduler plugins; None (and the check skipped) if the plugin lacks it."""
     key = (module, name)
     if key not in _HELPERS:
         try:
@@ -90,7 +92,7 @@ def _insufficient(pod: PodInfo, node_info: NodeInfo | NodeState) -> list[Rejecti
     for r in fits(pod, node_info) if fits is not None else ():
         if res.is_extended(r.resource_name) and r.resource_name not in node_info.allocatable:
             continue  # unknown to the node: a cluster-level or DRA-backed resource
-        out.append(Rejection(_OUT_OF.get(r.resource_name, f"OutOf{r.resource_name}"),
+        out.append(Rejection(f"OutOf{r.resource_name}",
                              f"Node didn't have enough resource: {r.resource_name}, requested: {r.requested}, "
                              f"used: {r.used}, capacity: {r.capacity}"))
     return out
@@ -111,12 +113,12 @@ def general_filter(pod: PodInfo, node_info: NodeInfo | NodeState) -> list[Reject
     reasons = _insufficient(pod, node_info)
     matches = _plugin_helper("node_affinity", "pod_matches_node_selector_and_affinity")
     if matches is not None and not matches(pod, node):
-        reasons.append(_predicate(NODE_AFFINITY, ERR_NODE_AFFINITY))
+        reasons.append(_predicate(NODE_AFFINITY, _plugin_helper("node_affinity", "ERR_REASON_POD")))
     if pod.node_name and pod.node_name != node_info.name:
-        reasons.append(_predicate(NODE_NAME, ERR_NODE_NAME))
+        reasons.append(_predicate(NODE_NAME, _plugin_helper("node_name", "ERR_REASON")))
     fits_ports = _plugin_helper("node_ports", "fits_ports")
     if fits_ports is not None and not fits_ports(pod, node_info):
-        reasons.append(_predicate(NODE_PORTS, ERR_NODE_PORTS))
+        reasons.append(_predicate(NODE_PORTS, _plugin_helper("node_ports", "ERR_REASON")))
     find_taint = _plugin_helper("taint_toleration", "find_untolerated_taint")
     if find_taint is not None and not _is_static(pod) and find_taint(node_info.taints, pod.tolerations, (NO_EXECUTE,)) is not None:
         reasons.append(_predicate(TAINT_TOLERATION, ERR_TAINTS))
@@ -266,6 +268,9 @@ class FakeKubelet:
         self._evictions: dict[tuple[str, str], _Eviction] = {}
         self._pools: dict[str, _IPPool] = {}
         self._cluster_pool = _IPPool(POD_NETWORK, 1)
+        #: Missing nodes with pods bound to them, and the PodGC check waiting for each.
+        self._quarantined: dict[str, asyncio.TimerHandle] = {}
+        self._writers: dict[str, EventWriter] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -282,14 +287,17 @@ class FakeKubelet:
             if eviction.handle is not None:
                 eviction.handle.cancel()
         self._evictions.clear()
+        for handle in self._quarantined.values():
+            handle.cancel()
+        self._quarantined.clear()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
     def idle(self) -> bool:
-        """Nothing to process and no eviction waiting for its time."""
-        return not self._pending and not self._busy and not self._evictions
+        """Nothing to process and no eviction or orphan collection waiting for its time."""
+        return not self._pending and not self._busy and not self._evictions and not self._quarantined
 
     def _on_write(self, _rv: int, kind: Kind, event: WatchEvent) -> None:
         if kind is POD or kind is NODE:
@@ -342,7 +350,12 @@ class FakeKubelet:
             for pod in list(self._on_node.get(name, {}).values()):
                 if pod["metadata"].get("deletionTimestamp"):
                     self._force_delete(pod)
+            if self._on_node.get(name):
+                self._quarantine(name)
             return
+        handle = self._quarantined.pop(name, None)
+        if handle is not None:
+            handle.cancel()
         self._nodes[name] = node
         self._infos.setdefault(name, NodeState(name)).set_node(node)
         for uid in self._waiting.pop(name, set()):
@@ -368,6 +381,8 @@ class FakeKubelet:
         if not node:
             return
         self._on_node.setdefault(node, {})[uid] = pod
+        if node not in self._nodes:
+            self._quarantine(node)
         phase = status.get("phase")
         if phase in ("Succeeded", "Failed"):
             self._stop_running(uid)
@@ -389,6 +404,8 @@ class FakeKubelet:
         if node:
             self._on_node.get(node, {}).pop(uid, None)
             self._waiting.get(node, set()).discard(uid)
+            if not self._on_node.get(node) and node in self._quarantined:
+                self._quarantined.pop(node).cancel()  # nothing left to collect
 
     def _stop_running(self, uid: str) -> None:
         entry = self._running.pop(uid, None)
@@ -511,6 +528,39 @@ class FakeKubelet:
         except Exception as e:
             log.debug("kubelet could not remove %s: %s", meta["name"], e)
 
+    # --- orphans (PodGC) --------------------------------------------------------------------------
+    def _quarantine(self, node: str) -> None:
+        if node not in self._quarantined:
+            self._quarantined[node] = asyncio.get_running_loop().call_later(ORPHAN_QUARANTINE, self._collect_orphans, node)
+
+    def _collect_orphans(self, node: str) -> None:
+        """``gcOrphaned``: the node is still missing, so its pods go."""
+        self._quarantined.pop(node, None)
+        if node in self._nodes:
+            return
+        for pod in list(self._on_node.get(node, {}).values()):
+            self._delete_orphan(pod)
+
+    def _delete_orphan(self, pod: dict) -> None:
+        """``markFailedAndDeletePodWithCondition``: Failed with DisruptionTarget, then deleted at once."""
+        meta = pod["metadata"]
+        ns, name, uid = meta.get("namespace"), meta["name"], meta.get("uid")
+        condition = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
+                     "message": "PodGC: node no longer exists"}
+        now = self.store.clock.wall()
+
+        def change(p: dict) -> None:
+            status = p.setdefault("status", {})
+            if status.get("phase") not in ("Succeeded", "Failed"):
+                status["phase"] = "Failed"
+                status["conditions"] = set_condition(status.get("conditions") or [], condition, now)
+
+        try:
+            self.store.mutate(POD, ns, name, change, expect_uid=uid)
+            self.store.delete(POD, ns, name, grace_period=0, uid=uid)
+        except Exception as e:
+            log.debug("PodGC could not delete orphan %s/%s: %s", ns, name, e)
+
     # --- NoExecute taints --------------------------------------------------------------------------
     def _node_taints_changed(self, node: str, taints: list[Taint]) -> None:
         """``handleNodeUpdate``: re-evaluate every pod on the node against its NoExecute taints."""
@@ -603,11 +653,11 @@ class FakeKubelet:
             self._record(pod, event_type, reason, message, "taint-eviction-controller")
 
     def _record(self, pod: dict, event_type: str, reason: str, message: str, component: str, host: str = "") -> None:
-        if not self.events:
-            return
-        from kubesched.controllers.util import EventWriter
-
-        EventWriter(self.store, component, host=host)(pod, event_type, reason, message)
+        """Through one writer per component, which counts repeats and names events apart."""
+        writer = self._writers.get(component)
+        if writer is None:
+            writer = self._writers[component] = EventWriter(self.store, component, self.events)
+        writer(pod, event_type, reason, message, host=host or None)
 
 
 def _key(pod: dict) -> tuple[str, str]:

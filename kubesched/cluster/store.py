@@ -20,12 +20,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.api.errors import invalid
+from kubesched.api.errors import FieldError
 from kubesched.api.kinds import Kind, kind_for, kind_named
+from kubesched.api.pod_update import validate_pod_update
 from kubesched.api.validation import validate
 from kubesched.clock import Clock, RealClock, rfc3339
 from kubesched.cluster import admission
-from kubesched.cluster.errors import AlreadyExists, Conflict, Gone, Invalid, NotFound
+from kubesched.cluster.defaults import default_namespace, set_defaults, validate_spec
+from kubesched.cluster.errors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
+from kubesched.framework.types import parse_time
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 
@@ -231,12 +234,13 @@ class ObjectStore:
             meta.pop("namespace", None)
         obj.setdefault("apiVersion", kind.api_version)
         obj.setdefault("kind", kind.kind)
+        set_defaults(kind, obj, self.feature_gates)
+        self._admit_create(kind, obj)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generate_name(kind, meta.get("namespace", ""), meta["generateName"])
-        self._default_and_admit(kind, obj)
-        errors = validate(obj)
-        if errors:
-            raise Invalid.of(kind.kind, meta.get("name", ""), errors, kind.group)
+            if kind == NAMESPACE:
+                default_namespace(obj)  # the strategy's Canonicalize: the name label, now there is a name
+        self._validate(kind, obj)
         key = (meta.get("namespace", ""), meta["name"])
         bucket = self._objects.setdefault(kind, {})
         if key in bucket:
@@ -262,11 +266,12 @@ class ObjectStore:
         if meta.get("uid") and meta["uid"] != current["metadata"]["uid"]:
             raise Conflict.of(kind.resource, meta["name"], f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {current['metadata']['uid']}", kind.group)
         new = self._carry_over(kind, current, obj, status_only)
-        if kind == NODE:
-            admission.default_node(new)
-        errors = validate(new)
-        if errors:
-            raise Invalid.of(kind.kind, meta.get("name", ""), errors, kind.group)
+        if not status_only:
+            set_defaults(kind, new, self.feature_gates)
+            self._admit_update(kind, new, current)
+        elif kind == NODE:
+            set_defaults(kind, new, self.feature_gates)  # SetDefaults_NodeStatus: what the kubelet reports
+        self._validate(kind, new, current, status_only=status_only)
         if new.get("spec") != current.get("spec") and not status_only:
             new["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
         if dry_run:
@@ -277,7 +282,10 @@ class ObjectStore:
 
     def mutate(self, kind: Kind, namespace: str | None, name: str, change: Callable[[dict], Any], *,
                expect_rv: str | None = None, expect_uid: str | None = None) -> dict:
-        """Apply ``change`` to a private copy of the current object and store it (a guaranteed update)."""
+        """Apply ``change`` to a private copy of the current object and store it (a guaranteed update).
+
+        Written as a client must write it: the status through the status subresource, the rest
+        through the main resource (two writes, main first, when both changed)."""
         current = self.get(kind, namespace, name)
         if expect_uid and current["metadata"].get("uid") != expect_uid:
             raise Conflict.of(kind.resource, name, f"Precondition failed: UID in precondition: {expect_uid}, UID in object meta: {current['metadata'].get('uid')}", kind.group)
@@ -287,8 +295,16 @@ class ObjectStore:
         change(new)
         if new == current:
             return current
-        new["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        return self.update(kind, new)
+        split = "status" in kind.subresources
+        result = current
+        if not split or _without_status(new) != _without_status(current):
+            result = self.update(kind, _with_version(new, current))
+        if split and new.get("status") != current.get("status"):
+            latest = self.try_get(kind, namespace, name)
+            if latest is None or latest["metadata"].get("uid") != current["metadata"].get("uid"):
+                return result  # the main write finished a deletion
+            result = self.update(kind, _with_version(new, latest), status_only=True)
+        return result
 
     def delete(self, kind: Kind, namespace: str | None, name: str, *, grace_period: int | None = None,
                uid: str | None = None, resource_version: str | None = None, dry_run: bool = False) -> dict:
@@ -366,18 +382,14 @@ class ObjectStore:
             self._after(0, lambda: self._finish_namespace(meta["name"]))
             return
         if meta.get("deletionGracePeriodSeconds", 0) > 0:
-            from kubesched.framework.types import parse_time
-
             remaining = max(0.0, parse_time(meta["deletionTimestamp"]) - self.clock.wall())
             self._after(remaining, lambda: self._expire(kind, meta.get("namespace"), meta["name"], meta.get("uid")))
 
     # --- internals ----------------------------------------------------------------------------
     def _bootstrap(self, kind: Kind, obj: dict) -> None:
+        set_defaults(kind, obj, self.feature_gates)
         obj["metadata"]["uid"] = self._uid()
         obj["metadata"]["creationTimestamp"] = rfc3339(self.clock.wall())
-        if kind == NAMESPACE:
-            obj["spec"] = {"finalizers": ["kubernetes"]}
-            obj["status"] = {"phase": "Active"}
         self._commit(kind, ADDED, obj, None)
 
     def _uid(self) -> str:
@@ -404,29 +416,34 @@ class ObjectStore:
                 return
             raise NotFound.of("namespaces", ns)
         if current["metadata"].get("deletionTimestamp"):
-            from kubesched.cluster.errors import Forbidden
-
             raise Forbidden(f"unable to create new content in namespace {ns} because it is being terminated",
                             kind="namespaces", name=ns)
 
-    def _default_and_admit(self, kind: Kind, obj: dict) -> None:
+    def _admit_create(self, kind: Kind, obj: dict) -> None:
+        """The mutating admission of a create (the object may have only a generateName yet)."""
         if kind == POD:
-            admission.default_pod(obj)
+            admission.default_pod_status(obj, self.feature_gates)
             admission.apply_label_keys_to_selectors(obj, self.feature_gates)
             admission.admit_priority(obj, self._priority_class, self._global_default_priority_class())
             admission.admit_default_toleration_seconds(obj)
-        elif kind == NODE:
-            admission.default_node(obj)
-        elif kind == PRIORITY_CLASS:
-            admission.default_priority_class(obj)
-            if obj.get("globalDefault"):
-                existing = self._global_default_priority_class()
-                if existing is not None:
-                    raise Invalid.of("PriorityClass", obj["metadata"].get("name", ""), [invalid(
-                        "globalDefault", True, f"globalDefault is already set by {existing['metadata']['name']}")], "scheduling.k8s.io")
-        elif kind == NAMESPACE:
-            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
-            obj.setdefault("status", {"phase": "Active"})
+
+    @staticmethod
+    def _admit_update(kind: Kind, new: dict, current: dict) -> None:
+        if kind == POD:
+            admission.keep_priority(new, current)
+            admission.admit_default_toleration_seconds(new)
+
+    def _validate(self, kind: Kind, obj: dict, old: dict | None = None, *, status_only: bool = False) -> None:
+        """Validation (422), then validating admission (403); ``old`` is the object an update replaces."""
+        errors: list[FieldError] = validate(obj)
+        if not status_only:
+            errors += validate_spec(kind, obj)
+            if kind == POD and old is not None:
+                errors += validate_pod_update(obj, old)
+        if errors:
+            raise Invalid.of(kind.kind, obj["metadata"].get("name", ""), errors, kind.group)
+        if kind == PRIORITY_CLASS:
+            admission.admit_priority_class(obj, self._global_default_priority_class())
 
     def _priority_class(self, name: str) -> dict | None:
         return self._objects.get(PRIORITY_CLASS, {}).get(("", name))
@@ -439,7 +456,9 @@ class ObjectStore:
         return min(defaults, key=lambda pc: pc.get("value", 0))
 
     def _carry_over(self, kind: Kind, current: dict, obj: dict, status_only: bool) -> dict:
-        """Keep what a client may not change through this verb (metadata identity, spec or status)."""
+        """Keep what a client may not change through this verb: metadata identity, and the spec
+        through the status subresource or the status (of a kind that has one) through the main
+        resource."""
         new = dict(obj)
         meta = dict(obj.get("metadata") or {})
         cur_meta = current["metadata"]
@@ -458,8 +477,11 @@ class ObjectStore:
             meta_keep = dict(cur_meta)
             meta_keep["resourceVersion"] = meta.get("resourceVersion", cur_meta.get("resourceVersion"))
             new["metadata"] = meta_keep
-        elif kind in (POD, NODE) and "status" in current and "status" not in obj:
-            new["status"] = current["status"]
+        elif "status" in kind.subresources:
+            if "status" in current:
+                new["status"] = current["status"]
+            else:
+                new.pop("status", None)
         return new
 
     def _commit(self, kind: Kind, event_type: str, obj: dict, old: dict | None) -> dict:
@@ -494,22 +516,28 @@ class ObjectStore:
         spec, status = obj.get("spec") or {}, obj.get("status") or {}
         if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
             return 0
-        if requested is not None:
-            return max(0, requested)
-        return int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+        grace = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+        return 1 if grace < 0 else grace  # upstream turns a negative period into one second
 
     def _mark_terminating(self, kind: Kind, current: dict, grace: int) -> dict:
+        """``BeforeDelete``: set the deletion timestamp, or move it earlier when a shorter grace
+        period is asked of an object already terminating (a longer one changes nothing)."""
         meta = current["metadata"]
+        pending = meta.get("deletionGracePeriodSeconds") or 0
         if meta.get("deletionTimestamp"):
             if grace == 0 and not meta.get("finalizers"):
                 return self._remove(kind, current)
-            return current
+            if not 0 < grace < pending:
+                return current
+            due = parse_time(meta["deletionTimestamp"]) - pending + grace
+        else:
+            due = self.clock.wall() + grace
         new = dict(current)
-        new["metadata"] = {**meta, "deletionTimestamp": rfc3339(self.clock.wall() + grace),
-                           "deletionGracePeriodSeconds": grace}
+        new["metadata"] = {**meta, "deletionTimestamp": rfc3339(due), "deletionGracePeriodSeconds": grace}
         result = self._commit(kind, MODIFIED, new, current)
         if grace > 0:
-            self._after(grace, lambda: self._expire(kind, meta.get("namespace"), meta["name"], meta.get("uid")))
+            self._after(max(0.0, due - self.clock.wall()),
+                        lambda: self._expire(kind, meta.get("namespace"), meta["name"], meta.get("uid")))
         return result
 
     def _terminate_namespace(self, current: dict) -> dict:
@@ -573,6 +601,15 @@ class ObjectStore:
             action()
 
         loop.call_later(seconds, fire)
+
+
+def _without_status(obj: dict) -> dict:
+    return {k: v for k, v in obj.items() if k != "status"}
+
+
+def _with_version(obj: dict, current: dict) -> dict:
+    """``obj`` as an update of ``current`` (guarded by its resourceVersion)."""
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
 
 
 def set_condition(conditions: list[dict], condition: dict, now: float) -> list[dict]:

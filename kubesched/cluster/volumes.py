@@ -14,7 +14,9 @@ run end to end in a simulation:
   else the hostname); for Immediate classes it follows the class's allowedTopologies. When the
   driver tracks storage capacity, the space comes out of the first matching CSIStorageCapacity;
   without room, provisioning fails and the selected-node annotation is removed so the scheduler
-  tries again, as real provisioners signal it.
+  tries again, as real provisioners signal it. A deleted volume gives its space back to the pool
+  it came from (the driver would report it free again).
+* A bound claim whose volume is deleted becomes ``Lost``.
 
 It works on the object store synchronously, reacting to its watch streams (like ``FakeKubelet``).
 """
@@ -81,6 +83,8 @@ class FakeVolumeController:
         self._watches: dict[Kind, Watch] = {}
         self._tasks: list[asyncio.Task] = []
         self.provisioned = 0
+        #: The CSIStorageCapacity (namespace, name) each provisioned volume took its space from.
+        self._taken_from: dict[str, tuple[str, str]] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -120,7 +124,9 @@ class FakeVolumeController:
             else:
                 self.sync_claim(meta(obj).get("namespace", ""), name_of(obj))
         elif kind == PV:
-            if event_type != DELETED:
+            if event_type == DELETED:
+                self._volume_deleted(obj)
+            else:
                 self.sync_volume(name_of(obj))
         elif kind == STORAGE_CLASS and event_type != DELETED:
             for pvc in list(self.store.iter_all(PVC)):
@@ -131,6 +137,13 @@ class FakeVolumeController:
         volume = spec(pvc).get("volumeName")
         if volume:
             self.sync_volume(volume)
+
+    def _volume_deleted(self, pv: dict) -> None:
+        """Its space goes back to its pool, and its claim, if bound, is lost."""
+        self._return_capacity(pv)
+        ref = spec(pv).get("claimRef")
+        if ref:
+            self.sync_claim(ref.get("namespace", ""), ref.get("name", ""))
 
     # --- volumes ----------------------------------------------------------------------------------
     def sync_volume(self, name: str) -> None:
@@ -155,7 +168,6 @@ class FakeVolumeController:
     def _release(self, pv: dict) -> None:
         policy = spec(pv).get("persistentVolumeReclaimPolicy") or "Retain"
         if policy == "Delete" and ANN_DYNAMICALLY_PROVISIONED in annotations(pv):
-            self._return_capacity(pv)
             self._ignore_missing(lambda: self.store.delete(PV, None, name_of(pv)))
             return
         self._set_volume_phase(pv, RELEASED)
@@ -264,7 +276,8 @@ class FakeVolumeController:
             return
         driver = _csi_driver(provisioner)
         size = quantity(requested_storage(pvc))
-        if not self._take_capacity(provisioner, sc, node, size):
+        room, pool = self._take_capacity(provisioner, sc, node, size)
+        if not room:
             if selected:
                 self._reschedule(pvc, "not enough free storage")
             return
@@ -273,6 +286,8 @@ class FakeVolumeController:
             created = self.store.create(PV, pv)
         except AlreadyExists:
             created = self.store.get(PV, None, pv["metadata"]["name"])
+        if pool is not None:
+            self._taken_from[name_of(created)] = (meta(pool).get("namespace", ""), name_of(pool))
         self.provisioned += 1
         self._bind(created, pvc)
 
@@ -347,12 +362,13 @@ class FakeVolumeController:
                 return list(d["topologyKeys"])
         return None
 
-    def _take_capacity(self, provisioner: str, sc: Mapping, node: dict | None, size: Fraction) -> bool:
+    def _take_capacity(self, provisioner: str, sc: Mapping, node: dict | None, size: Fraction) -> tuple[bool, dict | None]:
         """For drivers with storage capacity tracking: take ``size`` from the first pool of the
-        class that is large enough and reachable from the node; False when there is none."""
+        class that is large enough and reachable from the node. Whether there was room, and the
+        pool (None when the driver does not track capacity)."""
         driver = self.store.try_get(CSI_DRIVER, None, provisioner)
         if driver is None or not spec(driver).get("storageCapacity"):
-            return True
+            return True, None
         labels = meta(node).get("labels") or {} if node is not None else None
         for cap in list(self.store.iter_all(CAPACITY)):
             if cap.get("storageClassName") != name_of(sc):
@@ -361,19 +377,27 @@ class FakeVolumeController:
             if limit is None or quantity(limit) < size or not _reachable(cap, labels):
                 continue
             self._adjust_capacity(cap, -size)
-            return True
-        return False
+            return True, cap
+        return False, None
 
     def _return_capacity(self, pv: dict) -> None:
-        """A provisioned volume is deleted: its size goes back to the pool it came from."""
+        """A provisioned volume is deleted: its size goes back to the pool it came from (by
+        memory, else the first pool of its class serving its topology)."""
+        size = quantity((spec(pv).get("capacity") or {}).get("storage"))
+        source = self._taken_from.pop(name_of(pv), None)
+        if source is not None:
+            cap = self.store.try_get(CAPACITY, *source)
+            if cap is not None:
+                self._adjust_capacity(cap, size)
+            return
         driver = self.store.try_get(CSI_DRIVER, None, annotations(pv).get(ANN_DYNAMICALLY_PROVISIONED, ""))
         if driver is None or not spec(driver).get("storageCapacity"):
             return
         terms = ((spec(pv).get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms") or []
         labels = {e["key"]: e["values"][0] for t in terms for e in t.get("matchExpressions") or [] if e.get("values")}
         for cap in list(self.store.iter_all(CAPACITY)):
-            if cap.get("storageClassName") == spec(pv).get("storageClassName") and _reachable(cap, labels):
-                self._adjust_capacity(cap, quantity((spec(pv).get("capacity") or {}).get("storage")))
+            if cap.get("storageClassName") == spec(pv).get("storageClassName") and _reachable(cap, labels or None):
+                self._adjust_capacity(cap, size)
                 return
 
     def _adjust_capacity(self, cap: dict, delta: Fraction) -> None:

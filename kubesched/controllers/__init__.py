@@ -1,7 +1,7 @@
 """The minimal controllers of the embedded cluster: Deployment, ReplicaSet, ReplicationController,
 StatefulSet, disruption (PodDisruptionBudget status) and the garbage collector, all working
-directly on the ``ObjectStore`` in the event loop (see ``manager``), plus the defaulting the API
-server applies to these kinds on create (``defaults``).
+directly on the ``ObjectStore`` in the event loop (see ``manager``). The store defaults and
+validates the workload kinds (``kubesched.cluster.defaults``).
 
 ``start_all(store)`` starts them together; ``await controllers.stop()`` stops them and
 ``controllers.idle()`` says whether anything is still pending, so a simulation can tell when the
@@ -13,16 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubesched.cluster.store import ObjectStore
-from kubesched.controllers.defaults import (
-    DEFAULTERS,
-    default_deployment,
-    default_pod_template,
-    default_replica_set,
-    default_replication_controller,
-    default_stateful_set,
-    default_workload,
-    validate_workload,
-)
 from kubesched.controllers.deployment import DeploymentController
 from kubesched.controllers.disruption import DisruptionController, StaleDisruptionConditionCleaner
 from kubesched.controllers.gc import GarbageCollector
@@ -30,18 +20,7 @@ from kubesched.controllers.manager import Manager
 from kubesched.controllers.replicaset import ReplicaSetController, replication_controller
 from kubesched.controllers.statefulset import StatefulSetController
 
-__all__ = [
-    "DEFAULTERS",
-    "Controllers",
-    "default_deployment",
-    "default_pod_template",
-    "default_replica_set",
-    "default_replication_controller",
-    "default_stateful_set",
-    "default_workload",
-    "start_all",
-    "validate_workload",
-]
+__all__ = ["Controllers", "build", "start_all"]
 
 
 @dataclass

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterable
 
 from kubesched.api.kinds import Kind
-from kubesched.api.selectors import LabelSelector, parse_label_selector
+from kubesched.api.selectors import LabelSelector
 from kubesched.clock import rfc3339
 from kubesched.cluster.errors import AlreadyExists
 from kubesched.cluster.store import DELETED, POD, WatchEvent, json_copy
@@ -24,13 +24,17 @@ from kubesched.controllers.util import (
     DEPLOYMENT,
     REPLICA_SET,
     EventWriter,
+    SelectorCache,
+    add_owner_reference,
     compute_hash,
     controller_ref,
+    drop_owner_references,
     is_terminal,
     key_of,
     labels_of,
     meta,
     new_controller_ref,
+    replicas_of,
     scaled_value,
     spec,
     status,
@@ -66,11 +70,6 @@ MIN_UNAVAILABLE = "MinimumReplicasUnavailable"
 
 
 # --- spec accessors (tolerant of objects the API server did not default) --------------------------
-def replicas_of(obj: dict) -> int:
-    value = spec(obj).get("replicas")
-    return 1 if value is None else int(value)
-
-
 def is_rolling_update(d: dict) -> bool:
     return ((spec(d).get("strategy") or {}).get("type") or "RollingUpdate") == "RollingUpdate"
 
@@ -199,6 +198,7 @@ class DeploymentController(Controller):
     def __init__(self, manager: Manager, *, events: bool = True) -> None:
         super().__init__(manager)
         self.event = EventWriter(self.store, self.name, events)
+        self.selectors = SelectorCache()
 
     # --- events ------------------------------------------------------------------------------------
     def initial_keys(self) -> Iterable[Key]:
@@ -207,7 +207,9 @@ class DeploymentController(Controller):
     def observe(self, kind: Kind, event: WatchEvent) -> None:
         obj = event.object
         if kind == DEPLOYMENT:
-            if event.type != DELETED:
+            if event.type == DELETED:
+                self.selectors.forget(obj)
+            else:
                 self.enqueue(key_of(obj))
         elif kind == REPLICA_SET:
             self._observe_replica_set(event)
@@ -224,7 +226,7 @@ class DeploymentController(Controller):
                 self.enqueue((ns, r["name"]))
         if ref is None and event.type != DELETED and (old is None or labels_of(old) != labels_of(rs) or old_ref is not None):
             for d in self.store.list(DEPLOYMENT, ns)[0]:
-                selector = _selector(d)
+                selector = self.selectors.get(d)
                 if selector is not None and not selector.empty and selector.matches(labels_of(rs)):
                     self.enqueue(key_of(d))
 
@@ -247,7 +249,7 @@ class DeploymentController(Controller):
         d = self.store.try_get(DEPLOYMENT, key[0], key[1])
         if d is None:
             return
-        selector = _selector(d)
+        selector = self.selectors.get(d)
         if selector is None:
             return
         if selector.empty:
@@ -293,11 +295,12 @@ class DeploymentController(Controller):
         return claimed
 
     def _set_owner(self, rs: dict, ref: dict | None, uid: str) -> dict:
+        """Adopt (``ref``) or release (None) a ReplicaSet."""
         def change(obj: dict) -> None:
-            refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
             if ref is not None:
-                refs.append(ref)
-            obj["metadata"]["ownerReferences"] = refs
+                add_owner_reference(obj, ref)
+            else:
+                drop_owner_references(obj, {uid})
 
         return self.store.mutate(REPLICA_SET, *key_of(rs), change, expect_uid=meta(rs).get("uid"))
 
@@ -561,10 +564,8 @@ class DeploymentController(Controller):
         for rs in olds:
             if new is not None and meta(rs)["uid"] == meta(new)["uid"]:
                 continue
-            for kind, ns, name in self.manager.index.dependents_of(meta(rs)["uid"], POD):
-                pod = self.store.try_get(kind, ns, name)
-                if pod is not None and (controller_ref(pod) or {}).get("uid") == meta(rs)["uid"] and not is_terminal(pod):
-                    return True
+            if any(not is_terminal(pod) for pod in self.manager.owned(meta(rs)["uid"], POD)):
+                return True
         return False
 
     def _cleanup(self, d: dict, olds: list[dict]) -> None:
@@ -681,13 +682,6 @@ class DeploymentController(Controller):
 
 
 # --- pure helpers (deploymentutil) ----------------------------------------------------------------
-def _selector(d: dict) -> LabelSelector | None:
-    try:
-        return parse_label_selector(spec(d).get("selector"))
-    except ValueError:
-        return None
-
-
 def set_replicas_annotations(rs: dict, desired: int, maximum: int) -> bool:
     annotations = rs["metadata"].setdefault("annotations", {})
     changed = False
@@ -770,7 +764,7 @@ def _replica_set_fraction(rs: dict, d: dict) -> int:
         return -replicas_of(rs)
     deployment_replicas = replicas_of(d) + max_surge(d)
     annotated = _annotation_int(rs, MAX_REPLICAS)
-    if annotated is None:
+    if not annotated:  # missing, unreadable or 0: the current size stands in
         annotated = int(status(d).get("replicas") or 0)
     if not annotated:
         return 0

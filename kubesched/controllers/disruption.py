@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from kubesched.api.kinds import Kind, kind_for, kind_named
-from kubesched.api.selectors import InvalidSelector, LabelSelector, parse_label_selector
+from kubesched.api.selectors import InvalidSelector, parse_label_selector
 from kubesched.clock import rfc3339
 from kubesched.cluster.store import DELETED, POD, WatchEvent, set_condition
 from kubesched.controllers.manager import Controller, Key, Manager
@@ -26,11 +26,13 @@ from kubesched.controllers.util import (
     REPLICATION_CONTROLLER,
     STATEFUL_SET,
     EventWriter,
+    SelectorCache,
     controller_ref,
     is_pod_ready,
     key_of,
     labels_of,
     meta,
+    replicas_of,
     scaled_value,
     spec,
     status,
@@ -66,6 +68,7 @@ class DisruptionController(Controller):
     def __init__(self, manager: Manager, *, events: bool = True) -> None:
         super().__init__(manager)
         self.event = EventWriter(self.store, "controllermanager", events)
+        self.selectors = SelectorCache()
         #: The status this controller last wrote per budget: its own writes do not wake it again
         #: (upstream's do, and its event recorder folds the repeated events into one).
         self._written: dict[Key, dict] = {}
@@ -79,6 +82,7 @@ class DisruptionController(Controller):
             key = key_of(event.object)
             if event.type == DELETED:
                 self._written.pop(key, None)
+                self.selectors.forget(event.object)
             elif event.old is None or spec(event.old) != spec(event.object) or status(event.object) != self._written.get(key):
                 self.enqueue(key)
             return
@@ -91,7 +95,7 @@ class DisruptionController(Controller):
         labels = labels_of(pod)
         out = []
         for pdb in self.store.list(PDB, meta(pod).get("namespace") or "")[0]:
-            selector = _selector_or_none(pdb)
+            selector = self.selectors.get(pdb)
             if selector is not None and selector.matches(labels):
                 out.append(pdb)
         return out
@@ -182,7 +186,7 @@ class DisruptionController(Controller):
                 return self._generic_scale(ref, namespace)
             owner = controller_ref(rs)
             if owner is None or owner.get("kind") != "Deployment":
-                return meta(rs)["uid"], _replicas(rs)
+                return meta(rs)["uid"], replicas_of(rs)
             if _group_of(owner.get("apiVersion", "")) in ("apps", "extensions"):
                 found = self._scale_of(DEPLOYMENT, namespace, owner)
                 if found is not None:
@@ -200,7 +204,7 @@ class DisruptionController(Controller):
 
     def _scale_of(self, kind: Kind, namespace: str, ref: Mapping) -> tuple[str, int] | None:
         obj = self._owned(kind, namespace, ref)
-        return None if obj is None else (meta(obj)["uid"], _replicas(obj))
+        return None if obj is None else (meta(obj)["uid"], replicas_of(obj))
 
     def _generic_scale(self, ref: Mapping, namespace: str) -> tuple[str, int] | None:
         """``getScaleController``: any kind serving the scale subresource."""
@@ -226,6 +230,7 @@ class DisruptionController(Controller):
             deadline = parse_time(recorded[name]) + DELETION_TIMEOUT
             if deadline < now:
                 ns = meta(pdb).get("namespace")
+                # reproduces upstream, which prints the budget's namespace twice instead of namespace/name
                 self.event(pod, "Warning", "NotDeleted", f"Pod was expected by PDB {ns}/{ns} to be deleted but it wasn't")
                 continue
             kept[name] = recorded[name]
@@ -364,23 +369,11 @@ def go_selector_string(raw: Mapping | None) -> str:
     return f"&LabelSelector{{MatchLabels:{match_labels},MatchExpressions:[]LabelSelectorRequirement{{{exprs}}},}}"
 
 
-def _selector_or_none(pdb: dict) -> LabelSelector | None:
-    try:
-        return parse_label_selector(spec(pdb).get("selector"))
-    except InvalidSelector:
-        return None
-
-
 def _scaled(value: int | str, total: int) -> int:
     try:
         return scaled_value(value, total, round_up=True)
     except ValueError as e:
         raise SyncError(str(e)) from None
-
-
-def _replicas(obj: dict) -> int:
-    replicas = spec(obj).get("replicas")
-    return 1 if replicas is None else int(replicas)
 
 
 def _group_of(api_version: str) -> str:

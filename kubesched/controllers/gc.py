@@ -19,7 +19,7 @@ from kubesched.api.kinds import Kind
 from kubesched.cluster.errors import NotFound
 from kubesched.cluster.store import ADDED, DELETED, MODIFIED, WatchEvent
 from kubesched.controllers.manager import Controller, DependentRef, Manager
-from kubesched.controllers.util import meta, owner_kind
+from kubesched.controllers.util import drop_owner_references, meta, owner_kind
 
 log = logging.getLogger(__name__)
 
@@ -151,15 +151,8 @@ class GarbageCollector(Controller):
                 self._remove_finalizer(kind, owner, FOREGROUND)
 
     def _drop_references(self, kind: Kind, ns: str, name: str, uids: set[str]) -> None:
-        def change(obj: dict) -> None:
-            refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") not in uids]
-            if refs:
-                obj["metadata"]["ownerReferences"] = refs
-            else:
-                obj["metadata"].pop("ownerReferences", None)
-
         with contextlib.suppress(NotFound):
-            self.store.mutate(kind, ns or None, name, change)
+            self.store.mutate(kind, ns or None, name, lambda obj: drop_owner_references(obj, uids))
 
     def _remove_finalizer(self, kind: Kind, owner: dict, finalizer: str) -> None:
         def change(obj: dict) -> None:

@@ -18,7 +18,15 @@ from typing import TypeVar
 
 from kubesched.api.kinds import Kind
 from kubesched.cluster.store import DELETED, MODIFIED, POD, ObjectStore, WatchEvent
-from kubesched.controllers.util import REPLICA_SET, controller_ref, labels_of, meta
+from kubesched.controllers.util import (
+    REPLICA_SET,
+    controller_ref,
+    is_pod_available,
+    is_pod_ready,
+    labels_of,
+    meta,
+    ready_since,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +72,17 @@ class Controller:
     def sync(self, key: Key) -> None:
         raise NotImplementedError
 
+    def requeue_for_availability(self, key: Key, pods: Iterable[dict], min_ready: int) -> None:
+        """Sync again just after the first ready pod passes ``minReadySeconds`` (upstream requeues
+        only when all are ready; waking at the exact moment keeps availability right in partial
+        cases too)."""
+        if not min_ready:
+            return
+        now = self.store.clock.wall()
+        pending = [ready_since(p) + min_ready for p in pods if is_pod_ready(p) and not is_pod_available(p, min_ready, now)]
+        if pending:
+            self.enqueue_after(key, min(pending) - now + 0.001)
+
 
 class OwnerIndex:
     """owner uid -> the objects whose ownerReferences name it; and, per (kind, namespace), the
@@ -79,7 +98,7 @@ class OwnerIndex:
         obj, old = event.object, event.old if event.type == MODIFIED else None
         ns, name = meta(obj).get("namespace") or "", meta(obj)["name"]
         ref: DependentRef = (kind, ns, name)
-        old_owners = _owner_uids(old) if old is not None else set()
+        old_owners = _owner_uids(obj if event.type == DELETED else old)
         new_owners = set() if event.type == DELETED else _owner_uids(obj)
         for uid in old_owners - new_owners:
             bucket = self.dependents.get(uid)
@@ -87,13 +106,6 @@ class OwnerIndex:
                 bucket.discard(ref)
                 if not bucket:
                     del self.dependents[uid]
-        if event.type == DELETED:
-            for uid in _owner_uids(obj):
-                bucket = self.dependents.get(uid)
-                if bucket is not None:
-                    bucket.discard(ref)
-                    if not bucket:
-                        del self.dependents[uid]
         for uid in new_owners - old_owners:
             self.dependents.setdefault(uid, set()).add(ref)
         if kind in ADOPTABLE:
@@ -147,6 +159,15 @@ class Manager:
         self._counted_timers = 0
         self._busy = False
         self._started = False
+
+    def owned(self, owner_uid: str, kind: Kind) -> list[dict]:
+        """The objects of ``kind`` whose controller is the owner with this uid."""
+        out = []
+        for dep_kind, ns, name in self.index.dependents_of(owner_uid, kind):
+            obj = self.store.try_get(dep_kind, ns, name)
+            if obj is not None and (controller_ref(obj) or {}).get("uid") == owner_uid:
+                out.append(obj)
+        return out
 
     def add(self, controller: C) -> C:
         self.controllers.append(controller)

@@ -19,7 +19,10 @@ from kubesched.controllers.util import (
     REPLICA_SET,
     REPLICATION_CONTROLLER,
     EventWriter,
+    SelectorCache,
+    add_owner_reference,
     controller_ref,
+    drop_owner_references,
     is_pod_active,
     is_pod_available,
     is_pod_ready,
@@ -29,11 +32,10 @@ from kubesched.controllers.util import (
     meta,
     new_controller_ref,
     rank_pods_for_deletion,
-    ready_since,
+    replicas_of,
     spec,
     template_labels,
     update_status,
-    workload_selector,
 )
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,7 @@ class ReplicaSetController(Controller):
         self.kinds = (kind, POD)
         self.name = "replicaset-controller" if kind == REPLICA_SET else "replicationcontroller-controller"
         self.event = EventWriter(self.store, self.name, events)
+        self.selectors = SelectorCache()
         #: (orphan generation, owner generation) at the last orphan scan of each owner.
         self._scanned: dict[Key, tuple[int, int]] = {}
 
@@ -63,6 +66,7 @@ class ReplicaSetController(Controller):
         if kind == self.kind:
             if event.type == DELETED:
                 self._scanned.pop(key_of(event.object), None)
+                self.selectors.forget(event.object)
             else:
                 self.enqueue(key_of(event.object))
             return
@@ -86,7 +90,7 @@ class ReplicaSetController(Controller):
         ns = meta(pod).get("namespace") or ""
         labels = labels_of(pod)
         for owner in self.store.list(self.kind, ns)[0]:
-            selector = workload_selector(owner)
+            selector = self.selectors.get(owner)
             if selector is not None and not selector.empty and selector.matches(labels):
                 self.enqueue(key_of(owner))
 
@@ -95,7 +99,7 @@ class ReplicaSetController(Controller):
         rs = self.store.try_get(self.kind, key[0], key[1])
         if rs is None:
             return
-        selector = workload_selector(rs)
+        selector = self.selectors.get(rs)
         if selector is None:
             return
         pods = self._claim_pods(rs, selector)
@@ -113,16 +117,10 @@ class ReplicaSetController(Controller):
         new_status = self._calculate_status(rs, active, terminating, error)
         if not _status_unchanged(rs, new_status):
             rs = update_status(self.store, self.kind, rs, new_status)
-        self._requeue_for_availability(key, rs, active)
+        self.requeue_for_availability(key, active, int(spec(rs).get("minReadySeconds") or 0))
 
     def _owned_pods(self, rs: dict) -> list[dict]:
-        uid = meta(rs)["uid"]
-        out = []
-        for kind, ns, name in self.manager.index.dependents_of(uid, POD):
-            pod = self.store.try_get(kind, ns, name)
-            if pod is not None and (controller_ref(pod) or {}).get("uid") == uid:
-                out.append(pod)
-        return out
+        return self.manager.owned(meta(rs)["uid"], POD)
 
     def _claim_pods(self, rs: dict, selector: LabelSelector) -> list[dict]:
         """``PodControllerRefManager.ClaimPods`` over active pods (terminating ones stay as they are):
@@ -151,32 +149,18 @@ class ReplicaSetController(Controller):
 
     def _adopt(self, pod: dict, rs: dict) -> dict:
         ref = new_controller_ref(rs, self.kind)
-
-        def change(p: dict) -> None:
-            refs = [r for r in p["metadata"].get("ownerReferences") or [] if r.get("uid") != ref["uid"]]
-            p["metadata"]["ownerReferences"] = [*refs, ref]
-
-        return self.store.mutate(POD, *key_of(pod), change, expect_uid=meta(pod).get("uid"))
+        return self.store.mutate(POD, *key_of(pod), lambda p: add_owner_reference(p, ref), expect_uid=meta(pod).get("uid"))
 
     def _release(self, pod: dict, rs: dict) -> None:
         uid = meta(rs)["uid"]
-
-        def change(p: dict) -> None:
-            refs = [r for r in p["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
-            if refs:
-                p["metadata"]["ownerReferences"] = refs
-            else:
-                p["metadata"].pop("ownerReferences", None)
-
         try:
-            self.store.mutate(POD, *key_of(pod), change, expect_uid=meta(pod).get("uid"))
+            self.store.mutate(POD, *key_of(pod), lambda p: drop_owner_references(p, {uid}), expect_uid=meta(pod).get("uid"))
         except Exception as e:
             log.debug("could not release %s: %s", meta(pod).get("name"), e)
 
     def _manage_replicas(self, rs: dict, active: list[dict], selector: LabelSelector) -> str | None:
         """Create or delete pods towards ``spec.replicas``; the first error, if any."""
-        want = int(spec(rs).get("replicas", 1) if spec(rs).get("replicas") is not None else 1)
-        diff = len(active) - want
+        diff = len(active) - replicas_of(rs)
         if diff < 0:
             if not selector.matches(template_labels(rs)):
                 return None  # validation should have refused it; creating would never converge
@@ -207,17 +191,21 @@ class ReplicaSetController(Controller):
         return rank_pods_for_deletion(list(active), related, self.store.clock.wall())[:diff]
 
     def _related_pods(self, rs: dict) -> list[dict]:
+        """``getIndirectlyRelatedPods``: the pods selected by any ReplicaSet under the same
+        controller; none for a ReplicaSet without one (every rank is then 0)."""
         owner = controller_ref(rs)
         if owner is None:
-            return self._owned_pods(rs)
+            return []
         ns = meta(rs).get("namespace") or ""
+        pods = self.store.list(POD, ns)[0]
         seen: dict[str, dict] = {}
-        for kind, sib_ns, name in self.manager.index.dependents_of(owner.get("uid", ""), self.kind):
-            sibling = self.store.try_get(kind, sib_ns, name)
-            if sibling is None or sib_ns != ns or (controller_ref(sibling) or {}).get("uid") != owner.get("uid"):
+        for sibling in self.manager.owned(owner.get("uid", ""), self.kind):
+            selector = self.selectors.get(sibling)
+            if selector is None or meta(sibling).get("namespace") != ns:
                 continue
-            for pod in self._owned_pods(sibling):
-                seen.setdefault(meta(pod).get("uid", ""), pod)
+            for pod in pods:
+                if selector.matches(labels_of(pod)):
+                    seen.setdefault(meta(pod).get("uid", ""), pod)
         return list(seen.values())
 
     def _delete_pod(self, rs: dict, pod: dict) -> None:
@@ -244,8 +232,7 @@ class ReplicaSetController(Controller):
         conditions = [c for c in new.get("conditions") or [] if c.get("type") != REPLICA_FAILURE]
         failure = next((c for c in new.get("conditions") or [] if c.get("type") == REPLICA_FAILURE), None)
         if error is not None:
-            want = int(spec(rs).get("replicas", 1))
-            reason = "FailedCreate" if len(active) < want else "FailedDelete"
+            reason = "FailedCreate" if len(active) < replicas_of(rs) else "FailedDelete"
             if failure is None or failure.get("reason") != reason:
                 failure = {"type": REPLICA_FAILURE, "status": "True", "lastTransitionTime": rfc3339(now),
                            "reason": reason, "message": error}
@@ -259,17 +246,6 @@ class ReplicaSetController(Controller):
             if not new[field]:
                 del new[field]
         return new
-
-    def _requeue_for_availability(self, key: Key, rs: dict, active: list[dict]) -> None:
-        """Sync again when the first ready pod passes ``minReadySeconds`` (upstream requeues only when
-        all are ready; waking at the exact moment keeps availability right in partial cases too)."""
-        min_ready = int(spec(rs).get("minReadySeconds") or 0)
-        if not min_ready:
-            return
-        now = self.store.clock.wall()
-        pending = [ready_since(p) + min_ready for p in active if is_pod_ready(p) and not is_pod_available(p, min_ready, now)]
-        if pending:
-            self.enqueue_after(key, min(pending) - now + 0.001)
 
 
 def _status_unchanged(rs: dict, new_status: dict) -> bool:

@@ -26,6 +26,7 @@ from kubesched.controllers.util import (
     RUNNING,
     STATEFUL_SET,
     EventWriter,
+    add_owner_reference,
     compute_hash,
     controller_ref,
     is_pod_available,
@@ -36,7 +37,7 @@ from kubesched.controllers.util import (
     meta,
     new_controller_ref,
     phase,
-    ready_since,
+    replicas_of,
     spec,
     status,
     update_status,
@@ -110,13 +111,7 @@ class StatefulSetController(Controller):
         self._update_status(self.store.try_get(STATEFUL_SET, key[0], key[1]) or sts, pods, revision)
 
     def _owned_pods(self, sts: dict) -> list[dict]:
-        uid = meta(sts)["uid"]
-        out = []
-        for kind, ns, name in self.manager.index.dependents_of(uid, POD):
-            pod = self.store.try_get(kind, ns, name)
-            if pod is not None and (controller_ref(pod) or {}).get("uid") == uid:
-                out.append(pod)
-        return out
+        return self.manager.owned(meta(sts)["uid"], POD)
 
     def _claim_pods(self, sts: dict, selector: LabelSelector) -> list[dict]:
         """Owned pods, plus orphans that match the selector and carry one of our names."""
@@ -131,14 +126,14 @@ class StatefulSetController(Controller):
             parent, _ = parent_and_ordinal(pod)
             if parent == meta(sts)["name"] and selector.matches(labels_of(pod)):
                 ref = new_controller_ref(sts, STATEFUL_SET)
-                pods.append(self.store.mutate(POD, ns, name, lambda p, r=ref: p["metadata"].__setitem__(
-                    "ownerReferences", [*(p["metadata"].get("ownerReferences") or []), r])))
+                pods.append(self.store.mutate(POD, ns, name, lambda p, r=ref: add_owner_reference(p, r),
+                                              expect_uid=meta(pod).get("uid")))
         return pods
 
     def _update(self, sts: dict, pods: list[dict], revision: str) -> None:
         """``updateStatefulSet``: create, replace, delete condemned, roll out — in that order."""
         start = int((spec(sts).get("ordinals") or {}).get("start") or 0)
-        count = int(spec(sts).get("replicas", 1) if spec(sts).get("replicas") is not None else 1)
+        count = replicas_of(sts)
         parallel = spec(sts).get("podManagementPolicy") == "Parallel"
         min_ready = int(spec(sts).get("minReadySeconds") or 0)
         now = self.store.clock.wall()
@@ -276,7 +271,8 @@ class StatefulSetController(Controller):
                 pod_revision = labels_of(pod).get(REVISION_LABEL)
                 st["currentReplicas"] += pod_revision == current_revision
                 st["updatedReplicas"] += pod_revision == revision
-        if st["updatedReplicas"] == st["replicas"] == st["readyReplicas"]:
+        rolling = ((spec(sts).get("updateStrategy") or {}).get("type") or "RollingUpdate") == "RollingUpdate"
+        if rolling and st["updatedReplicas"] == st["replicas"] == st["readyReplicas"]:  # completeRollingUpdate
             current_revision, st["currentReplicas"] = revision, st["updatedReplicas"]
         st["currentRevision"], st["updateRevision"] = current_revision, revision
         st["collisionCount"] = int(status(sts).get("collisionCount") or 0)
@@ -284,9 +280,7 @@ class StatefulSetController(Controller):
             if not st[field]:
                 del st[field]
         update_status(self.store, STATEFUL_SET, sts, st)
-        pending = [ready_since(p) + min_ready for p in pods if is_pod_ready(p) and not is_pod_available(p, min_ready, now)]
-        if min_ready and pending:
-            self.enqueue_after(key_of(sts), min(pending) - now + 0.001)
+        self.requeue_for_availability(key_of(sts), pods, min_ready)
 
 
 def claims_for(sts: dict, ordinal: int) -> list[dict]:

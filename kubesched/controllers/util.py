@@ -12,12 +12,15 @@ import functools
 import json
 import logging
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubesched.api.events import object_reference
 from kubesched.api.kinds import Kind, kind_for, kind_named
 from kubesched.api.selectors import InvalidSelector, LabelSelector, parse_label_selector, selector_from_set
 from kubesched.clock import rfc3339
+from kubesched.cluster.errors import AlreadyExists
 from kubesched.cluster.store import EVENT, ObjectStore
 from kubesched.framework.types import parse_time
 
@@ -144,6 +147,27 @@ def owner_kind(ref: Mapping) -> Kind | None:
     return kind_for(ref.get("apiVersion", ""), ref.get("kind", ""))
 
 
+def add_owner_reference(obj: dict, ref: dict) -> None:
+    """Make ``ref`` one of ``obj``'s owner references (replacing one with the same uid)."""
+    refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") != ref.get("uid")]
+    obj["metadata"]["ownerReferences"] = [*refs, ref]
+
+
+def drop_owner_references(obj: dict, uids: set[str]) -> None:
+    """Remove the owner references to ``uids`` (the field goes when none is left)."""
+    refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") not in uids]
+    if refs:
+        obj["metadata"]["ownerReferences"] = refs
+    else:
+        obj["metadata"].pop("ownerReferences", None)
+
+
+def replicas_of(obj: Mapping) -> int:
+    """``spec.replicas``; 1 when unset or null (what the API server defaults it to)."""
+    value = spec(obj).get("replicas")
+    return 1 if value is None else int(value)
+
+
 # --- selectors ---------------------------------------------------------------------------------
 def workload_selector(obj: Mapping) -> LabelSelector | None:
     """The selector of a workload (a label-set for ReplicationControllers); None when invalid."""
@@ -154,6 +178,27 @@ def workload_selector(obj: Mapping) -> LabelSelector | None:
         return parse_label_selector(raw)
     except (InvalidSelector, AttributeError, TypeError):
         return None
+
+
+class SelectorCache:
+    """Parsed selectors by object uid and generation (a selector lives in the spec, whose changes
+    move the generation), so a burst of pod events does not re-parse every owner's or budget's."""
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, tuple[int, LabelSelector | None]] = {}
+
+    def get(self, obj: Mapping) -> LabelSelector | None:
+        obj_meta = meta(obj)
+        uid, generation = obj_meta.get("uid", ""), obj_meta.get("generation", 1)
+        hit = self._by_uid.get(uid)
+        if hit is not None and hit[0] == generation:
+            return hit[1]
+        selector = workload_selector(obj)
+        self._by_uid[uid] = (generation, selector)
+        return selector
+
+    def forget(self, obj: Mapping) -> None:
+        self._by_uid.pop(meta(obj).get("uid", ""), None)
 
 
 def template_labels(obj: Mapping) -> dict[str, str]:
@@ -263,23 +308,24 @@ def compute_hash(template: Any, collision_count: int | None = None) -> str:
 
 # --- int-or-percent ----------------------------------------------------------------------------
 def scaled_value(value: Any, total: int, round_up: bool) -> int:
-    """``intstr.GetScaledValueFromIntOrPercent``."""
+    """``intstr.GetScaledValueFromIntOrPercent``: an integer as it is, a percentage of ``total``;
+    a string must be a percentage (``"5"`` is an error, as upstream says). None counts as 0."""
     if value is None:
         return 0
     if isinstance(value, int):
         return value
     text = str(value)
     if not text.endswith("%"):
-        try:
-            return int(text)
-        except ValueError:
-            raise ValueError(f"invalid value for IntOrString: invalid value {text!r}") from None
-    try:
-        percent = int(text[:-1])
-    except ValueError:
-        raise ValueError(f"invalid value for IntOrString: invalid value {text!r}") from None
-    exact = percent * total / 100
+        raise ValueError("invalid value for IntOrString: invalid type: string is not a percentage")
+    digits = text[:-1]
+    if not _ATOI.fullmatch(digits):
+        raise ValueError(f'invalid value for IntOrString: invalid value "{text}": strconv.Atoi: parsing "{digits}": invalid syntax')
+    exact = int(digits) * total / 100
     return math.ceil(exact) if round_up else math.floor(exact)
+
+
+#: What ``strconv.Atoi`` accepts.
+_ATOI = re.compile(r"[+-]?[0-9]+")
 
 
 # --- writes ------------------------------------------------------------------------------------
@@ -320,26 +366,38 @@ class EventWriter:
         source = {"component": self.component}
         if host or self.host:
             source["host"] = host or self.host
-        involved = _reference(obj)
-        key = (involved["kind"], namespace, involved["name"], involved["uid"], source.get("host", ""), event_type, reason, message)
+        involved = object_reference(obj)
+        key = (involved["kind"], namespace, involved["name"], involved.get("uid", ""), source.get("host", ""), event_type, reason,
+               message)
         if self._repeat(key, now):
             return
-        self._seq += 1
         event = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"name": f"{obj_meta.get('name', '')}.{int(now * 1e9) + self._seq:x}", "namespace": namespace},
+            "apiVersion": "v1", "kind": "Event", "metadata": {"namespace": namespace},
             "involvedObject": involved, "reason": reason, "message": message, "type": event_type,
             "source": source, "firstTimestamp": rfc3339(now), "lastTimestamp": rfc3339(now), "count": 1,
             "eventTime": None, "reportingComponent": self.component, "reportingInstance": source.get("host", ""),
         }
-        try:
-            created = self.store.create(EVENT, event)
-        except Exception as e:  # events are best effort, as in client-go
-            log.debug("could not record event %s on %s: %s", reason, obj_meta.get("name"), e)
+        created = self._create(event, obj_meta.get("name", ""), now)
+        if created is None:
             return
         if len(self._seen) >= _SEEN_EVENTS:
             self._seen.clear()
         self._seen[key] = (namespace, created["metadata"]["name"])
+
+    def _create(self, event: dict, name: str, now: float) -> dict | None:
+        """Name the event ``<object>.<nanoseconds in hex>`` as client-go does, moving past names
+        other writers took at the same (virtual) instant; None when it cannot be written."""
+        for _ in range(_NAME_ATTEMPTS):
+            self._seq += 1
+            event["metadata"]["name"] = f"{name}.{int(now * 1e9) + self._seq:x}"
+            try:
+                return self.store.create(EVENT, event)
+            except AlreadyExists:
+                continue
+            except Exception as e:  # events are best effort, as in client-go
+                log.debug("could not record event %s on %s: %s", event["reason"], name, e)
+                return None
+        return None
 
     def _repeat(self, key: tuple, now: float) -> bool:
         """Count a repeat on the stored Event; False when there is none (never seen, or deleted)."""
@@ -361,14 +419,5 @@ class EventWriter:
 
 #: Distinct events an EventWriter remembers for counting repeats (client-go's LRU holds 4096).
 _SEEN_EVENTS = 4096
-
-
-def _reference(obj: Mapping) -> dict:
-    obj_meta = meta(obj)
-    ref = {"kind": obj.get("kind", ""), "apiVersion": obj.get("apiVersion", ""), "name": obj_meta.get("name", ""),
-           "uid": obj_meta.get("uid", ""), "resourceVersion": obj_meta.get("resourceVersion", "")}
-    if obj_meta.get("namespace"):
-        ref["namespace"] = obj_meta["namespace"]
-    return ref
-
-
+#: Names an EventWriter tries for one event before giving up.
+_NAME_ATTEMPTS = 16

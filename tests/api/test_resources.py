@@ -64,16 +64,60 @@ def test_non_zero_defaults_apply_to_missing_requests_only():
     assert non_zero_requests(two, pod_requests(two)) == (1100, 400 * 2**20)
 
 
+def with_pod_resources(the_pod: dict, resources: dict) -> dict:
+    return {**the_pod, "spec": {**the_pod["spec"], "resources": resources}}
+
+
+GUARANTEED = {"cpu": "1", "memory": "1Gi"}
+
+
 @pytest.mark.parametrize(
     ("the_pod", "expected"),
     [
-        (pod([container("a")]), "BestEffort"),
-        (pod([container("a", {"cpu": "1"})]), "Burstable"),
-        (pod([container("a", {"cpu": "1", "memory": "1Gi"}, {"cpu": "1", "memory": "1Gi"})]), "Guaranteed"),
-        (pod([container("a", None, {"cpu": "1", "memory": "1Gi"})]), "Guaranteed"),
-        (pod([container("a", {"cpu": "1", "memory": "1Gi"}, {"cpu": "2", "memory": "1Gi"})]), "Burstable"),
-        (pod([container("a", {"cpu": "1", "memory": "1Gi"}, {"cpu": "1", "memory": "1Gi"}), container("b")]), "Burstable"),
+        pytest.param(pod([container("a")]), "BestEffort", id="nothing asked"),
+        pytest.param(pod([container("a", {"cpu": "1"})]), "Burstable", id="requests only"),
+        pytest.param(pod([container("a", GUARANTEED, GUARANTEED)]), "Guaranteed", id="requests equal limits"),
+        pytest.param(pod([container("a", None, GUARANTEED)]), "Burstable",
+                     id="limits without requests (defaulting copies them first)"),
+        pytest.param(pod([container("a", {"cpu": "1"}, GUARANTEED)]), "Burstable", id="fewer requests than limits"),
+        pytest.param(pod([container("a", GUARANTEED, {"cpu": "2", "memory": "1Gi"})]), "Burstable", id="requests below limits"),
+        pytest.param(pod([container("a", GUARANTEED, GUARANTEED), container("b")]), "Burstable", id="one container unbounded"),
+        pytest.param(pod([container("a", {"cpu": "0"}, {"cpu": "0"})]), "BestEffort", id="zero amounts do not count"),
+        pytest.param(with_pod_resources(pod([container("a", GUARANTEED, GUARANTEED)]), {}), "BestEffort",
+                     id="empty pod-level resources decide alone"),
+        pytest.param(with_pod_resources(pod([container("a")]), {"requests": GUARANTEED, "limits": GUARANTEED}), "Guaranteed",
+                     id="pod-level requests equal limits"),
+        pytest.param(with_pod_resources(pod([container("a")]), {"limits": {"cpu": "1"}}), "Burstable",
+                     id="pod-level limits without memory"),
     ],
 )
 def test_qos_class(the_pod, expected):
     assert qos_class(the_pod) == expected
+
+
+def test_qos_class_ignores_pod_level_resources_with_the_gate_off():
+    the_pod = with_pod_resources(pod([container("a", GUARANTEED, GUARANTEED)]), {})
+    assert qos_class(the_pod, pod_level=False) == "Guaranteed"
+
+
+def resizing(spec_cpu: str, status_cpu: str, allocated_cpu: str, reason: str | None) -> dict:
+    """A pod asking ``spec_cpu`` whose container runs with ``status_cpu`` and was allocated ``allocated_cpu``."""
+    the_pod = pod([container("a", {"cpu": spec_cpu})])
+    the_pod["status"] = {"containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": status_cpu}},
+                                                "allocatedResources": {"cpu": allocated_cpu}}]}
+    if reason:
+        the_pod["status"]["conditions"] = [{"type": "PodResizePending", "status": "True", "reason": reason}]
+    return the_pod
+
+
+@pytest.mark.parametrize(
+    ("the_pod", "cpu"),
+    [
+        pytest.param(resizing("2", "1", "1", None), 2000, id="resize up in progress counts the desired requests"),
+        pytest.param(resizing("2", "1", "1", "Deferred"), 2000, id="a deferred resize still counts them"),
+        pytest.param(resizing("2", "1", "1", "Infeasible"), 1000, id="an infeasible resize counts what runs"),
+        pytest.param(resizing("500m", "1", "750m", "Infeasible"), 1000, id="infeasible: the larger of actual and allocated"),
+    ],
+)
+def test_requests_during_an_in_place_resize(the_pod, cpu):
+    assert scheduler_resources(pod_requests(the_pod))["cpu"] == cpu

@@ -6,6 +6,7 @@ import ipaddress
 import pytest
 
 from kubesched.cluster.kubelet import (
+    ORPHAN_QUARANTINE,
     Rejection,
     admission_failure,
     matching_tolerations,
@@ -65,11 +66,39 @@ def test_pods_without_node_cidr_get_distinct_cluster_ips_and_host_network_pods_t
 def test_pod_bound_to_a_missing_node_stays_pending_until_the_node_appears():
     async def scenario(c: Cluster) -> None:
         c.store.create(POD, make_pod("p", node="kube01"))
-        await c.settle()
+        await c.advance(30)
         assert status(c, "p")["phase"] == "Pending"
         c.add_node("kube01")
         await c.settle()
         assert status(c, "p")["phase"] == "Running"
+        await c.advance(60)  # the node came back within PodGC's quarantine: the pod stays
+        assert status(c, "p")["phase"] == "Running"
+
+    run_cluster(scenario, controllers=False, binder=False)
+
+
+@pytest.mark.parametrize("bound_first", [True, False], ids=["node deleted under a running pod", "pod bound to a missing node"])
+def test_pod_gc_deletes_pods_of_a_missing_node_after_the_quarantine(bound_first):
+    async def scenario(c: Cluster) -> None:
+        if bound_first:
+            c.add_node("n1")
+        c.store.create(POD, make_pod("p", node="n1"))
+        await c.advance(1)
+        if bound_first:
+            assert status(c, "p")["phase"] == "Running"
+            c.store.delete(NODE, None, "n1")
+        last_status: list[dict] = []
+        c.store.write_hooks.append(lambda _rv, kind, event: last_status.append(event.object.get("status") or {})
+                                   if kind == POD and event.type != "DELETED" else None)
+        await c.advance(ORPHAN_QUARANTINE - 2)
+        assert c.store.try_get(POD, "default", "p") is not None
+        assert not c.kubelet.idle()  # the collection is pending
+        await c.advance(3)
+        assert c.store.try_get(POD, "default", "p") is None
+        assert last_status[-1]["phase"] == "Failed"
+        [target] = [x for x in last_status[-1]["conditions"] if x["type"] == "DisruptionTarget"]
+        assert (target["status"], target["reason"], target["message"]) == ("True", "DeletionByPodGC", "PodGC: node no longer exists")
+        assert c.kubelet.idle()
 
     run_cluster(scenario, controllers=False, binder=False)
 
@@ -298,7 +327,7 @@ def test_pods_tolerating_forever_stay_and_new_pods_on_a_tainted_node_are_evaluat
 def test_terminating_pod_on_a_missing_node_is_removed_at_once():
     async def scenario(c: Cluster) -> None:
         c.store.create(POD, make_pod("p", node="gone"))
-        await c.settle()
+        await c.advance(1)
         c.store.delete(POD, "default", "p")
         await c.settle(timers=False)
         assert c.store.try_get(POD, "default", "p") is None
@@ -334,3 +363,31 @@ def test_kubelet_is_idle_once_everything_is_processed():
 
     run_cluster(scenario, controllers=False)
 
+
+
+def test_kubelet_events_at_one_instant_are_all_kept():
+    async def scenario(c: Cluster) -> None:
+        c.add_node("n1", taints=[NO_EXECUTE])
+        c.store.create(POD, make_pod("p", node="n1"))
+        await c.advance(1)
+        # the kubelet's rejection and the taint manager's eviction, written at the same virtual instant
+        assert sorted(e["reason"] for e in c.events()) == ["TaintManagerEviction", "TaintToleration"]
+
+    run_cluster(scenario, controllers=False, binder=False)
+
+
+def test_a_repeated_kubelet_event_is_counted_on_the_first():
+    async def scenario(c: Cluster) -> None:
+        c.add_node("n1")
+        c.store.create(POD, make_pod("p", tolerations=[{"key": "maintenance", "operator": "Exists", "effect": "NoExecute",
+                                                        "tolerationSeconds": 60}]))
+        await c.settle()
+        for _ in range(2):
+            taint_node(c, "n1", [NO_EXECUTE])
+            await c.advance(5)
+            taint_node(c, "n1", [])
+            await c.advance(5)
+        [cancelled] = [e for e in c.events("TaintManagerEviction") if e["message"].startswith("Cancelling")]
+        assert cancelled["count"] == 2
+
+    run_cluster(scenario, controllers=False)

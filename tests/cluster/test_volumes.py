@@ -191,6 +191,33 @@ def test_deleted_claims_release_or_delete_their_volumes():
     assert store.get(PV, None, "static")["status"]["phase"] == "Released"
 
 
+@pytest.mark.parametrize("topology", [{ZONE: "z1"}, None], ids=["pool with a topology", "pool without one"])
+def test_an_immediate_volume_gives_its_space_back_when_deleted(topology):
+    store = cluster(make_sc("fast", mode="Immediate", provisioner=PROVISIONER), make_csidriver(PROVISIONER, True),
+                    make_capacity("pool", "fast", "10Gi", topology))
+
+    async def main() -> list[str]:
+        controller = FakeVolumeController(store)
+        controller.start()
+        left = []
+        for step in (lambda: store.create(PVC, fresh(make_pvc("c", "fast", request="4Gi"))),
+                     lambda: store.delete(PVC, "default", "c")):
+            step()
+            await _drain(controller)
+            left.append(store.get(CAPACITY, "kube-system", "pool")["capacity"])
+        await controller.stop()
+        return left
+
+    assert run_virtual(main()) == ["6Gi", "10Gi"]
+    assert not list(store.iter_all(PV))
+
+
+def test_a_claim_whose_volume_is_deleted_is_lost():
+    store = cluster(make_sc("std", mode="Immediate"), make_pv("pv", "std", "1Gi"), make_pvc("c", "std", request="1Gi"))
+    drive(store, lambda s: s.delete(PV, None, "pv"))
+    assert claim(store, "c")["status"]["phase"] == "Lost"
+
+
 def test_claims_bound_to_missing_volumes_are_lost():
     store = cluster(make_pvc("c", "std", volume="gone", bound=True))
     drive(store)

@@ -3,20 +3,20 @@ scaling, rolling and recreate rollouts, proportional scaling, status and conditi
 
 import re
 
+import pytest
+
 from kubesched.cluster.store import POD
-from kubesched.controllers import default_deployment
-from kubesched.controllers.deployment import REVISION
+from kubesched.controllers.deployment import MAX_REPLICAS, REVISION, get_proportion
 from kubesched.controllers.util import ALPHANUMS, DEPLOYMENT, REPLICA_SET, compute_hash
 from tests.controllers.harness import Cluster, run_cluster
 
 
 def deployment(name: str = "nginx", replicas: int = 3, image: str = "nginx", **spec) -> dict:
-    """What ``kubectl create deployment nginx --image=nginx --replicas=3`` sends, defaulted."""
+    """What ``kubectl create deployment nginx --image=nginx --replicas=3`` sends (the store defaults it)."""
     obj = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {"app": name}},
            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                     "template": {"metadata": {"labels": {"app": name}},
                                  "spec": {"containers": [{"name": name, "image": image}]}}, **spec}}
-    default_deployment(obj)
     return obj
 
 
@@ -281,3 +281,18 @@ def test_deployment_adopts_a_matching_orphan_replica_set():
         assert len(c.pods()) == 2
 
     run_cluster(scenario)
+
+
+@pytest.mark.parametrize(("annotation", "expected"), [
+    pytest.param("13", 0, id="the annotated size: already in proportion"),
+    pytest.param(None, 5, id="missing: the deployment's current size"),
+    pytest.param("0", 5, id="zero: the deployment's current size"),
+    pytest.param("x", 5, id="unreadable: the deployment's current size"),
+])
+def test_proportion_of_a_replica_set_falls_back_to_the_deployment_size(annotation, expected):
+    """A ReplicaSet of 5 under a Deployment scaled to 10 (+3 surge) that had 5 replicas: its share
+    of 5 more is its size over the max-replicas annotation, or over the deployment's status size."""
+    d = {"spec": {"replicas": 10, "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}},
+         "status": {"replicas": 5}}
+    rs = {"metadata": {"annotations": {} if annotation is None else {MAX_REPLICAS: annotation}}, "spec": {"replicas": 5}}
+    assert get_proportion(rs, d, 5, 0) == expected

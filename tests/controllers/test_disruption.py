@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from kubesched.clock import rfc3339
 from kubesched.cluster.store import POD
-from kubesched.controllers import default_deployment, default_replica_set
 from kubesched.controllers.disruption import PDB, go_selector_string
 from kubesched.controllers.util import DEPLOYMENT, REPLICA_SET
 from tests.controllers.harness import Cluster, run_cluster
@@ -21,7 +20,6 @@ def workload(kind: str, name: str = "web", replicas: int = 3) -> dict:
     obj = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name},
            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                     "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
-    (default_replica_set if kind == "ReplicaSet" else default_deployment)(obj)
     return obj
 
 

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
+from kubesched.clock import rfc3339
 from kubesched.cluster.store import POD
-from kubesched.controllers import default_replica_set, default_replication_controller
 from kubesched.controllers.util import ALPHANUMS, REPLICA_SET, REPLICATION_CONTROLLER, rank_pods_for_deletion
 from kubesched.framework.types import parse_time
 from tests.controllers.harness import Cluster, run_cluster
@@ -18,7 +18,6 @@ def replica_set(name: str = "web", replicas: int = 3, **spec) -> dict:
            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                     "template": {"metadata": {"labels": {"app": name}},
                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}, **spec}}
-    default_replica_set(obj)
     return obj
 
 
@@ -159,9 +158,8 @@ def test_replication_controller_defaults_its_selector_and_keeps_replicas():
         rc = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "legacy"},
               "spec": {"replicas": 3, "template": {"metadata": {"labels": {"app": "legacy"}},
                                                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
-        default_replication_controller(rc)
-        assert rc["spec"]["selector"] == {"app": "legacy"} and rc["metadata"]["labels"] == {"app": "legacy"}
         created = c.store.create(REPLICATION_CONTROLLER, rc)
+        assert created["spec"]["selector"] == {"app": "legacy"} and created["metadata"]["labels"] == {"app": "legacy"}
         await c.settle()
         pods = c.pods()
         assert len(pods) == 3
@@ -189,3 +187,25 @@ def test_min_ready_seconds_delays_availability():
         assert c.store.get(REPLICA_SET, "default", "web")["status"]["availableReplicas"] == 1
 
     run_cluster(scenario)
+
+
+def test_a_replica_set_without_a_controller_ranks_no_pod_higher_for_sharing_a_node():
+    """Upstream ranks by the pods of the ReplicaSets under the same controller, and a ReplicaSet
+    with none has no related pods: doubled-up pods are not deleted first, recently ready ones are."""
+    async def scenario(c: Cluster) -> None:
+        c.add_node("n1")
+        c.add_node("n2")
+        c.store.create(REPLICA_SET, replica_set(replicas=3))
+        await c.settle()
+        now = c.store.clock.wall()
+        placement = dict(zip(names(c.pods()), (("n1", 3000), ("n1", 2000), ("n2", 10)), strict=True))
+        for name, (node, ready_ago) in placement.items():
+            c.store.bind("default", name, node)
+            ready = {"type": "Ready", "status": "True", "lastTransitionTime": rfc3339(now - ready_ago)}
+            c.store.mutate(POD, "default", name, lambda p, r=ready: p.__setitem__("status", {"phase": "Running", "conditions": [r]}))
+        scale(c, 2)
+        await c.settle(timers=False)
+        [gone] = [p["metadata"]["name"] for p in c.pods() if p["metadata"].get("deletionTimestamp")]
+        assert placement[gone][0] == "n2"
+
+    run_cluster(scenario, kubelet=False, binder=False)

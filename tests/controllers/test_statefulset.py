@@ -2,7 +2,6 @@
 claim templates, scale-down from the highest ordinal, rolling template updates."""
 
 from kubesched.cluster.store import POD
-from kubesched.controllers import default_stateful_set
 from kubesched.controllers.statefulset import POD_INDEX_LABEL, POD_NAME_LABEL, REVISION_LABEL
 from kubesched.controllers.util import PVC, STATEFUL_SET
 from tests.controllers.harness import Cluster, run_cluster
@@ -13,7 +12,6 @@ def stateful_set(name: str = "web", replicas: int = 3, **spec) -> dict:
            "spec": {"replicas": replicas, "serviceName": name, "selector": {"matchLabels": {"app": name}},
                     "template": {"metadata": {"labels": {"app": name}},
                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}, **spec}}
-    default_stateful_set(obj)
     return obj
 
 
@@ -147,5 +145,25 @@ def test_claims_follow_the_retention_policy():
         c.store.delete(STATEFUL_SET, "default", "web")
         await c.settle()
         assert list(c.store.iter_all(PVC)) == [] and c.pods() == []
+
+    run_cluster(scenario)
+
+
+def test_on_delete_replaces_pods_only_when_deleted_and_never_completes_the_rollout():
+    async def scenario(c: Cluster) -> None:
+        c.add_node("n1")
+        c.store.create(STATEFUL_SET, stateful_set(replicas=2, updateStrategy={"type": "OnDelete"}))
+        await c.settle()
+        c.store.mutate(STATEFUL_SET, "default", "web",
+                       lambda s: s["spec"]["template"]["spec"]["containers"][0].__setitem__("image", "nginx:2"))
+        await c.settle()
+        assert {p["spec"]["containers"][0]["image"] for p in c.pods()} == {"nginx"}
+        for name in pod_names(c):
+            c.store.delete(POD, "default", name, grace_period=0)
+        await c.settle()
+        assert {p["spec"]["containers"][0]["image"] for p in c.pods()} == {"nginx:2"}
+        st = c.store.get(STATEFUL_SET, "default", "web")["status"]
+        assert (st["updatedReplicas"], st["readyReplicas"]) == (2, 2)
+        assert st["currentRevision"] != st["updateRevision"]  # completeRollingUpdate is for RollingUpdate only
 
     run_cluster(scenario)
