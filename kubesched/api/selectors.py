@@ -98,7 +98,7 @@ class Requirement:
 
 def parse_int64(text: str) -> int | None:
     """``strconv.ParseInt(s, 10, 64)``: optional sign, decimal digits, 64-bit range."""
-    if not text or not re.fullmatch(r"[+-]?\d+", text):
+    if not text or not re.fullmatch(r"[+-]?[0-9]+", text):
         return None
     number = int(text)
     return number if -(2**63) <= number < 2**63 else None

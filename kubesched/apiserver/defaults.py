@@ -10,8 +10,7 @@ from __future__ import annotations
 import ipaddress
 
 from kubesched.api.kinds import Kind, kind_named
-from kubesched.cluster.defaults import set_defaults, validate_spec
-from kubesched.cluster.errors import Invalid
+from kubesched.cluster.defaults import set_defaults
 from kubesched.cluster.store import ObjectStore
 
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
@@ -31,13 +30,6 @@ class Defaulter:
         set_defaults(kind, obj, self.store.feature_gates)
         if kind == SERVICE:
             self._service(obj)
-
-    @staticmethod
-    def validate(kind: Kind, obj: dict) -> None:
-        """The checks of the workload kinds and budgets (the store makes them again on write)."""
-        errors = validate_spec(kind, obj)
-        if errors:
-            raise Invalid.of(kind.kind, (obj.get("metadata") or {}).get("name", ""), errors, kind.group)
 
     def _service(self, svc: dict) -> None:
         spec = svc.setdefault("spec", {})

@@ -259,12 +259,10 @@ class RestAPI:
         return view.out(self.store.create(view.store_kind, view.into(obj)))
 
     def _admit(self, kind: Kind, obj: dict, subresource: str | None = "") -> None:
-        """Defaulting and the kind's validation, as every write of a main resource gets them
-        (subresources carry only their part of the object)."""
-        if subresource:
-            return
-        self.defaulter.apply(kind, obj)
-        self.defaulter.validate(kind, obj)
+        """Defaulting at decode time, as every write of a main resource gets it (subresources carry
+        only their part of the object); the store validates the result."""
+        if not subresource:
+            self.defaulter.apply(kind, obj)
 
     def replace(self, call: Call) -> Reply:
         assert call.name is not None

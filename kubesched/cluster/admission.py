@@ -32,10 +32,17 @@ PriorityClassLookup = Callable[[str], Mapping | None]
 
 
 def default_pod_status(pod: dict, gates: Mapping[str, bool] | None = None) -> None:
-    """The pod strategy's ``PrepareForCreate``: phase Pending and the QoS class."""
+    """The pod strategy's ``PrepareForCreate``: phase Pending, the QoS class, and a gated pod's
+    ``PodScheduled=False/SchedulingGated`` condition. A status the manifest brings (pods exported
+    from a live cluster, with their start times) is kept, where upstream resets it."""
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
     status.setdefault("qosClass", qos_class(pod, gate_enabled(gates, "PodLevelResources")))
+    conditions = status.get("conditions") or []
+    if (pod.get("spec") or {}).get("schedulingGates") and not any(c.get("type") == "PodScheduled" for c in conditions):
+        status["conditions"] = [*conditions, {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                                              "lastTransitionTime": None, "reason": "SchedulingGated",
+                                              "message": "Scheduling is blocked due to non-empty scheduling gates"}]
 
 
 def admit_priority(pod: dict, lookup: PriorityClassLookup, global_default: Mapping | None) -> None:

@@ -38,6 +38,17 @@ def test_pod_defaulting_and_admission(store):
     assert pod["status"]["phase"] == "Pending"
 
 
+def test_a_gated_pod_is_created_with_the_scheduling_gated_condition(store):
+    gated = store.create(POD, new_pod("gated", schedulingGates=[{"name": "example.com/wait"}]))
+    (condition,) = gated["status"]["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"], condition["message"]) == \
+        ("PodScheduled", "False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
+    assert "conditions" not in store.create(POD, new_pod("free"))["status"]
+    told = new_pod("told", schedulingGates=[{"name": "example.com/wait"}])
+    told["status"] = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+    assert [c["reason"] for c in store.create(POD, told)["status"]["conditions"]] == ["Unschedulable"]
+
+
 def test_priority_class_resolution(store):
     store.create(PRIORITY_CLASS, {"metadata": {"name": "high"}, "value": 1000, "preemptionPolicy": "Never"})
     store.create(PRIORITY_CLASS, {"metadata": {"name": "default"}, "value": 10, "globalDefault": True})
