@@ -582,10 +582,17 @@ class Framework:
     def score_one(self, pl: Plugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
         """One Score plugin over ``batch``: raw and normalised scores, unweighted."""
         if isinstance(pl, BatchScorePlugin):
-            raw = np.asarray(pl.score_nodes(state, pod, batch), dtype=np.int64)
+            try:
+                raw = np.asarray(pl.score_nodes(state, pod, batch), dtype=np.int64)
+            except StatusError as e:
+                raise StatusError(_wrap(e.status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name)) from e
             if not normalizes(pl):
                 return raw, raw
-            out = pl.normalize_scores(state, pod, batch, raw.copy())
+            try:
+                out = pl.normalize_scores(state, pod, batch, raw.copy())
+            except StatusError as e:
+                raise StatusError(_wrap(e.status, f'running Normalize on Score plugins: plugin "{pl.name}" failed with',
+                                        pl.name)) from e
             return raw, (raw if out is None else np.asarray(out, dtype=np.int64))
         assert isinstance(pl, ScorePlugin)
         scores = []

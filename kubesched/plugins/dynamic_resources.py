@@ -647,9 +647,8 @@ def _compute_score(claims: list[dict], allocations: list[dict]) -> int:
     score = 0
     for i, claim in enumerate(claims):
         if i >= len(allocations):
-            raise StatusError(Status(Code.Error, f'running Score plugins: plugin "{names.DynamicResources}" failed with: '
-                                     f"number of allocations {len(allocations)} is smaller than number of claims",
-                                     plugin=names.DynamicResources))
+            raise StatusError(Status.from_error(RuntimeError(
+                f"number of allocations {len(allocations)} is smaller than number of claims")))
         chosen = {r.get("request", "") for r in (allocations[i].get("devices") or {}).get("results") or []
                   if "/" in r.get("request", "")}
         for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
