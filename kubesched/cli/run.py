@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kubesched import config as config_module
+from kubesched import features
 from kubesched.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
 from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, registry_from
 from kubesched.cluster.kube import load_config
@@ -65,13 +66,11 @@ class FlagError(ValueError):
 
 
 def parse_bool(text: str) -> bool:
-    """Go's ``strconv.ParseBool``."""
-    value = text.strip()
-    if value in ("1", "t", "T", "true", "TRUE", "True"):
-        return True
-    if value in ("0", "f", "F", "false", "FALSE", "False"):
-        return False
-    raise argparse.ArgumentTypeError(f'strconv.ParseBool: parsing "{text}": invalid syntax')
+    """A boolean flag value, as pflag reads it (Go's ``strconv.ParseBool``)."""
+    try:
+        return features.parse_bool(text.strip())
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def parse_seconds(text: str) -> float:

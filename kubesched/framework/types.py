@@ -283,12 +283,6 @@ class PodInfo:
         return bool(self.required_anti_affinity_terms)
 
 
-@dataclass(slots=True)
-class ImageStateSummary:
-    size: int
-    num_nodes: int
-
-
 @dataclass
 class HostPortInfo:
     """Host ports in use on a node, keyed by IP then (protocol, port)."""
@@ -350,7 +344,6 @@ class NodeInfo:
     __slots__ = (
         "allocatable",
         "generation",
-        "image_states",
         "name",
         "node",
         "non_zero_requested",
@@ -371,7 +364,6 @@ class NodeInfo:
         self.non_zero_requested = [0, 0]
         self.allocatable: dict[str, int] = {}
         self.used_ports = HostPortInfo()
-        self.image_states: dict[str, ImageStateSummary] = {}
         self.generation = 0
         if node is not None:
             self.set_node(node)
@@ -439,7 +431,6 @@ class NodeInfo:
         copy.non_zero_requested = list(self.non_zero_requested)
         copy.allocatable = self.allocatable
         copy.used_ports = self.used_ports.copy()
-        copy.image_states = self.image_states
         copy.generation = self.generation
         return copy
 

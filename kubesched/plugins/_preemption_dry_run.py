@@ -98,7 +98,7 @@ def copy_without(info: NodeInfo, victims: list[PodInfo]) -> NodeInfo:
     gone = {v.uid for v in victims}
     copy = NodeInfo()
     copy.node, copy.name, copy.allocatable = info.node, info.name, info.allocatable
-    copy.image_states, copy.generation = info.image_states, info.generation
+    copy.generation = info.generation
     for uid, pod in info.pods.items():
         if uid not in gone:
             copy.add_pod(pod)
