@@ -345,23 +345,19 @@ class Framework:
         return result, returned, with_nodes
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status | None:
-        for pl in self.points["preFilter"]:
-            ext = pl.pre_filter_extensions()  # type: ignore[attr-defined]
-            if ext is None or pl.name in state.skip_filter_plugins:
-                continue
-            s = ext.add_pod(state, pod, to_add, node)
-            if not is_success(s):
-                return Status.from_error(RuntimeError(f'running AddPod on PreFilter plugin "{pl.name}": {s.message()}'))  # type: ignore[union-attr]
-        return None
+        return self._run_pre_filter_extensions("AddPod", state, pod, to_add, node)
 
     def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status | None:
+        return self._run_pre_filter_extensions("RemovePod", state, pod, to_remove, node)
+
+    def _run_pre_filter_extensions(self, op: str, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status | None:
         for pl in self.points["preFilter"]:
             ext = pl.pre_filter_extensions()  # type: ignore[attr-defined]
             if ext is None or pl.name in state.skip_filter_plugins:
                 continue
-            s = ext.remove_pod(state, pod, to_remove, node)
+            s = ext.add_pod(state, pod, other, node) if op == "AddPod" else ext.remove_pod(state, pod, other, node)
             if not is_success(s):
-                return Status.from_error(RuntimeError(f'running RemovePod on PreFilter plugin "{pl.name}": {s.message()}'))  # type: ignore[union-attr]
+                return Status.from_error(RuntimeError(f'running {op} on PreFilter plugin "{pl.name}": {s.message()}'))  # type: ignore[union-attr]
         return None
 
     # --- Filter --------------------------------------------------------------------------------

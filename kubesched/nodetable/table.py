@@ -242,22 +242,19 @@ class NodeTable:
             self._touch(row)
 
     def pod_added(self, info: NodeInfo, pod: PodInfo) -> None:
-        row = self.row_of.get(info.name)
-        if row is None:
-            return
-        self.write_aggregates(row, info)
-        self._touch(row)
-        for ext in self.extensions.values():
-            ext.pod_added(row, pod)
+        self._pod_changed(info, pod, added=True)
 
     def pod_removed(self, info: NodeInfo, pod: PodInfo) -> None:
+        self._pod_changed(info, pod, added=False)
+
+    def _pod_changed(self, info: NodeInfo, pod: PodInfo, added: bool) -> None:
         row = self.row_of.get(info.name)
         if row is None:
             return
         self.write_aggregates(row, info)
         self._touch(row)
         for ext in self.extensions.values():
-            ext.pod_removed(row, pod)
+            (ext.pod_added if added else ext.pod_removed)(row, pod)
 
     def write_aggregates(self, row: int, info: NodeInfo) -> None:
         """Copy what the pods on a node add up to (requested, non-zero requested, pod count)."""
