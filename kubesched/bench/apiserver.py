@@ -1,0 +1,30 @@
+"""``python -m kubesched.bench.apiserver``: ``kubesched up``'s API server alone (no kubelet,
+controllers or scheduler) for ``kubesched bench --mode http``. Prints ``READY <url>`` once it
+serves, and exits when its standard input closes (so it never outlives the benchmark)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from kubesched.bench.targets import server_options
+
+
+async def serve(seed: int | None) -> None:
+    from kubesched.up import Cluster
+
+    async with Cluster(server_options(seed)) as cluster:
+        print(f"READY {cluster.server.url}", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args()
+    asyncio.run(serve(args.seed))
+
+
+if __name__ == "__main__":
+    main()
