@@ -493,6 +493,10 @@ def condition_changes(status: Mapping, condition: Mapping) -> bool:
     return True
 
 
+def _alive(pod: dict | None) -> bool:
+    return pod is not None and not pod["metadata"].get("deletionTimestamp")
+
+
 class Executor:
     """Evicts the victims of a chosen candidate (upstream ``preemption.Executor``).
 
@@ -506,15 +510,20 @@ class Executor:
         self.preempting: set[str] = set()
         #: Preemptor uid -> (namespace, name) of the last victim, once only its deletion is left.
         self.last_victims: dict[str, tuple[str, str]] = {}
+        #: Preemptor uid -> (namespace, name) of every victim, from the start of its preemption.
+        self.victims: dict[str, list[tuple[str, str]]] = {}
 
     def is_pod_running_preemption(self, uid: str) -> bool:
+        """``IsPodRunningPreemption``: until the last victim is being deleted. Beyond upstream, a
+        preemption whose victims are all gone already (the informer delivered their deletion before
+        the background calls even started) no longer holds the preemptor back: otherwise no later
+        event would lift the gate and the pod would wait for the 5-minute flush."""
         if uid not in self.preempting:
             return False
         last = self.last_victims.get(uid)
-        if last is None:
-            return True
-        victim = self.handle.objects("Pod").get(f"{last[0]}/{last[1]}")
-        return victim is not None and not victim["metadata"].get("deletionTimestamp")
+        watched = [last] if last is not None else self.victims.get(uid, [])
+        pods = self.handle.objects("Pod")
+        return any(_alive(pods.get(f"{ns}/{name}")) for ns, name in watched)
 
     async def preempt_pod(self, node: str, preemptor: dict, victim: PodInfo, plugin: str) -> None:
         """Reject a waiting victim, or mark it DisruptionTarget and delete it; then the Preempted event."""
@@ -547,6 +556,7 @@ class Executor:
         self._observe_victims(candidate)
         uid = (preemptor.get("metadata") or {}).get("uid", "")
         self.preempting.add(uid)
+        self.victims[uid] = [(v.namespace, v.name) for v in to_delete]
         self.handle.run_in_background(self._evict(candidate, preemptor, plugin, to_delete, uid), "preemption")
 
     def prepare_candidate(self, candidate: Candidate, preemptor: dict, plugin: str) -> None:
@@ -592,6 +602,7 @@ class Executor:
             if uid is not None:
                 self.preempting.discard(uid)
                 self.last_victims.pop(uid, None)
+                self.victims.pop(uid, None)
             if failed:
                 # The preemptor could otherwise wait in unschedulablePods for an event that never comes.
                 info = PodInfo(preemptor)

@@ -961,12 +961,27 @@ def test_pre_enqueue_holds_a_preemptor_until_its_last_victim_is_being_deleted() 
     preemptor = PodInfo(pod("p", priority=HIGH))
     assert env.plugin.pre_enqueue(preemptor) is None
     executor.preempting.add("p")
+    executor.victims["p"] = [("default", "v")]
     assert env.plugin.pre_enqueue(preemptor) == Status(UAU, "waiting for the preemption for this pod to be finished")
     executor.last_victims["p"] = ("default", "v")
     assert env.plugin.pre_enqueue(preemptor) is not None  # the last victim has no deletionTimestamp yet
     env.objects["Pod"]["default/v"]["metadata"]["deletionTimestamp"] = start(0)
     assert env.plugin.pre_enqueue(preemptor) is None
     env.objects["Pod"].pop("default/v")
+    assert env.plugin.pre_enqueue(preemptor) is None
+
+
+def test_a_preemption_whose_victims_are_all_gone_already_does_not_hold_the_preemptor() -> None:
+    """The informer may deliver the victims' deletion before the background calls start; no later
+    event would lift the gate."""
+    env = build([node("node1")], [pod("v", node="node1", priority=LOW), pod("w", node="node1", priority=LOW)])
+    executor = env.plugin.evaluator.executor
+    preemptor = PodInfo(pod("p", priority=HIGH))
+    executor.preempting.add("p")
+    executor.victims["p"] = [("default", "v"), ("default", "w")]
+    env.objects["Pod"].pop("default/v")
+    assert env.plugin.pre_enqueue(preemptor) is not None  # w is still there
+    env.objects["Pod"].pop("default/w")
     assert env.plugin.pre_enqueue(preemptor) is None
 
 
