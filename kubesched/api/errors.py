@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -93,6 +94,14 @@ def go_stringer(value: object) -> object:
     """``value`` as the bad value of a field error about a type with a ``String()`` method
     (``intstr.IntOrString``: ``5`` and ``25%`` both unquoted)."""
     return _Stringer(value)
+
+
+def go_strings(values: Sequence[str] | None) -> object:
+    """``values`` as the bad value of a field error about a ``[]string``, printed as ``%#v`` prints it:
+    ``[]string{"a", "b"}``, ``[]string{}``, or ``[]string(nil)`` for None."""
+    if values is None:
+        return _Stringer("[]string(nil)")
+    return _Stringer("[]string{" + ", ".join(json.dumps(v, ensure_ascii=False) for v in values) + "}")
 
 
 def _go_repr(value: object) -> str:

@@ -8,62 +8,21 @@ once; both read the same fields (``key``, ``op``, ``values``, ``number``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kubesched.api.errors import FieldError, invalid, required, unsupported
+from kubesched.api.errors import FieldError, go_strings, invalid, required, unsupported
+from kubesched.api.names import label_value_errors, qualified_name_errors
 
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT, EQUALS, NOT_EQUALS = (
     "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "=", "!=",
 )
-
-_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
 class InvalidSelector(ValueError):
     def __init__(self, errors: list[FieldError]) -> None:
         super().__init__("; ".join(str(e) for e in errors))
         self.errors = errors
-
-
-def qualified_name_errors(name: str) -> list[str]:
-    """``validation.IsQualifiedName``: an optional DNS subdomain prefix and a name of <= 63 chars."""
-    parts = name.split("/")
-    if len(parts) == 1:
-        prefix, short = "", parts[0]
-    elif len(parts) == 2:
-        prefix, short = parts
-        if not prefix:
-            return ["prefix part must be non-empty"]
-        if len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            return ["prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-                    "characters, '-' or '.', and must start and end with an alphanumeric character"]
-    else:
-        return ["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start "
-                "and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
-                "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional "
-                "DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
-    if not short:
-        return ["name part must be non-empty"]
-    if len(short) > 63:
-        return ["name part must be no more than 63 characters"]
-    if not _QUALIFIED_NAME.match(short):
-        return ["name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end "
-                "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-                "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]
-    return []
-
-
-def label_value_errors(value: str) -> list[str]:
-    if len(value) > 63:
-        return ["must be no more than 63 characters"]
-    if not _LABEL_VALUE.match(value):
-        return ["a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-                "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
-                "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"]
-    return []
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,43 +85,65 @@ EVERYTHING = LabelSelector()
 NOTHING = LabelSelector(nothing=True)
 
 
-def new_requirement(key: str, op: str, values: Iterable[str], path: str) -> tuple[Requirement | None, list[FieldError]]:
-    """``labels.NewRequirement`` with its validation messages."""
-    values = list(values or [])
+def requirement_errors(key: str, op: str, values: Sequence[str] | None, path: str = "") -> list[FieldError]:
+    """``labels.NewRequirement``'s checks: every error it aggregates, in its order.
+
+    ``op`` is an operator the caller has already accepted (callers reject the others with their own
+    message, as upstream's do). ``values`` None is Go's nil slice, printed ``[]string(nil)``. Paths
+    are under ``path``; ``""`` gives upstream's bare ``key``/``values[0][key]`` of a selector parsed
+    without a path (``LabelSelectorAsSelector``).
+    """
+    vals = list(values or [])
+    values_path = _child(path, "values")
     errors: list[FieldError] = []
-    for msg in qualified_name_errors(key) if isinstance(key, str) else ["must be a string"]:
-        errors.append(invalid(f"{path}.key", key, msg))
-    number = 0
-    if op in (IN, NOT_IN, EQUALS, NOT_EQUALS):
-        if op in (IN, NOT_IN) and not values:
-            errors.append(invalid(f"{path}.values", "[]string{}", "for 'in', 'notin' operators, values set can't be empty"))
-        if op in (EQUALS, NOT_EQUALS) and len(values) != 1:
-            errors.append(invalid(f"{path}.values", values, "exact-match compatibility requires one single value"))
-    elif op in (EXISTS, DOES_NOT_EXIST):
-        if values:
-            errors.append(invalid(f"{path}.values", values, "values set must be empty for exists and does not exist"))
-    elif op in (GT, LT):
-        if len(values) != 1:
-            errors.append(invalid(f"{path}.values", values, "for 'Gt', 'Lt' operators, exactly one value is required"))
-        else:
-            parsed = parse_int64(values[0])
-            if parsed is None:
-                errors.append(invalid(f"{path}.values[0]", values[0], "for 'Gt', 'Lt' operators, the value must be an integer"))
-            else:
-                number = parsed
-    else:
-        errors.append(unsupported(f"{path}.operator", op, [IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT]))
-    for i, value in enumerate(values):
-        if op in (GT, LT):
-            continue
-        for msg in label_value_errors(value) if isinstance(value, str) else ["must be a string"]:
-            errors.append(invalid(f"{path}.values[{i}]", value, msg))
+    key_errs = qualified_name_errors(key) if isinstance(key, str) else ["must be a string"]
+    if key_errs:
+        errors.append(invalid(_child(path, "key"), key, "; ".join(key_errs)))
+    errors += _operator_errors(op, values, values_path)
+    for i, value in enumerate(vals):
+        value_errs = label_value_errors(value) if isinstance(value, str) else ["must be a string"]
+        if value_errs:
+            errors.append(invalid(f"{values_path}[{i}][{key}]", value, "; ".join(value_errs)))
+    return errors
+
+
+def _operator_errors(op: str, values: Sequence[str] | None, values_path: str) -> list[FieldError]:
+    """NewRequirement's switch on the operator: how many values it takes, and integers for Gt/Lt."""
+    vals = list(values or [])
+    if op in (IN, NOT_IN) and not vals:
+        return [invalid(values_path, go_strings(values), "for 'in', 'notin' operators, values set can't be empty")]
+    if op in (EQUALS, NOT_EQUALS) and len(vals) != 1:
+        return [invalid(values_path, go_strings(values), "exact-match compatibility requires one single value")]
+    if op in (EXISTS, DOES_NOT_EXIST) and vals:
+        return [invalid(values_path, go_strings(values), "values set must be empty for exists and does not exist")]
+    if op not in (GT, LT):
+        return []
+    errors = []
+    if len(vals) != 1:
+        errors.append(invalid(values_path, go_strings(values), "for 'Gt', 'Lt' operators, exactly one value is required"))
+    for i, value in enumerate(vals):
+        if not isinstance(value, str) or parse_int64(value) is None:
+            errors.append(invalid(f"{values_path}[{i}]", value, "for 'Gt', 'Lt' operators, the value must be an integer"))
+    return errors
+
+
+def _child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def new_requirement(key: str, op: str, values: Sequence[str] | None, path: str) -> tuple[Requirement | None, list[FieldError]]:
+    """``labels.NewRequirement``: the requirement, or None and its errors."""
+    errors = requirement_errors(key, op, values, path)
     if errors:
         return None, errors
-    return Requirement(key, op, frozenset(values), number), []
+    vals = list(values or [])
+    number = int(vals[0]) if op in (GT, LT) else 0
+    return Requirement(key, op, frozenset(vals), number), []
 
 
 _LABEL_SELECTOR_OPS = {IN, NOT_IN, EXISTS, DOES_NOT_EXIST}
+#: ``validSelectorOperators`` of component-helpers' node affinity, in upstream's order.
+NODE_SELECTOR_OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT)
 
 
 def parse_label_selector(spec: Mapping | None, path: str = "labelSelector") -> LabelSelector:
@@ -183,7 +164,8 @@ def parse_label_selector(spec: Mapping | None, path: str = "labelSelector") -> L
         if op not in _LABEL_SELECTOR_OPS:
             errors.append(invalid(f"{p}.operator", op, "is not a valid label selector operator"))
             continue
-        req, errs = new_requirement(expr.get("key", ""), op, expr.get("values") or [], p)
+        # Upstream copies the values with append([]string(nil), ...): no values is a nil slice.
+        req, errs = new_requirement(expr.get("key", ""), op, expr.get("values") or None, p)
         errors += errs
         if req:
             reqs.append(req)
@@ -236,12 +218,17 @@ class NodeSelector:
 
 
 def parse_node_selector_term(term: Mapping, path: str) -> NodeSelectorTerm:
+    """component-helpers ``newNodeSelectorTerm``; its ``matchFields`` checks are still apiserver's."""
     label_reqs: list[Requirement] = []
     field_reqs: list[Requirement] = []
     errors: list[FieldError] = []
     for i, expr in enumerate(term.get("matchExpressions") or []):
         p = f"{path}.matchExpressions[{i}]"
-        req, errs = new_requirement(expr.get("key", ""), expr.get("operator"), expr.get("values") or [], p)
+        op = expr.get("operator", "")
+        if op not in NODE_SELECTOR_OPERATORS:
+            errors.append(unsupported(f"{p}.operator", op, list(NODE_SELECTOR_OPERATORS)))
+            continue
+        req, errs = new_requirement(expr.get("key", ""), op, expr.get("values"), p)
         errors += errs
         if req:
             label_reqs.append(req)

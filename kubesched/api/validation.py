@@ -7,46 +7,18 @@ pretend to. ``validate(obj)`` returns every problem found, so a user fixes them 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 
 from kubesched.api.errors import FieldError, InvalidQuantity, invalid, required, unsupported
+from kubesched.api.names import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors
 from kubesched.api.quantity import parse_quantity
-from kubesched.api.selectors import (
-    InvalidSelector,
-    label_value_errors,
-    parse_label_selector,
-    parse_node_selector,
-    qualified_name_errors,
-)
-
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+from kubesched.api.selectors import InvalidSelector, parse_label_selector, parse_node_selector
 
 TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 TOLERATION_OPERATORS = ["Equal", "Exists"]
 UNSATISFIABLE_ACTIONS = ["DoNotSchedule", "ScheduleAnyway"]
 INCLUSION_POLICIES = ["Honor", "Ignore"]
 PROTOCOLS = ["TCP", "UDP", "SCTP"]
-
-SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                 "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-                 "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
-LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-             "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-             "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
-
-
-def subdomain_errors(name: str) -> list[str]:
-    if len(name) > 253:
-        return ["must be no more than 253 characters"]
-    return [] if _DNS1123_SUBDOMAIN.match(name) else [SUBDOMAIN_MSG]
-
-
-def dns_label_errors(name: str) -> list[str]:
-    if len(name) > 63:
-        return ["must be no more than 63 characters"]
-    return [] if _DNS1123_LABEL.match(name) else [LABEL_MSG]
 
 
 def validate(obj: Mapping) -> list[FieldError]:
@@ -67,11 +39,11 @@ def _validate_meta(obj: Mapping) -> list[FieldError]:
     if not name and not meta.get("generateName"):
         errors.append(required("metadata.name", "name or generateName is required"))
     elif name:
-        name_check = dns_label_errors if obj.get("kind") == "Namespace" else subdomain_errors
+        name_check = dns1123_label_errors if obj.get("kind") == "Namespace" else dns1123_subdomain_errors
         errors += [invalid("metadata.name", name, msg) for msg in name_check(str(name))]
     ns = meta.get("namespace")
     if ns:
-        errors += [invalid("metadata.namespace", ns, msg) for msg in dns_label_errors(str(ns))]
+        errors += [invalid("metadata.namespace", ns, msg) for msg in dns1123_label_errors(str(ns))]
     errors += _validate_labels(meta.get("labels"), "metadata.labels")
     return errors
 
@@ -135,7 +107,7 @@ def _validate_container(container: object, path: str, seen: set[str]) -> list[Fi
         errors.append(FieldError(f"{path}.name", "Duplicate value", "", name))
     else:
         seen.add(name)
-        errors += [invalid(f"{path}.name", name, msg) for msg in dns_label_errors(str(name))]
+        errors += [invalid(f"{path}.name", name, msg) for msg in dns1123_label_errors(str(name))]
     if not container.get("image"):
         errors.append(required(f"{path}.image"))
     errors += _validate_resources(container.get("resources"), f"{path}.resources")

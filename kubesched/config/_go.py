@@ -2,16 +2,17 @@
 
 kube-scheduler's messages are produced by Go's ``time.Duration``, ``fmt``'s ``%#v``/``%q`` and
 apimachinery's ``field.Error``/``validation`` helpers. Keeping those rules here lets the rest of
-``kubesched.config`` read like upstream's code while printing upstream's exact text.
+``kubesched.config`` read like upstream's code while printing upstream's exact text. The name and
+label validators themselves are shared with the manifest code, in ``kubesched.api.names``.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 
 from kubesched.api.errors import FieldError, invalid
+from kubesched.api.names import qualified_name_errors
 
 # --- time.Duration ------------------------------------------------------------------------------
 
@@ -142,89 +143,8 @@ def duplicate(path: str, value: object) -> FieldError:
     return FieldError(path, "Duplicate value", go_value(value))
 
 
-def string_slice(values: Sequence[str] | None) -> GoRepr:
-    """``%#v`` of a ``[]string``: ``[]string{"a", "b"}``, ``[]string{}`` or ``[]string(nil)``."""
-    if values is None:
-        return GoRepr("[]string(nil)")
-    return GoRepr("[]string{" + ", ".join(go_quote(v) for v in values) + "}")
-
-
 def child(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
-
-
-# --- k8s.io/apimachinery/pkg/util/validation ------------------------------------------------------
-
-_QNAME_CHAR = "[A-Za-z0-9]"
-_QNAME_EXT = "[-A-Za-z0-9_.]"
-QUALIFIED_NAME_FMT = f"({_QNAME_CHAR}{_QNAME_EXT}*)?{_QNAME_CHAR}"
-LABEL_VALUE_FMT = f"({QUALIFIED_NAME_FMT})?"
-DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS1123_SUBDOMAIN_FMT = DNS1123_LABEL_FMT + r"(\." + DNS1123_LABEL_FMT + ")*"
-_QUALIFIED_NAME = re.compile(f"^{QUALIFIED_NAME_FMT}$")
-_LABEL_VALUE = re.compile(f"^{LABEL_VALUE_FMT}$")
-_DNS1123_SUBDOMAIN = re.compile(f"^{DNS1123_SUBDOMAIN_FMT}$")
-_QUALIFIED_NAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "
-                       "an alphanumeric character")
-_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-                    "and must start and end with an alphanumeric character")
-_DNS1123_SUBDOMAIN_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-                          "and must start and end with an alphanumeric character")
-
-
-def regex_error(msg: str, fmt: str, *examples: str) -> str:
-    """``validation.RegexError``: the message, the examples, then the regex."""
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def max_len_error(n: int) -> str:
-    return f"must be no more than {n} characters"
-
-
-def dns1123_subdomain_errors(value: str) -> list[str]:
-    errs = []
-    if len(value) > 253:
-        errs.append(max_len_error(253))
-    if not _DNS1123_SUBDOMAIN.match(value):
-        errs.append(regex_error(_DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def qualified_name_errors(value: str) -> list[str]:
-    """``validation.IsQualifiedName``, every message it would return."""
-    errs: list[str] = []
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs += ["prefix part " + m for m in dns1123_subdomain_errors(prefix)]
-    else:
-        return ["a qualified name " + regex_error(_QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
-                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif len(name) > 63:
-        errs.append("name part " + max_len_error(63))
-    if not _QUALIFIED_NAME.match(name):
-        errs.append("name part " + regex_error(_QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc"))
-    return errs
-
-
-def label_value_errors(value: str) -> list[str]:
-    """``validation.IsValidLabelValue``."""
-    errs = []
-    if len(value) > 63:
-        errs.append(max_len_error(63))
-    if not _LABEL_VALUE.match(value):
-        errs.append(regex_error(_LABEL_VALUE_MSG, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
 
 
 def validate_label_name(name: str, path: str) -> list[FieldError]:

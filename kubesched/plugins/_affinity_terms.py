@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from kubesched.api.errors import aggregate
 from kubesched.api.selectors import (
     DOES_NOT_EXIST,
     EXISTS,
@@ -20,8 +21,7 @@ from kubesched.api.selectors import (
     NOT_IN,
     InvalidSelector,
     LabelSelector,
-    label_value_errors,
-    qualified_name_errors,
+    requirement_errors,
 )
 from kubesched.framework.types import AffinityTerm, PodInfo
 from kubesched.plugins._pod_groups import Clause
@@ -58,14 +58,6 @@ def parse_pod_terms(pod: PodInfo) -> tuple[PodTerms | None, str]:
     return PodTerms(*lists), ""
 
 
-def aggregate(messages: Sequence[object]) -> str:
-    """``utilerrors.NewAggregate(...).Error()``: one message as is, several deduplicated in brackets."""
-    unique = list(dict.fromkeys(str(m) for m in messages))
-    if len(unique) == 1:
-        return unique[0]
-    return "[" + ", ".join(unique) + "]"
-
-
 def _first_term_error(spec: Mapping, section: str, preferred: bool) -> str | None:
     part = (spec.get("affinity") or {}).get(section) or {}
     if preferred:
@@ -80,43 +72,24 @@ def _first_term_error(spec: Mapping, section: str, preferred: bool) -> str | Non
 
 
 def selector_error(spec: Mapping | None) -> str | None:
-    """The error ``metav1.LabelSelectorAsSelector`` returns for ``spec``, None when it parses."""
+    """The error ``metav1.LabelSelectorAsSelector`` returns for ``spec``, None when it parses: the
+    first requirement that fails, with ``NewRequirement``'s path-less messages aggregated."""
     if not spec:
         return None
     match_labels = spec.get("matchLabels") or {}
     for key in sorted(match_labels):
-        errs = _requirement_errors(key, IN, [match_labels[key]])
+        errs = requirement_errors(key, IN, [match_labels[key]])
         if errs:
             return aggregate(errs)
     for expr in spec.get("matchExpressions") or []:
         op = expr.get("operator")
         if op not in (IN, NOT_IN, EXISTS, DOES_NOT_EXIST):
             return f'"{op}" is not a valid label selector operator'
-        errs = _requirement_errors(expr.get("key", ""), op, list(expr.get("values") or []))
+        # append([]string(nil), expr.Values...) upstream: no values is a nil slice.
+        errs = requirement_errors(expr.get("key", ""), op, expr.get("values") or None)
         if errs:
             return aggregate(errs)
     return None
-
-
-def _go_strings(values: Sequence[str]) -> str:
-    return "[]string{" + ", ".join(f'"{v}"' for v in values) + "}"
-
-
-def _requirement_errors(key: str, op: str, values: list[str]) -> list[str]:
-    """``labels.NewRequirement`` field errors, paths relative to the requirement."""
-    errs = []
-    key_errs = qualified_name_errors(key)
-    if key_errs:
-        errs.append(f'key: Invalid value: "{key}": ' + "; ".join(key_errs))
-    if op in (IN, NOT_IN) and not values:
-        errs.append(f"values: Invalid value: {_go_strings(values)}: for 'in', 'notin' operators, values set can't be empty")
-    if op in (EXISTS, DOES_NOT_EXIST) and values:
-        errs.append(f"values: Invalid value: {_go_strings(values)}: values set must be empty for exists and does not exist")
-    for i, value in enumerate(values):
-        value_errs = label_value_errors(value)
-        if value_errs:
-            errs.append(f'values[{i}][{key}]: Invalid value: "{value}": ' + "; ".join(value_errs))
-    return errs
 
 
 @dataclass(frozen=True, slots=True)

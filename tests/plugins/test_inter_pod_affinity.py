@@ -299,6 +299,17 @@ SINGLE_NODE_CASES = [
       "empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
       "character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is "
       "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")),
+    ("an In requirement without values fails PreFilter with a nil slice: LabelSelectorAsSelector copies the values",
+     pod(labels=S1, aff=affinity(required=[term("region", In("service"))])), [],
+     (int(Code.UnschedulableAndUnresolvable),
+      "parsing pod: requiredAffinityTerms: values: Invalid value: []string(nil): for 'in', 'notin' operators, "
+      "values set can't be empty")),
+    ("an invalid affinity key fails PreFilter with every message of IsQualifiedName",
+     pod(labels=S1, aff=affinity(required=[term("region", In("a/", "x"))])), [],
+     (int(Code.UnschedulableAndUnresolvable),
+      "parsing pod: requiredAffinityTerms: key: Invalid value: \"a/\": name part must be non-empty; name part must "
+      "consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character "
+      "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")),
     ("namespaceSelector: affinity to pods of namespaces labelled team1",
      pod(labels=S2, aff=affinity(required=[term("region", In("service", "securityscan", "value2"),
                                                 ns_selector=selector(In("team", "team1")))])),

@@ -81,6 +81,8 @@ FILTER_CASES = [
      {"kernel-version": "0206"}, "node", ERR_REASON_POD, None, None, None),
     ("Gt never matches a non-integer label", required(term(expr("kernel-version", "Gt", "1"))), {"kernel-version": "v2"}, "node",
      ERR_REASON_POD, None, None, None),
+    ("Gt with a negative number never matches: NewRequirement rejects -1 as a label value",
+     required(term(expr("cpus", "Gt", "-1"))), {"cpus": "5"}, "node", ERR_REASON_POD, None, None, None),
     ("matchExpressions NotIn matches", required(term(expr("mem-type", "NotIn", "DDR", "DDR2"))), {"mem-type": "DDR3"}, "node",
      None, None, None, None),
     ("matchExpressions Exists matches", required(term(expr("GPU", "Exists"))), {"GPU": "NVIDIA-GRID-K1"}, "node",
@@ -198,8 +200,9 @@ def test_score_without_pre_score_matches():
     assert list(pl.normalize_scores(CycleState(), p, nodes, raw)) == [18, 100, 36]
 
 
-def test_pre_score_reports_unparsable_preferred_terms_as_error():
-    p = pod(**preferred((1, term(expr("foo", "Gt", "not-a-number")))))
+@pytest.mark.parametrize("value", ["not-a-number", "-1"])
+def test_pre_score_reports_unparsable_preferred_terms_as_error(value):
+    p = pod(**preferred((1, term(expr("foo", "Gt", value)))))
     status = NodeAffinity().pre_score(CycleState(), p, table_of([node()]).all_rows())
     assert status.code == Code.Error
 
