@@ -221,13 +221,24 @@ class Algorithm:
     def _nominee_pass(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
                       passed: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int, nominees: set[int]) -> None:
         """Re-check, with and without their nominated pods, the nodes that have some, in visiting
-        order until enough nodes pass before the next one (upstream would never reach it)."""
+        order until enough nodes pass before the next one (upstream would never reach it). With a
+        cycle state no PreFilter extension updates, the main pass already is the check without
+        nominees, and one batch over a scratch table of all those nodes is the check with them."""
+        ordered = sorted(nominees)
+        batched = None
+        if fastpaths.ENABLED and not fw.has_active_pre_filter_extensions(state):
+            batched = fw.filter_with_nominated_pods(state, pod, [table.infos[rotated[p]] for p in ordered])
         feasible_before = np.cumsum(passed) - passed
         lost = 0
-        for position in sorted(nominees):
+        for k, position in enumerate(ordered):
             if feasible_before[position] - lost >= to_find:
                 return
-            status = fw.run_filters_with_nominated_pods(state, pod, table.infos[rotated[position]])
+            if batched is None:
+                status = fw.run_filters_with_nominated_pods(state, pod, table.infos[rotated[position]])
+            elif batched[k] is not None:
+                status = batched[k]
+            else:
+                continue  # fits beside its nominees: the main pass's verdict stands
             lost += int(passed[position]) - (status is None)
             passed[position] = status is None
             if status is None:

@@ -460,7 +460,7 @@ class Framework:
 
     def run_filters_on_node_info(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         """All Filter plugins on one (possibly modified) node, in configured order (upstream RunFilterPlugins)."""
-        table = NodeTable.from_infos([node], like=self.snapshot)
+        table = NodeTable.from_infos([node])
         first_pos, ids, statuses = self.run_batch_filters(state, pod, table.all_rows())
         s = self.run_classic_filters(self.classic_filters(state), int(first_pos[0]), state, pod, node)
         if s is not None:
@@ -478,7 +478,7 @@ class Framework:
         return self.run_filters_on_node_info(state, pod, node)
 
     def add_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[bool, CycleState, NodeInfo]:
-        nominated = [p for p in self.nominated_pods_for_node(node.name) if p.priority >= pod.priority and p.uid != pod.uid]
+        nominated = self._nominees(pod, node.name)
         if not nominated:
             return False, state, node
         node_out = node.clone()
@@ -489,6 +489,36 @@ class Framework:
             if not is_success(s):
                 raise StatusError(s)  # type: ignore[arg-type]
         return True, state_out, node_out
+
+    def has_active_pre_filter_extensions(self, state: CycleState) -> bool:
+        """Whether some PreFilter plugin that ran (did not Skip) updates its state on AddPod/RemovePod:
+        if none does, one cycle state serves every node, whatever pods are added or removed."""
+        return any(pl.name not in state.skip_filter_plugins and pl.pre_filter_extensions() is not None  # type: ignore[attr-defined]
+                   for pl in self.points["preFilter"])
+
+    def filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
+        """The first half of ``RunFilterPluginsWithNominatedPods`` on many nodes at once: per node,
+        the batch filters' failure with its higher-or-equal priority nominated pods added (None
+        where it fits with them or has none). Only for a state no PreFilter extension updates (see
+        ``has_active_pre_filter_extensions``): then the nodes share one scratch table and one pass."""
+        out: list[Status | None] = [None] * len(nodes)
+        positions, clones = [], []
+        for position, node in enumerate(nodes):
+            nominated = self._nominees(pod, node.name)
+            if nominated:
+                clone = node.clone()
+                for p in nominated:
+                    clone.add_pod(p)
+                positions.append(position)
+                clones.append(clone)
+        if clones:
+            _, ids, statuses = self.run_batch_filters(state, pod, NodeTable.from_infos(clones).all_rows())
+            for position, sid in zip(positions, ids.tolist(), strict=True):
+                out[position] = None if sid < 0 else statuses[sid]
+        return out
+
+    def _nominees(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
+        return [p for p in self.nominated_pods_for_node(node_name) if p.priority >= pod.priority and p.uid != pod.uid]
 
     # --- PostFilter ----------------------------------------------------------------------------
     def run_post_filter(self, state: CycleState, pod: PodInfo, statuses: Any) -> tuple[PostFilterResult | None, Status]:

@@ -135,7 +135,6 @@ class NodeTable:
         self.tree = NodeTree()
         self._order: np.ndarray | None = None
         self.extensions: dict[str, Extension] = {}
-        self._factories: dict[str, ExtensionFactory] = {}
         self.generation = 0
         #: A counter bumped by every row change, and per row the value at its last change: what lets
         #: ``RowMemo`` recompute only the rows that changed.
@@ -190,7 +189,6 @@ class NodeTable:
                 for pod in info.pods.values():
                     ext.pod_added(row, pod)
             self.extensions[key] = ext
-            self._factories[key] = factory
         return ext
 
     # --- writing ----------------------------------------------------------------------------
@@ -392,18 +390,12 @@ class NodeTable:
 
     # --- scratch tables -----------------------------------------------------------------------
     @classmethod
-    def from_infos(cls, infos: Iterable[NodeInfo], like: NodeTable | None = None) -> NodeTable:
+    def from_infos(cls, infos: Iterable[NodeInfo]) -> NodeTable:
         """A separate table of the given nodes (e.g. a node with victims removed, for preemption).
-
-        Extensions of ``like`` are re-created on the new table, so batch plugins see the same
-        indexes they would on the snapshot.
-        """
+        Plugins build the extensions they use on it when they first ask for them."""
         table = cls()
         for info in infos:
             table.set_node(info)
-        if like is not None:
-            for key, factory in like._factories.items():
-                table.extension(key, factory)
         return table
 
 

@@ -46,12 +46,6 @@ Allowed = Callable[[NodeInfo, PodInfo], bool]
 Sorter = Callable[[list[PodInfo]], list[PodInfo]]
 
 
-def has_active_extensions(fw: Framework, state: CycleState) -> bool:
-    """Whether some PreFilter plugin that ran (did not Skip) updates its state on AddPod/RemovePod."""
-    return any(pl.name not in state.skip_filter_plugins and pl.pre_filter_extensions() is not None  # type: ignore[attr-defined]
-               for pl in fw.points["preFilter"])
-
-
 def filter_rows(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rows: list[int]) -> list[Status | None]:
     """Every Filter plugin on the given rows of a scratch table, in configured order (upstream
     ``RunFilterPlugins`` per node). A plugin error only fails the node it happened on."""
@@ -220,7 +214,7 @@ class VictimSelector:
         self.allowed = allowed
         self.sort = sort
         self.pdbs = pdbs
-        self.shared = not has_active_extensions(fw, state)
+        self.shared = not fw.has_active_pre_filter_extensions(state)
         self.thorough = thorough
         self.totals = totals if totals is not None and allowed is None else None
         self.resource_check = ResourceCheck.of(fw, state, pod)
@@ -316,13 +310,12 @@ class VictimSelector:
                 if p.priority >= self.pod.priority and p.uid != self.pod.uid]
 
     def _build_tables(self, work: list[_Node]) -> None:
-        like = self.fw.snapshot
-        self.main = NodeTable.from_infos([n.info for n in work], like=like)
+        self.main = NodeTable.from_infos([n.info for n in work])
         for row, node in enumerate(work):
             node.row = row
         nominated = [n for n in work if n.with_nominees is not None]
         if nominated:
-            self.nominated = NodeTable.from_infos([n.with_nominees for n in nominated], like=like)  # type: ignore[misc]
+            self.nominated = NodeTable.from_infos([n.with_nominees for n in nominated])  # type: ignore[misc]
             for row, node in enumerate(nominated):
                 node.row1 = row
 

@@ -82,7 +82,7 @@ def test_scratch_table_from_modified_node_info():
     table.pod_added(a, pod)
     copy = a.clone()
     copy.remove_pod(pod.uid)
-    scratch = NodeTable.from_infos([copy], like=table)
+    scratch = NodeTable.from_infos([copy])
     assert scratch.requested[CPU, 0] == 0
     assert table.requested[CPU, 0] == 1000
 

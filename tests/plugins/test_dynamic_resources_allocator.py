@@ -252,10 +252,10 @@ def test_filter_on_a_scratch_table_matches_the_snapshot():
     env.create(claim("c"))
     pod = env.pod(pod_with_claims("my-pod", "c"))
     state, _ = env.pre_filter(pod)
-    scratch = NodeTable.from_infos([NodeInfo(make_node("n1"))], like=env.table)
+    scratch = NodeTable.from_infos([NodeInfo(make_node("n1"))])
     verdict = env.plugin.filter_nodes(state.clone(), pod, scratch.all_rows())
     assert verdict is None
-    scratch2 = NodeTable.from_infos([NodeInfo(make_node("n2"))], like=env.table)
+    scratch2 = NodeTable.from_infos([NodeInfo(make_node("n2"))])
     verdict2 = env.plugin.filter_nodes(state.clone(), pod, scratch2.all_rows())
     assert verdict2.status_at(0) == CANNOT
 

@@ -1149,7 +1149,7 @@ def test_scratch_table_after_add_and_remove_pod_matches_reference(seed: int) -> 
             modified.add_pod(added)
             assert ext.add_pod(cloned, target, added, modified) is None
             ref.update(added, modified.labels, 1)
-        scratch = NodeTable.from_infos([modified], like=table)
+        scratch = NodeTable.from_infos([modified])
         assert filter_all(pl, cloned, target, scratch.all_rows()) == [ref.filter(modified.labels)]
         assert filter_all(pl, cloned, target, table.all_rows()) == [ref.filter(i.labels) for i in ordered]
         existing, aff, anti = _all_pairs(cloned)

@@ -310,6 +310,6 @@ def test_batch_verdicts_and_scores_match_per_node_reference(seed):
             assert (None if got is None else got.reasons[0]) == want
             assert pod_matches_node_selector_and_affinity(p, n) == own
             assert scores[row] == sum(w for w, t in prefs if ref_term(t, labels, name))
-            scratch = NodeTable.from_infos([table.infos[row]], like=table)
+            scratch = NodeTable.from_infos([table.infos[row]])
             one = pl.filter_nodes(state, p, scratch.all_rows())
             assert (None if one is None or one.status_at(0) is None else one.status_at(0).reasons[0]) == want

@@ -33,7 +33,7 @@ def test_pod_naming_a_missing_node_fits_nothing_and_scratch_tables_agree():
     table = table_of("a", "b")
     pl = NodeName()
     assert list(pl.filter_nodes(CycleState(), PodInfo(make_pod("p", node="zz")), table.all_rows()).codes) == [0, 0]
-    scratch = NodeTable.from_infos([table.infos[1]], like=table)
+    scratch = NodeTable.from_infos([table.infos[1]])
     assert pl.filter_nodes(CycleState(), PodInfo(make_pod("p", node="b")), scratch.all_rows()) is None
     assert pl.filter_nodes(CycleState(), PodInfo(make_pod("p", node="a")), scratch.all_rows()) is not None
 

@@ -132,7 +132,7 @@ def assert_matches_reference(table: NodeTable, pl: NodePorts, rng: random.Random
         for row in range(table.n):
             info = table.infos[row]
             assert (verdict is None or verdict.status_at(row) is None) == fits_ports(pod, info)
-            scratch = NodeTable.from_infos([info], like=table)
+            scratch = NodeTable.from_infos([info])
             one = pl.filter_nodes(state, pod, scratch.all_rows())
             assert (one is None or one.status_at(0) is None) == fits_ports(pod, info)
 

@@ -474,7 +474,7 @@ def test_batch_verdicts_match_per_node_reference(seed):
             assert (got.reasons if got else []) == [r.reason for r in expected]
             if got:
                 assert (got.code == Code.UnschedulableAndUnresolvable) == any(r.unresolvable for r in expected)
-            scratch = NodeTable.from_infos([info], like=table)
+            scratch = NodeTable.from_infos([info])
             one = pl.filter_nodes(state, p, scratch.all_rows())
             assert (one.status_at(0).reasons if one and one.status_at(0) else []) == [r.reason for r in expected]
 

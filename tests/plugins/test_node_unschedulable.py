@@ -49,7 +49,7 @@ def test_filter_on_a_batch_and_scratch_table():
     verdict = pl.filter_nodes(CycleState(), pod, table.all_rows())
     assert list(verdict.codes) == [-1, 0, -1, 0, -1, 0]
     for row in range(6):
-        one = pl.filter_nodes(CycleState(), pod, NodeTable.from_infos([table.infos[row]], like=table).all_rows())
+        one = pl.filter_nodes(CycleState(), pod, NodeTable.from_infos([table.infos[row]]).all_rows())
         assert (one is None) == (row % 2 == 0)
 
 

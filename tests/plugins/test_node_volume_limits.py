@@ -231,7 +231,7 @@ def test_scratch_tables_for_preemption_count_the_remaining_pods():
     node = table.get(NODE).clone()
     victim = next(p for p in node.pods.values() if len(p.spec.get("volumes", [])) == 2)
     node.remove_pod(victim.uid)
-    scratch = NodeTable.from_infos([node], like=table)
+    scratch = NodeTable.from_infos([node])
     assert _filter(plugin, scratch, new) == [None]
     assert _filter(plugin, table, new) == [EXCEEDED]
 

@@ -274,7 +274,7 @@ def test_batch_verdicts_and_scores_match_per_node_reference(seed):
                                for taint in taints if taint["effect"] != "PreferNoSchedule")
             assert (verdict is None or verdict.status_at(row) is None) == expected_fit
             assert scores[row] == reference_score(taints, tolerations, comparison_ops)
-            scratch = NodeTable.from_infos([table.infos[row]], like=table)
+            scratch = NodeTable.from_infos([table.infos[row]])
             one = pl.filter_nodes(state, pod, scratch.all_rows())
             assert (one is None or one.status_at(0) is None) == expected_fit
         subset = table.batch(np.array([3, 1, 7]))

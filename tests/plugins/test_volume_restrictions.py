@@ -135,7 +135,7 @@ def test_read_write_once_pod_conflict_rejects_every_node_and_preemption_can_remo
     node = table.get("node-1").clone()
     node.remove_pod(victim.uid)
     assert plugin.pre_filter_extensions().remove_pod(scratch_state, pod, victim, node) is None
-    scratch = NodeTable.from_infos([node], like=table)
+    scratch = NodeTable.from_infos([node])
     assert plugin.filter_nodes(scratch_state, pod, scratch.all_rows()) is None
     assert plugin.filter_nodes(state, pod, table.all_rows()).status_at(0) == RWOP
     assert plugin.pre_filter_extensions().add_pod(scratch_state, pod, victim, node) is None

@@ -64,3 +64,38 @@ def test_placements_are_identical_with_and_without_fast_paths(seed, percentage):
         plain = placements(workload(seed), seed, percentage)
     assert fast == plain
     assert sum(1 for node in fast.values() if node) > 150
+
+
+def preemption_workload(seed: int) -> list[dict]:
+    """Nodes filled with low-priority pods, then high-priority pods that must preempt (some with
+    required anti-affinity, so both the shared-state and the per-node paths run), arriving while
+    earlier preemptors are still nominated."""
+    rng = random.Random(seed)
+    classes = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+               for name, value in (("low", 10), ("mid", 500), ("high", 1000))]
+    nodes = [make_node(f"n{i}", cpu="4", memory="16Gi", labels={ZONE: f"z{i % 3}"}) for i in range(24)]
+    pods = []
+    for i in range(90):
+        pod = make_pod(f"low{i}", cpu=rng.choice(["500m", "1"]), memory="1Gi", labels={"app": "batch"},
+                       node=f"n{i % 24}", priorityClassName=rng.choice(["low", "mid"]))
+        pod["metadata"].pop("uid")
+        pods.append(pod)
+    for i in range(30):
+        spec: dict = {"priorityClassName": "high"}
+        if i % 3 == 0:
+            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}]}}
+        pod = make_pod(f"web{i}", cpu=rng.choice(["1500m", "2", "3"]), memory="2Gi", labels={"app": "web"}, **spec)
+        pod["metadata"].pop("uid")
+        pods.append(pod)
+    return classes + nodes + pods
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_preemption_outcomes_are_identical_with_and_without_fast_paths(seed):
+    fast = placements(preemption_workload(seed), seed, 100)
+    with fastpaths.disabled():
+        plain = placements(preemption_workload(seed), seed, 100)
+    assert fast == plain
+    assert sum(1 for name in fast if name.startswith("low")) < 90  # some victims were preempted
+    assert sum(1 for name, node in fast.items() if name.startswith("web") and node) > 10
