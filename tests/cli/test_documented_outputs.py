@@ -15,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: Commands whose output depends on the machine (timings), shown for their shape only.
 UNCHECKED = ("kubesched bench", "kubesched up", "kubesched run", "kubesched apiserver")
+#: Variables through which rich would colour or re-wrap the output (CI systems often set them).
+TERMINAL_ENV = ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "COLUMNS", "LINES", "JUPYTER_COLUMNS")
 BLOCK = re.compile(r"```(?:text|console)\n\$ (?:python -m )?kubesched (?P<args>[^\n]+)\n(?P<out>.*?)```", re.S)
 
 
@@ -32,6 +34,8 @@ def examples() -> list:
 @pytest.mark.parametrize(("argv", "expected"), examples())
 def test_the_page_shows_what_the_command_prints(argv, expected, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
+    for name in TERMINAL_ENV:
+        monkeypatch.delenv(name, raising=False)
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert [line.rstrip() for line in printed.rstrip("\n").splitlines()] == \
