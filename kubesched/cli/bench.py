@@ -13,6 +13,7 @@ import json
 import sys
 
 from kubesched.bench.workloads import WORKLOADS, workload
+from kubesched.cli.common import add_config_args, registry_from
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,8 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed of node names, the store and the scheduler")
     p.add_argument("--percentage-of-nodes-to-score", type=int, metavar="P",
                    help="percentageOfNodesToScore (default 100; with --config, the file's value); 0 is adaptive, as upstream's default")
-    p.add_argument("--config", help="a KubeSchedulerConfiguration file (default: the 1.35 default profile)")
-    p.add_argument("--feature-gates", default="", metavar="A=true,B=false", help="feature gates to change for this run")
+    add_config_args(p)
     p.add_argument("--timeout", type=float, default=3600.0, metavar="SECONDS",
                    help="give up waiting for a batch of pods after this long (the run is then reported incomplete)")
     p.set_defaults(func=run)
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                         feature_gates=args.feature_gates, timeout=args.timeout, apiserver=args.apiserver,
                         progress=progress)
     try:
-        result = run_bench(chosen, opts)
+        result = run_bench(chosen, opts, registry_from(args.plugins))
     finally:
         if progress is not None:
             progress.close()

@@ -76,3 +76,34 @@ async def test_http_mode_preemption_with_the_api_server_in_process() -> None:
     result = await run_async(workload("PreemptionBasic"),
                              BenchOptions(mode="http", apiserver="in-process", nodes=5, init_pods=20, pods=5, timeout=10))
     assert result.complete, result.incomplete_reason
+
+
+RECORDER = '''
+from kubesched.framework.interface import ReservePlugin
+
+
+class Recorder(ReservePlugin):
+    name = "Recorder"
+
+    def reserve(self, state, pod, node_name):
+        with open({log!r}, "a") as f:
+            f.write(pod.name + "\\n")
+
+    def unreserve(self, state, pod, node_name):
+        pass
+
+
+PLUGINS = [Recorder]
+'''
+
+
+def test_out_of_tree_plugins_run_in_the_benchmark(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "reserved.log"
+    (tmp_path / "recorder.py").write_text(RECORDER.format(log=str(log)))
+    (tmp_path / "config.yaml").write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "profiles:\n- plugins:\n    reserve:\n      enabled: [{name: Recorder}]\n")
+    code = main(["bench", "SchedulingBasic", "--nodes", "3", "--init-pods", "2", "--pods", "4", "-o", "json",
+                 "--plugin", str(tmp_path / "recorder.py"), "--config", str(tmp_path / "config.yaml")])
+    assert code == 0 and json.loads(capsys.readouterr().out)["complete"]
+    assert len(log.read_text().split()) == 6
