@@ -166,7 +166,8 @@ def test_client_connection_rate_limits_follow_client_go(qps, burst, expected):
 async def test_every_request_waits_for_the_rate_limiter():
     server = APIServer(ObjectStore(RealClock()), port=0)
     await server.start()
-    client = KubeClient.for_server(server.url, qps=1000, burst=1)
+    # 5 qps: a request must take over 200 ms for the next one to find a token, even on a slow machine.
+    client = KubeClient.for_server(server.url, qps=5, burst=1)
     try:
         for _ in range(3):
             await client.list(POD_KIND)
