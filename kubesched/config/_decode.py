@@ -10,6 +10,7 @@ message; unknown fields are collected and reported together as a "strict decodin
 from __future__ import annotations
 
 import copy
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,15 +133,15 @@ def _number_text(value: int | float) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-class GoType:
+class GoType(ABC):
     go: str = ""
 
     def zero(self) -> Any:
         """The Go zero value, which a JSON ``null`` list element decodes to."""
         return None
 
-    def decode(self, value: Any, ctx: Ctx, path: str, struct: str, stack: list[str]) -> Any:
-        raise NotImplementedError
+    @abstractmethod
+    def decode(self, value: Any, ctx: Ctx, path: str, struct: str, stack: list[str]) -> Any: ...
 
 
 class Int(GoType):

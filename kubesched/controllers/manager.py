@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -42,7 +43,7 @@ ROUND_LIMIT = 2000
 ADOPTABLE = (POD, REPLICA_SET)
 
 
-class Controller:
+class Controller(ABC):
     """A reconciler: ``observe`` turns store events into keys, ``sync`` reconciles one key."""
 
     name = "controller"
@@ -62,15 +63,15 @@ class Controller:
     def enqueue_after(self, key: Key, delay: float, *, counted: bool = True) -> None:
         self.manager.call_later(delay, self, key, counted=counted)
 
-    def observe(self, kind: Kind, event: WatchEvent) -> None:
+    def observe(self, kind: Kind, event: WatchEvent) -> None:  # noqa: B027 - optional hook
         """Called from inside a store write: record keys only, never write."""
 
     def initial_keys(self) -> Iterable[Key]:
         """Keys to sync at start (objects that existed before the controller)."""
         return ()
 
-    def sync(self, key: Key) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def sync(self, key: Key) -> None: ...
 
     def requeue_for_availability(self, key: Key, pods: Iterable[dict], min_ready: int) -> None:
         """Sync again just after the first ready pod passes ``minReadySeconds`` (upstream requeues
