@@ -20,6 +20,7 @@ those two paths stand for, and what a fresh PreFilter on the updated cluster com
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -311,7 +312,9 @@ def _domain_codes(table: NodeTable, key: str, rows: np.ndarray | None, absent_as
 
 
 def _topology_normalizing_weight(size: int) -> float:
-    return float(np.log(size + 2))
+    # math.log, not np.log: numpy's AVX-512 log differs from libm in the last bit for some sizes, and
+    # a score must not depend on the CPU it was computed on.
+    return math.log(size + 2)
 
 
 def _domain_sums(codes: np.ndarray, eligible: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
