@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.apiserver.codec import MAX_BODY
+
 KUBECTL = shutil.which("kubectl")
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
@@ -308,15 +310,14 @@ def test_python_client_lists_and_watches(up):
         raise AssertionError("the python client's watch never saw the new pod")
 
 
-# Explicit ids: pytest puts the test id in PYTEST_CURRENT_TEST, and a 3 MiB id makes every kubectl
-# the test starts fail with E2BIG (a single environment string may not exceed 128 KiB).
+# Explicit ids: pytest puts the test id in PYTEST_CURRENT_TEST, and an id holding the 3 MiB body
+# makes every kubectl the test starts fail with E2BIG (one environment string may not exceed 128 KiB).
 @pytest.mark.parametrize("path, body, code, reason", [
     pytest.param("/api/v1/namespaces/default/pods", b"{not json", 400, "BadRequest", id="malformed-json"),
     pytest.param("/api/v1/namespaces/default/widgets", b"{}", 404, "NotFound", id="unknown-resource"),
     pytest.param("/api/v1/namespaces/default/configmaps", b'{"metadata":{"name":"Not_Valid"}}', 422, "Invalid", id="invalid-name"),
-    pytest.param("/api/v1/namespaces/default/configmaps",
-                 b'{"metadata":{"name":"big"},"data":{"x":"' + b"x" * (3 * 1024 * 1024) + b'"}}', 413, "RequestEntityTooLarge",
-                 id="over-3MiB"),
+    pytest.param("/api/v1/namespaces/default/configmaps", b'{"metadata":{"name":"big"},"data":{"x":"' + b"x" * MAX_BODY + b'"}}',
+                 413, "RequestEntityTooLarge", id="over-the-body-limit"),
 ])
 def test_bad_requests_get_status_errors_and_change_nothing(up, path, body, code, reason):
     before = up.json("get", "configmaps")["metadata"]["resourceVersion"]
