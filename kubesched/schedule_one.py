@@ -108,7 +108,7 @@ class Algorithm:
                 attempt.pre_filter_status = status
             return np.empty(0, dtype=np.int64), diagnosis
         if pod.nominated_node_name:
-            feasible = self._evaluate_nominated_node(fw, state, pod, table, diagnosis)
+            feasible = self._evaluate_nominated_node(fw, state, pod, table, diagnosis, attempt)
             if len(feasible):
                 return feasible, diagnosis
         candidates = table.order()
@@ -123,11 +123,14 @@ class Algorithm:
         return feasible, diagnosis
 
     def _evaluate_nominated_node(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
-                                 diagnosis: Diagnosis) -> np.ndarray:
+                                 diagnosis: Diagnosis, attempt: Attempt | None = None) -> np.ndarray:
+        """``evaluateNominatedNode``: the nominated node alone; the explanation shows that one node
+        (a failing one is then overwritten by the full pass)."""
         row = table.row_of.get(pod.nominated_node_name)
         if row is None:
             return np.empty(0, dtype=np.int64)
-        feasible, _ = self.find_nodes_that_pass_filters(fw, state, pod, table, np.array([row], dtype=np.int64), diagnosis)
+        feasible, _ = self.find_nodes_that_pass_filters(fw, state, pod, table, np.array([row], dtype=np.int64), diagnosis,
+                                                        attempt)
         return feasible
 
     def find_nodes_that_pass_filters(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
@@ -250,6 +253,7 @@ class Algorithm:
     def _record_filters(attempt: Attempt, table: NodeTable, rotated: np.ndarray, ids: np.ndarray,
                         statuses: list[Status], positions: np.ndarray, processed: int) -> None:
         attempt.node_names = [table.names[r] for r in rotated]
+        attempt.filter_status = {}
         for i in range(processed):
             if ids[i] >= 0:
                 attempt.filter_status[table.names[rotated[i]]] = statuses[ids[i]]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -147,3 +149,35 @@ class UnknownPlugin(KubeschedError, ValueError):
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(f'plugin "{name}" does not exist; known plugins: {", ".join(sorted(known))}')
         self.name = name
+
+
+class FileUnreadable(KubeschedError, OSError):
+    """A file named on the command line that cannot be read (missing, a directory, no permission).
+    ``str()`` names the flag and the path: ``--config /missing.yaml: no such file or directory``."""
+
+    def __init__(self, flag: str, path: str, error: OSError) -> None:
+        reason = error.strerror.lower() if error.strerror else str(error)
+        super().__init__(f"{flag} {path}: {reason}")
+        self.flag = flag
+        self.path = path
+
+
+class NoObjects(KubeschedError, ValueError):
+    """Manifests that hold no object at all: an empty file or a directory without manifests is far
+    more likely a wrong path than a wish to simulate nothing."""
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        super().__init__(f"no objects found in {', '.join(paths)} (expected YAML or JSON manifests: .yaml, .yml, .json)")
+        self.paths = list(paths)
+
+
+class ListenError(KubeschedError, OSError):
+    """A server that cannot listen on the address and port asked for."""
+
+    def __init__(self, address: str, port: int, error: OSError) -> None:
+        reason = os.strerror(error.errno).lower() if error.errno else str(error)
+        hint = "; another process is listening there: pick another --port, or --port 0 for a free one" \
+            if error.errno == errno.EADDRINUSE else ""
+        super().__init__(f"cannot listen on {address}:{port}: {reason}{hint}")
+        self.address = address
+        self.port = port

@@ -7,9 +7,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import signal
 import sys
+from collections.abc import Iterator
 
+from kubesched.api.errors import FileUnreadable, ListenError
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.clock import RealClock
@@ -31,8 +34,28 @@ def add_server_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    asyncio.run(_serve(args))
+    with server_errors(args):
+        asyncio.run(_serve(args))
     return 0
+
+
+#: Errors of ``bind(2)``: the port is taken, the address is not this machine's, the port is privileged.
+BIND_ERRNOS = (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES)
+
+
+@contextlib.contextmanager
+def server_errors(args: argparse.Namespace) -> Iterator[None]:
+    """A server that cannot start becomes one clear error: which address and port could not be
+    bound (with a hint), or which file (``--kubeconfig-out``, ``--data``) could not be written."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename:
+            flag = "--data" if args.data and str(e.filename) == str(args.data) else "--kubeconfig-out"
+            raise FileUnreadable(flag, str(e.filename), e) from e
+        if e.errno in BIND_ERRNOS or "bind" in str(e):
+            raise ListenError(args.address, args.port, e) from e
+        raise
 
 
 async def _serve(args: argparse.Namespace) -> None:

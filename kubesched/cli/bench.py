@@ -13,7 +13,7 @@ import json
 import sys
 
 from kubesched.bench.workloads import WORKLOADS, workload
-from kubesched.cli.common import add_config_args, registry_from
+from kubesched.cli.common import add_config_args, progress_reporter, registry_from
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,41 +50,16 @@ def run(args: argparse.Namespace) -> int:
     except KeyError as e:
         print(f"error: {e.args[0]}", file=sys.stderr)
         return 2
-    progress = _Progress() if args.output == "table" and sys.stderr.isatty() else None
+    progress = progress_reporter(args)
     opts = BenchOptions(mode=args.mode, nodes=args.nodes, init_pods=args.init_pods, pods=args.pods, seed=args.seed,
                         percentage_of_nodes_to_score=args.percentage_of_nodes_to_score, config=args.config,
                         feature_gates=args.feature_gates, timeout=args.timeout, apiserver=args.apiserver,
                         progress=progress)
-    try:
+    with progress:
         result = run_bench(chosen, opts, registry_from(args.plugins))
-    finally:
-        if progress is not None:
-            progress.close()
     if args.output == "json":
         json.dump(report.to_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         report.print_table(result)
     return 0 if result.complete else 1
-
-
-class _Progress:
-    """Bound pods per phase on stderr (a bar per phase, after two seconds)."""
-
-    def __init__(self) -> None:
-        from kubesched.cli.common import LazyProgress
-
-        self.factory = LazyProgress
-        self.bars: dict[str, LazyProgress] = {}
-
-    def __call__(self, what: str, done: int, total: int) -> None:
-        bar = self.bars.get(what)
-        if bar is None:
-            for old in self.bars.values():
-                old.close()
-            bar = self.bars[what] = self.factory(what)
-        bar(done, total)
-
-    def close(self) -> None:
-        for bar in self.bars.values():
-            bar.close()

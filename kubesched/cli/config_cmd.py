@@ -1,8 +1,8 @@
 """``kubesched config``: print the default KubeSchedulerConfiguration, or validate a file.
 
 ``config defaults`` prints what ``kube-scheduler --write-config-to`` writes when given no file;
-``config validate -f FILE`` reads a file the way kube-scheduler does and prints ``valid`` or
-each error on its own line (exit code 1).
+``config validate -f FILE`` reads a file the way kube-scheduler does and prints ``valid`` on stdout,
+or each error on its own line on stderr (exit code 1).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from kubesched.api.errors import ConfigError, KubeschedError
-from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, registry_from
-from kubesched.config import default_configuration, load_file, to_yaml
+from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, read_config, registry_from
+from kubesched.cli.exitcodes import ERROR, OK, USAGE
+from kubesched.config import default_configuration, load_text, to_yaml
 from kubesched.features import FeatureGates, parse_flag
 
 
@@ -48,33 +49,31 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         parser = getattr(args, "config_parser", None)
         if parser is not None:
             parser.print_help(err)
-        return 2
+        return USAGE
     try:
         gates = FeatureGates(parse_flag(getattr(args, "feature_gates", "") or ""))
     except KubeschedError as e:
-        print(f"invalid --feature-gates: {e}", file=err)
-        return 1
+        print(f"error: invalid --feature-gates: {e}", file=err)
+        return ERROR
     if command == "defaults":
         out.write(to_yaml(default_configuration(gates)))
-        return 0
+        return OK
     return _validate(args.file, args.plugins, gates, out, err)
 
 
 def _validate(path: str, plugins: Sequence[str], gates: FeatureGates, out: TextIO, err: TextIO) -> int:
-    """Errors go to ``out`` too: they are this command's result, one per line."""
+    """``valid`` on ``out``; otherwise every field error on its own line on ``err`` (exit 1), so
+    that ``config validate -f F > report`` keeps problems on the terminal and the exit code says it."""
     try:
         registry = registry_from(plugins)
-        load_file(path, registry=registry, feature_gates=gates)
+        load_text(read_config(path, "-f"), registry=registry, feature_gates=gates, source=path)
     except ConfigError as e:
-        print(f"{path}: invalid KubeSchedulerConfiguration:", file=out)
+        print(f"error: {path}: invalid KubeSchedulerConfiguration:", file=err)
         for problem in e.errors:
-            print(f"  {problem}", file=out)
-        return 1
+            print(f"  {problem}", file=err)
+        return ERROR
     except KubeschedError as e:
-        print(f"{path}: {e}", file=err)
-        return 1
-    except OSError as e:
-        print(f"{path}: {e.strerror or e}", file=err)
-        return 1
+        print(f"error: {e}" if str(e).startswith(("-f ", path)) else f"error: {path}: {e}", file=err)
+        return ERROR
     print("valid", file=out)
-    return 0
+    return OK

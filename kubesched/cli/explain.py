@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("explain", help="show why a pod was placed where it was (filters and scores per node)",
                        description=__doc__)
     add_cluster_args(p)
-    p.add_argument("pod", metavar="POD_NAME", help="the pod to explain")
+    p.add_argument("pod", metavar="POD_NAME", help="the pod to explain (NAME with -n, or NAMESPACE/NAME)")
     p.add_argument("-n", "--namespace", default="default")
     p.add_argument("-o", "--output", choices=("table", "wide", "json"), default="table",
                    help="table: weighted scores; wide: raw/normalised/weighted; json: every attempt, as data")
@@ -36,20 +36,78 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result, _ = simulate_from_args(args, explain=True)
-    key = f"{args.namespace}/{args.pod}"
+    namespace, name = args.pod.split("/", 1) if "/" in args.pod else (args.namespace, args.pod)
+    key = f"{namespace}/{name}"
     attempts = [attempt_to_json(a, result.preemption_of_attempt.get(i)) for i, a in enumerate(result.attempts) if a.pod == key]
     if not attempts:
-        known = any(p["metadata"]["name"] == args.pod and p["metadata"].get("namespace") == args.namespace for p in result.pods())
-        if known:
-            raise KubeschedError(f'pod "{key}" was never attempted by kubesched (bound in the manifests, gated, '
-                                 "or its schedulerName has no profile)")
-        raise KubeschedError(f'pod "{key}" is not in the manifests')
+        raise not_attempted(key, [f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in result.pods()],
+                            [r.key for r in result.removed])
     if args.output == "json":
         json.dump({"pod": key, "attempts": attempts}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    render(attempts[-1], len(attempts), args.top, wide=args.output == "wide")
+    render_attempts(attempts, args.top, wide=args.output == "wide")
     return 0
+
+
+def not_attempted(key: str, pods: list[str], removed: list[str]) -> KubeschedError:
+    """Why ``key`` has no attempt to show, suggesting the pods the user may have meant: the same
+    name in another namespace (``explain web-1`` without ``-n shop``)."""
+    if key in pods:
+        return KubeschedError(f'pod "{key}" was never attempted by kubesched (bound in the manifests, gated, '
+                              "or its schedulerName has no profile)")
+    if key in removed:
+        return KubeschedError(f'pod "{key}" was never attempted by kubesched: the cluster removed it (see simulate\'s "Removed pods")')
+    name = key.split("/", 1)[1]
+    same_name = [p for p in pods if p.split("/", 1)[1] == name]
+    if same_name:
+        hints = ", ".join(f"{p} (-n {p.split('/', 1)[0]})" for p in same_name)
+        return KubeschedError(f'pod "{key}" is not in the manifests; did you mean {hints}?')
+    similar = [p for p in pods if name in p.split("/", 1)[1]][:5]
+    if similar:
+        return KubeschedError(f'pod "{key}" is not in the manifests; pods with similar names: {", ".join(similar)}')
+    return KubeschedError(f'pod "{key}" is not in the manifests')
+
+
+def render_attempts(attempts: list[dict[str, Any]], top: int, wide: bool = False, console: Console | None = None) -> None:
+    """The last attempt; when it went to the node an earlier preemption nominated, that attempt too,
+    with the preemption's candidates and victims (the last attempt then only checked that node)."""
+    console = console or stdout_console()
+    last = len(attempts)
+    render(attempts[-1], last, top, wide, console, index=last)
+    if "preemption" in attempts[-1]:
+        return
+    preempted = next((i for i in range(last - 1, 0, -1) if "preemption" in attempts[i - 1]), None)
+    if preempted is None:
+        return
+    nominated = attempts[preempted - 1]["preemption"].get("node")
+    if nominated and attempts[-1].get("chosen") == nominated:
+        console.print(escape(f"{nominated} is the node preemption nominated: the scheduler checks a pod's nominated "
+                             "node first and, when it fits, looks at no other node."))
+    console.print()
+    render(attempts[preempted - 1], last, top, wide, console, index=preempted)
+
+
+def summary_line(attempts: list[dict[str, Any]]) -> str:
+    """A pod's attempts in one line: the outcome, what the last attempt saw, the preemption if any."""
+    last = attempts[-1]
+    nodes = last["nodes"]
+    feasible = [n for n in nodes if n["filter"].get("passed")]
+    outcome = f"scheduled to {last['chosen']}" if last.get("chosen") else "no node fits"
+    parts = [f"{len(feasible)} feasible of {len(nodes)} nodes"]
+    scored = sorted((n for n in feasible if "total" in n), key=lambda n: (n["name"] != last.get("chosen"), -n["total"], n["name"]))
+    if scored:
+        parts.append(f"score {scored[0]['total']}" + (f", next {scored[1]['name']} {scored[1]['total']}" if len(scored) > 1 else ""))
+    rejected = Counter(n["filter"]["plugin"] for n in nodes if "plugin" in n["filter"])
+    if rejected:
+        parts.append("filtered out by " + ", ".join(f"{plugin} ({count})" for plugin, count in sorted(rejected.items(), key=lambda kv: (-kv[1], kv[0]))))
+    if "preFilter" in last:
+        parts.append(f"PreFilter {last['preFilter']['plugin']}: {', '.join(last['preFilter']['reasons'])}")
+    line = f"{last['pod']}: {outcome} (attempt {len(attempts)}: {'; '.join(parts)})"
+    preemption = next((a["preemption"] for a in reversed(attempts) if "preemption" in a), None)
+    if preemption is not None and preemption.get("node"):
+        line += f"; preempted {', '.join(preemption['victims'])} on {preemption['node']}"
+    return line
 
 
 #: Short column headings for the in-tree Score plugins (the legend under the table spells them out).
@@ -71,15 +129,17 @@ def _score_plugins(nodes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     return [p for p in seen if p not in zero], zero
 
 
-def render(attempt: dict[str, Any], count: int, top: int, wide: bool = False, console: Console | None = None) -> None:
-    """The readable table: feasible nodes by total score (winner marked), then why the others failed."""
+def render(attempt: dict[str, Any], count: int, top: int, wide: bool = False, console: Console | None = None,
+           index: int | None = None) -> None:
+    """The readable table of attempt ``index`` (default: the last) of ``count``: feasible nodes by
+    total score (winner marked), then why the others failed, then the preemption that followed."""
     console = console or stdout_console()
     nodes = attempt["nodes"]
     feasible = [n for n in nodes if n["filter"].get("passed")]
     filtered = [n for n in nodes if not n["filter"].get("passed") and "plugin" in n["filter"]]
     chosen = attempt.get("chosen")
     header = f"Pod {attempt['pod']}: " + (f"scheduled to {chosen}" if chosen else "no node fits")
-    console.print(escape(f"{header} (attempt {count} of {count}; {len(feasible)} feasible of {len(nodes)} nodes)"))
+    console.print(escape(f"{header} (attempt {index or count} of {count}; {len(feasible)} feasible of {len(nodes)} nodes)"))
     if "preFilter" in attempt:
         pre = attempt["preFilter"]
         console.print(escape(f"PreFilter {pre['plugin']}: {pre['code']}: {', '.join(pre['reasons'])}"))

@@ -1,50 +1,90 @@
-"""``kubesched``: one sub-command per module of this package (simulate, explain, config, ...)."""
+"""``kubesched``: one sub-command per module of this package (simulate, explain, config, ...).
+
+This is the one place where a user error becomes an exit code: every error kubesched raises on
+purpose is a ``KubeschedError`` and is printed as one ``error: <message>`` line on stderr (exit 1);
+an interrupted run prints what it had done (exit 130); a closed stdout (``| head``) ends the run
+quietly. Exit codes are documented in docs/cli.md.
+"""
 
 from __future__ import annotations
 
 import argparse
-import logging
+import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from kubesched.api.errors import KubeschedError
-from kubesched.cli import apiserver, bench, config_cmd, explain, run, simulate, up
+from kubesched.cli import apiserver, bench, config_cmd, explain, logs, run, simulate, up
+from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
+from kubesched.simulation import SimulationInterrupted
 
 #: Command modules, in help order; each has ``register(subparsers)`` which sets ``func`` on its parser.
 COMMANDS = (simulate, explain, config_cmd, apiserver, up, run, bench)
+
+
+def version() -> str:
+    """The installed package's version, and the kube-scheduler release whose behaviour it follows."""
+    try:
+        installed = metadata.version("kubesched")
+    except metadata.PackageNotFoundError:
+        installed = "(not installed)"
+    return f"kubesched v{installed} (kube-scheduler v1.35 behaviour)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kubesched",
         description="A Kubernetes scheduler with kube-scheduler 1.35's behaviour, and an embedded cluster to try it on.",
+        epilog="Exit codes: 0 success, 1 error (bad input, file, port), 2 usage, 3 pods left pending with "
+               "--fail-on-pending, 130 interrupted. See docs/cli.md.",
     )
-    parser.add_argument("-v", "--v", dest="verbosity", type=int, default=0, help="log verbosity (klog-style levels)")
+    parser.add_argument("--version", action="version", version=version())
+    logs.add_logging_args(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
         module.register(sub)
+    for command in sub.choices.values():
+        if not any("--logging-format" in a.option_strings for a in command._actions):
+            logs.add_logging_args(command)
     return parser
-
-
-def _configure_logging(verbosity: int) -> None:
-    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity < 4 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname).1s %(name)s] %(message)s", stream=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
-    _configure_logging(getattr(args, "verbosity", 0))
+        parser.print_help(sys.stderr)
+        return USAGE
+    logs.configure(args.verbosity, args.logging_format, info_v=getattr(args, "info_v", 1),
+                   klog_header=getattr(args, "klog_header", False))
     try:
         return int(args.func(args) or 0)
     except KubeschedError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return ERROR
+    except SimulationInterrupted as e:
+        print(f"\ninterrupted: {e.summary()}", file=sys.stderr)
+        return INTERRUPTED
     except KeyboardInterrupt:
-        return 130
+        print("\ninterrupted", file=sys.stderr)
+        return INTERRUPTED
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``kubesched simulate ... | head``): stop quietly, as Unix
+    tools killed by SIGPIPE do. Python would otherwise complain again when it flushes stdout at exit,
+    so stdout is pointed at /dev/null first."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # stdout is not a file descriptor (captured in tests): nothing will flush to the closed pipe
+    finally:
+        os.close(devnull)
+    return BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ One kubesched extension: ``--kubeconfig`` is honoured with ``--config`` when the
 ``clientConnection.kubeconfig`` empty. Serving: ``--secure-port`` (default 10259) serves HTTPS with
 ``--tls-cert-file``/``--tls-private-key-file`` or a self-signed certificate; ``--port`` (kubesched's,
 default 0 = off) serves the same endpoints over plain HTTP. Authentication and authorization
-delegation, metric filtering and klog output options are accepted and ignored (a warning says so).
+delegation, metric filtering and klog's other output options are accepted and ignored (a warning
+says so); ``--logging-format json`` is kube-scheduler's structured logging.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from typing import TYPE_CHECKING
 from kubesched import config as config_module
 from kubesched import features
 from kubesched.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
-from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, registry_from
+from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, read_config, registry_from
+from kubesched.cli.logs import add_logging_args
 from kubesched.cluster.kube import load_config
 from kubesched.config._go import ns_to_seconds, parse_duration
 from kubesched.config.types import SchedulerConfiguration
@@ -39,7 +41,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_SECURE_PORT = 10259
-VERSION = "kubesched v0.1.0 (kube-scheduler v1.35 behaviour)"
 
 #: Flags kube-scheduler has that kubesched accepts without acting on them (value-taking ones).
 IGNORED_VALUE_FLAGS = (
@@ -85,7 +86,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run as a cluster's scheduler (kube-scheduler's flags and endpoints)", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_flags(p)
-    p.set_defaults(func=run)
+    add_logging_args(p)
+    # kube-scheduler logs its info messages at level 0, with klog's text header.
+    p.set_defaults(func=run, info_v=0, klog_header=True)
 
 
 def add_flags(p: argparse.ArgumentParser) -> None:
@@ -124,10 +127,7 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     gates = p.add_argument_group("feature gate")
     gates.add_argument("--feature-gates", default="", metavar="A=true,B=false", help="feature gates to change")
     gates.add_argument("--emulated-version", default=None, help="not supported (kubesched emulates 1.35 only)")
-    logs = p.add_argument_group("logs")
-    logs.add_argument("-v", "--v", dest="verbosity", type=int, default=argparse.SUPPRESS, help="log verbosity (klog levels)")
-    logs.add_argument("--logging-format", default="text", help='only "text"')
-    logs.add_argument("--version", action="store_true", help="print the version and exit")
+    p.add_argument("--version", action="store_true", help="print the version and exit")
     ignored = p.add_argument_group("accepted for compatibility, no effect")
     for flag in IGNORED_VALUE_FLAGS:
         ignored.add_argument(flag, default=None, dest=_ignored_dest(flag), help=argparse.SUPPRESS)
@@ -147,7 +147,8 @@ def configuration(args: argparse.Namespace, registry: Registry) -> tuple[Schedul
     unsupported(args)
     gates = FeatureGates(parse_flag(args.feature_gates))
     if args.config:
-        cfg = config_module.load_file(args.config, registry=registry, feature_gates=gates, validate=False)
+        cfg = config_module.load_text(read_config(args.config), registry=registry, feature_gates=gates, source=args.config,
+                                      validate=False)
         ignored = [f"--{name.replace('_', '-')}" for name in DEPRECATED if name != "kubeconfig" and getattr(args, name) is not None]
         if ignored:
             log.warning("flags %s are ignored because --config is set (as kube-scheduler does)", ", ".join(ignored))
@@ -203,8 +204,6 @@ def unsupported(args: argparse.Namespace) -> None:
     """Clear errors for flag values kubesched cannot honour; warnings for accepted no-ops."""
     if args.emulated_version:
         raise FlagError("--emulated-version is not supported: kubesched emulates kube-scheduler 1.35 only")
-    if args.logging_format != "text":
-        raise FlagError(f'--logging-format={args.logging_format} is not supported: only "text"')
     if args.kube_api_content_type and args.kube_api_content_type != "application/json" and not args.config:
         log.warning("--kube-api-content-type=%s: kubesched always talks JSON to the API server", args.kube_api_content_type)
     given = [f for f in (*IGNORED_VALUE_FLAGS, *IGNORED_BOOL_FLAGS) if getattr(args, _ignored_dest(f)) is not None]
@@ -214,9 +213,10 @@ def unsupported(args: argparse.Namespace) -> None:
 
 # --- entry point --------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
-    configure_logging(getattr(args, "verbosity", 0))
     if args.version:
-        print(VERSION)
+        from kubesched.cli.main import version
+
+        print(version())
         return 0
     from lightkube.core.exceptions import ConfigError as KubeconfigError
 
@@ -234,18 +234,6 @@ def run(args: argparse.Namespace) -> int:
     from kubesched.serving.app import run as run_app
 
     return run_app(options)
-
-
-def configure_logging(verbosity: int) -> None:
-    """klog's levels and line shape: Info from -v 0 (as kube-scheduler logs), debug from -v 4, and
-    ``I1121 14:13:58.102399 1234 logger] message`` lines."""
-    from kubesched.serving.endpoints import set_verbosity
-
-    set_verbosity(verbosity)
-    root = logging.getLogger()
-    formatter = logging.Formatter("%(levelname).1s%(asctime)s.%(msecs)03d000 %(process)d %(name)s] %(message)s", "%m%d %H:%M:%S")
-    for handler in root.handlers:
-        handler.setFormatter(formatter)
 
 
 def options_from(args: argparse.Namespace) -> RunOptions:

@@ -1,4 +1,11 @@
-"""``kubesched simulate``: schedule manifests on an embedded cluster and print where pods went."""
+"""``kubesched simulate``: schedule manifests on an embedded cluster and print where pods went.
+
+Nothing is left out of the report: besides placements and pending pods' reasons, it lists pods the
+cluster removed during the run (bound to a node that does not exist, evicted by a taint),
+controllers' warnings (a template the API rejects: FailedCreate) and objects kept but not acted on.
+Exit codes: 1 when a controller could not create the pods the input asks for, 3 with
+``--fail-on-pending`` when some pod did not end up running, 0 otherwise (docs/cli.md).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +17,24 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from kubesched.api.errors import KubeschedError
 from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
-from kubesched.cluster.store import EVENT
-from kubesched.simulation import SimulationResult
+from kubesched.cli.exitcodes import OK, PENDING
+from kubesched.cluster.store import EVENT, NODE
+from kubesched.simulation import NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult
+
+#: How many object names a "not acted on" line lists before "and N more".
+NAMES_SHOWN = 5
+
+
+class CreateFailed(KubeschedError):
+    """Controllers could not create the pods the input asks for: the input is wrong, though the
+    API accepted the controllers themselves."""
+
+    def __init__(self, failures: list[ClusterWarning]) -> None:
+        super().__init__(f"{len(failures)} controller(s) could not create the pods the input asks for: "
+                         + "; ".join(w.line() for w in failures))
+        self.failures = failures
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__)
     add_cluster_args(p)
     p.add_argument("-o", "--output", choices=("table", "wide", "yaml", "json"), default="table")
-    p.add_argument("--explain", action="store_true", help="record per-node filter and score details (slower)")
+    p.add_argument("--explain", action="store_true",
+                   help="record every attempt's per-node Filter and Score results (slower): a one-line summary per pod "
+                        "under the table; every detail under 'explanations' with -o json|yaml")
+    p.add_argument("--fail-on-pending", action="store_true",
+                   help=f"exit {PENDING} when some pod did not end up running (pending, rejected, or removed)")
     p.set_defaults(func=run)
 
 
@@ -29,9 +55,22 @@ def run(args: argparse.Namespace) -> int:
     served = {p.scheduler_name for p in cfg.profiles}
     if args.output in ("yaml", "json"):
         print_objects(result, args.output, explain=args.explain)
+        warn_on_stderr(result)
     else:
-        print_table(result, served, wide=args.output == "wide")
-    return 0
+        print_table(result, served, wide=args.output == "wide", explain=args.explain)
+    failures = result.input_errors()
+    if failures:
+        raise CreateFailed(failures)
+    if args.fail_on_pending and not_running(result):
+        return PENDING
+    return OK
+
+
+def not_running(result: SimulationResult) -> list[str]:
+    """Pods that did not end up running: never bound, bound but failed, or removed by the cluster."""
+    out = [f"{p['metadata'].get('namespace')}/{p['metadata']['name']}" for p in result.pods()
+           if not (p.get("spec") or {}).get("nodeName") or (p.get("status") or {}).get("phase") == "Failed"]
+    return out + [r.key for r in result.removed]
 
 
 def pod_status(pod: dict) -> str:
@@ -63,7 +102,7 @@ def pending_reason(pod: dict, served: set[str]) -> str | None:
     return None
 
 
-def print_table(result: SimulationResult, served: set[str], wide: bool = False) -> None:
+def print_table(result: SimulationResult, served: set[str], wide: bool = False, explain: bool = False) -> None:
     console = stdout_console()
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="none")
     columns = ["NAMESPACE", "NAME", "STATUS", "NODE"]
@@ -85,15 +124,68 @@ def print_table(result: SimulationResult, served: set[str], wide: bool = False) 
         console.print(table)
     print("\n".join(line.rstrip() for line in captured.get().splitlines()))
     scheduled = sum(1 for p in result.pods() if (p.get("spec") or {}).get("nodeName"))
-    print(f"\n{scheduled}/{len(result.pods())} pods scheduled.")
+    removed = f", {len(result.removed)} removed" if result.removed else ""
+    print(f"\n{scheduled}/{len(result.pods())} pods scheduled{removed}.")
     if notes:
         print("\nPending pods:")
         for key, reason in notes:
             print(f"  {key}: {reason}")
     print_preemptions(console, result)
-    if result.ignored:
-        kinds = sorted({o["kind"] for o in result.ignored})
-        print(f"\nnote: kubesched kept but does not act on {len(result.ignored)} object(s) of kind(s): {', '.join(kinds)}", file=sys.stderr)
+    for title, lines in report_sections(result):
+        print(f"\n{title}:")
+        for line in lines:
+            print(f"  {line}")
+    if explain:
+        print_explanations(result)
+
+
+def report_sections(result: SimulationResult) -> list[tuple[str, list[str]]]:
+    """What the cluster did besides placing pods, each a titled list of lines; empty ones left out."""
+    nodes = {n["metadata"]["name"] for n in result.store.iter_all(NODE)}
+    sections = [
+        ("Removed pods", [f"{r.key}: {r.explanation(r.node in nodes)}" for r in result.removed]),
+        ("Warnings", [w.line() for w in result.warnings()]),
+        ("Not acted on", not_acted_on_lines(result)),
+    ]
+    return [(title, lines) for title, lines in sections if lines]
+
+
+def not_acted_on_lines(result: SimulationResult) -> list[str]:
+    """One line per kind of object kept but not acted on: which objects, and why."""
+    unserved = {str(o.get("kind")): str(o.get("apiVersion")) for o in result.ignored}
+    lines = []
+    for kind, keys in sorted(result.not_acted_on().items()):
+        shown = ", ".join(keys[:NAMES_SHOWN]) + (f" and {len(keys) - NAMES_SHOWN} more" if len(keys) > NAMES_SHOWN else "")
+        if kind in NOT_ACTED_ON_BECAUSE:
+            why = NOT_ACTED_ON_BECAUSE[kind]
+        elif kind in unserved:
+            why = f"kind {unserved[kind]} {kind} is not served by kubesched"
+        else:
+            why = "nothing in the simulation reads this kind"
+        lines.append(f"{kind} {shown}: {why}")
+    return lines
+
+
+def warn_on_stderr(result: SimulationResult) -> None:
+    """With -o json|yaml (stdout is data), the report's extra sections as warnings on stderr."""
+    for title, lines in report_sections(result):
+        for line in lines:
+            print(f"warning: {title.lower()}: {line}", file=sys.stderr)
+
+
+def print_explanations(result: SimulationResult) -> None:
+    """``--explain`` in the table: each attempted pod's outcome in one line (``explain POD`` has the details)."""
+    from kubesched.cli.explain import summary_line
+    from kubesched.explain import attempt_to_json
+
+    by_pod: dict[str, list[dict]] = {}
+    for index, attempt in enumerate(result.attempts):
+        by_pod.setdefault(attempt.pod, []).append(attempt_to_json(attempt, result.preemption_of_attempt.get(index)))
+    if not by_pod:
+        return
+    print("\nExplanations (kubesched explain POD -n NAMESPACE for the details):")
+    for pod in sorted(by_pod):
+        print(f"  {summary_line(by_pod[pod])}")
 
 
 def print_preemptions(console: Console, result: SimulationResult) -> None:

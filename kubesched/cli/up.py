@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubesched.cli.apiserver import add_server_args
-from kubesched.cli.common import add_config_args, configuration_from, registry_from
+from kubesched.cli.apiserver import add_server_args, server_errors
+from kubesched.cli.common import add_config_args, configuration_from, load_manifests, registry_from
 from kubesched.up import Cluster, UpOptions, banner
 from kubesched.up import run as run_up
 
@@ -30,11 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     registry = registry_from(args.plugins)
     cfg, gates = configuration_from(args, registry)
-    objects = []
-    if args.files:
-        from kubesched.api.manifests import load
-
-        objects = load(args.files)
+    objects = load_manifests(args) if args.files else []
     options = UpOptions(host=args.address, port=args.port, data=args.data, kubeconfig_out=args.kubeconfig_out,
                         config=cfg, registry=registry, feature_gates=gates, objects=objects, seed=args.seed,
                         termination_delay=args.termination_delay, scheduler=not args.no_scheduler)
@@ -43,5 +39,6 @@ def run(args: argparse.Namespace) -> int:
         print(banner(cluster))
         sys.stdout.flush()
 
-    run_up(options, ready)
+    with server_errors(args):
+        run_up(options, ready)
     return 0

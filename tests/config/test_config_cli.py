@@ -49,7 +49,7 @@ def test_defaults_follow_feature_gates() -> None:
 def test_bad_feature_gate_is_reported() -> None:
     code, _, err = _run("config", "defaults", "--feature-gates", "DynamicResourceAllocation=false")
     assert code == 1
-    assert err == "invalid --feature-gates: cannot set feature gate DynamicResourceAllocation to false, feature is locked to true\n"
+    assert err == "error: invalid --feature-gates: cannot set feature gate DynamicResourceAllocation to false, feature is locked to true\n"
 
 
 def test_validate_valid_file(tmp_path: Path) -> None:
@@ -61,9 +61,9 @@ def test_validate_valid_file(tmp_path: Path) -> None:
 def test_validate_invalid_file_lists_every_error(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(f"apiVersion: {API_VERSION}\nkind: {KIND}\nparallelism: 0\npercentageOfNodesToScore: 101\n", encoding="utf-8")
-    code, out, _ = _run("config", "validate", "-f", str(path))
-    assert code == 1
-    assert out == (f"{path}: invalid KubeSchedulerConfiguration:\n"
+    code, out, err = _run("config", "validate", "-f", str(path))
+    assert (code, out) == (1, "")
+    assert err == (f"error: {path}: invalid KubeSchedulerConfiguration:\n"
                    "  parallelism: Invalid value: 0: should be an integer value greater than zero\n"
                    "  percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]\n")
 
@@ -71,13 +71,13 @@ def test_validate_invalid_file_lists_every_error(tmp_path: Path) -> None:
 def test_validate_undecodable_file(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text(f"apiVersion: {API_VERSION}\nkind: {KIND}\nfoo: 1\n", encoding="utf-8")
-    code, out, _ = _run("config", "validate", "-f", str(path))
-    assert (code, out) == (1, f'{path}: invalid KubeSchedulerConfiguration:\n  strict decoding error: unknown field "foo"\n')
+    code, out, err = _run("config", "validate", "-f", str(path))
+    assert (code, out, err) == (1, "", f'error: {path}: invalid KubeSchedulerConfiguration:\n  strict decoding error: unknown field "foo"\n')
 
 
 def test_validate_missing_file(tmp_path: Path) -> None:
     code, _, err = _run("config", "validate", "-f", str(tmp_path / "nope.yaml"))
-    assert code == 1 and "nope.yaml" in err
+    assert (code, err) == (1, f"error: -f {tmp_path / 'nope.yaml'}: no such file or directory\n")
 
 
 def test_validate_with_feature_gates(tmp_path: Path) -> None:
@@ -85,8 +85,8 @@ def test_validate_with_feature_gates(tmp_path: Path) -> None:
     path.write_text(f"apiVersion: {API_VERSION}\nkind: {KIND}\nprofiles:\n- pluginConfig:\n  - name: VolumeBinding\n    args:\n"
                     "      shape:\n      - utilization: 0\n        score: 5\n", encoding="utf-8")
     assert _run("config", "validate", "-f", str(path), "--feature-gates", "StorageCapacityScoring=true")[0] == 0
-    code, out, _ = _run("config", "validate", "-f", str(path))
-    assert code == 1 and "unexpected field `shape`" in out
+    code, _, err = _run("config", "validate", "-f", str(path))
+    assert code == 1 and "unexpected field `shape`" in err
 
 
 def test_config_without_subcommand_prints_help() -> None:
@@ -102,4 +102,4 @@ def test_validate_with_two_plugins_of_the_same_name_is_an_error(tmp_path: Path) 
     path.write_text(f"apiVersion: {API_VERSION}\nkind: {KIND}\n", encoding="utf-8")
     code, _, err = _run("config", "validate", "-f", str(path), "--plugin", str(tmp_path / "first.py"),
                         "--plugin", str(tmp_path / "second.py"))
-    assert (code, err) == (1, f"{path}: a plugin named Same already exists\n")
+    assert (code, err) == (1, f"error: {path}: a plugin named Same already exists\n")

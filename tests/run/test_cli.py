@@ -79,7 +79,6 @@ def test_a_bare_leader_elect_flag_means_true_and_feature_gates_are_parsed():
     (["--leader-elect-renew-deadline=2s", "--leader-elect-retry-period=2s"],
      "couldn't create leader elector: renewDeadline must be greater than retryPeriod*JitterFactor"),
     (["--emulated-version=1.34"], "--emulated-version is not supported"),
-    (["--logging-format=json"], '--logging-format=json is not supported: only "text"'),
     (["--feature-gates=Nope=true"], "unrecognized feature gate: Nope"),
 ])
 def test_invalid_or_unsupported_settings_are_clear_errors(argv, message):
