@@ -70,7 +70,7 @@ class SimulationInterrupted(KeyboardInterrupt):
             return "stopped before scheduling began"
         pods = self.result.pods()
         bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
-        return f"{bound}/{len(pods)} pods scheduled so far, after {self.result.virtual_seconds:.0f}s of simulated time"
+        return f"{bound}/{len(pods)} pods scheduled so far"
 
 
 @dataclass(frozen=True)

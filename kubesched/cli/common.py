@@ -15,7 +15,7 @@ from kubesched.cli.progress import ProgressReporter
 from kubesched.config.types import SchedulerConfiguration
 from kubesched.features import FeatureGates, parse_flag
 from kubesched.framework.registry import Registry, in_tree_registry, load_out_of_tree, merge
-from kubesched.simulation import SimulationResult, simulate
+from kubesched.simulation import SimulationInterrupted, SimulationResult, simulate
 
 #: How ``--plugin`` names out-of-tree plugins, for every command that takes it.
 PLUGIN_METAVAR = "MODULE[:CLASS]"
@@ -90,7 +90,10 @@ def simulate_from_args(args: argparse.Namespace, *, explain: bool) -> tuple[Simu
     registry = registry_from(args.plugins)
     cfg, gates = configuration_from(args, registry)
     with progress_reporter(args) as progress:
-        objects = load_manifests(args, progress)
+        try:
+            objects = load_manifests(args, progress)
+        except KeyboardInterrupt as e:
+            raise SimulationInterrupted(None) from e
         result = simulate(objects, cfg, seed=args.seed, registry=registry, feature_gates=gates, explain=explain,
                           progress=progress)
     return result, cfg

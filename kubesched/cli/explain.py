@@ -143,7 +143,11 @@ def render(attempt: dict[str, Any], count: int, top: int, wide: bool = False, co
     if "preFilter" in attempt:
         pre = attempt["preFilter"]
         console.print(escape(f"PreFilter {pre['plugin']}: {pre['code']}: {', '.join(pre['reasons'])}"))
-    if feasible:
+    if feasible and not any("total" in n for n in feasible):
+        names = ", ".join(n["name"] for n in feasible[:top]) + (", ..." if len(feasible) > top else "")
+        console.print(escape(f"Passed every filter: {names} (not scored: with one feasible node, or no Score plugin, "
+                             "the scheduler skips scoring)"))
+    elif feasible:
         shown, zero = _score_plugins(feasible)
         console.print(_score_table(feasible, shown, chosen, top, wide))
         if len(feasible) > top:

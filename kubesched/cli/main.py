@@ -59,7 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logs.configure(args.verbosity, args.logging_format, info_v=getattr(args, "info_v", 1),
                    klog_header=getattr(args, "klog_header", False))
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return code
     except KubeschedError as e:
         print(f"error: {e}", file=sys.stderr)
         return ERROR

@@ -33,6 +33,8 @@ DELAY = 2.0
 PLAIN_INTERVAL = 5.0
 #: Seconds between two looks of the drawing thread at the work's state.
 POLL = 0.25
+#: What the counts of the phases ``simulate`` reports are counts of.
+UNITS = {"creating objects": "objects", "scheduling": "pods bound"}
 
 
 class ProgressReporter:
@@ -77,7 +79,7 @@ class ProgressReporter:
         """The callback shape ``simulate`` takes: a phase name with its counts."""
         state = self.state
         if state is None or state[0] != phase:
-            self.phase(phase, total)
+            self.phase(phase, total, UNITS.get(phase, ""))
         self.update(done, total)
 
     def close(self) -> None:
