@@ -19,6 +19,7 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 FORMATS = ("text", "json")
@@ -102,8 +103,9 @@ class StderrHandler(logging.StreamHandler):
         """The stream is always the current ``sys.stderr``."""
 
 
-def configure(verbosity: int, fmt: str, *, info_v: int = 1, klog_header: bool = False) -> None:
-    """Send every log record to stderr in ``fmt``, filtered as ``-v verbosity`` asks."""
+def configure(verbosity: int, fmt: str, *, info_v: int = 1, klog_header: bool = False) -> Callable[[], None]:
+    """Send every log record to stderr in ``fmt``, filtered as ``-v verbosity`` asks. Returns what
+    puts the root logger back as it was (for ``main`` called in-process: tests, embedding)."""
     handler = StderrHandler()
     if fmt == "json":
         handler.setFormatter(JSONFormatter(info_v))
@@ -112,7 +114,12 @@ def configure(verbosity: int, fmt: str, *, info_v: int = 1, klog_header: bool = 
     else:
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
-    for old in [h for h in root.handlers if isinstance(h, StderrHandler)]:
-        root.removeHandler(old)
+    level = root.level
     root.addHandler(handler)
     root.setLevel(python_level(verbosity, info_v))
+
+    def restore() -> None:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+    return restore

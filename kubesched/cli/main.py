@@ -45,9 +45,18 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMANDS:
         module.register(sub)
     for command in sub.choices.values():
-        if not any("--logging-format" in a.option_strings for a in command._actions):
-            logs.add_logging_args(command)
+        _add_logging_args(command)
     return parser
+
+
+def _add_logging_args(parser: argparse.ArgumentParser) -> None:
+    """``-v`` and ``--logging-format`` on a command and on its own sub-commands (``config validate``)."""
+    if not any("--logging-format" in a.option_strings for a in parser._actions):
+        logs.add_logging_args(parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for nested in action.choices.values():
+                _add_logging_args(nested)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -56,8 +65,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return USAGE
-    logs.configure(args.verbosity, args.logging_format, info_v=getattr(args, "info_v", 1),
-                   klog_header=getattr(args, "klog_header", False))
+    restore_logging = logs.configure(args.verbosity, args.logging_format, info_v=getattr(args, "info_v", 1),
+                                     klog_header=getattr(args, "klog_header", False))
+    try:
+        return _run(args)
+    finally:
+        restore_logging()
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, with every user error, interruption and closed pipe turned into its exit code."""
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush

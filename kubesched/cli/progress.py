@@ -118,7 +118,7 @@ class ProgressReporter:
         name, done, total, _, _ = state
         if self._live is None:
             self._live = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                  console=Console(file=self.stream), transient=True)
+                                  console=Console(file=self.stream, force_terminal=True), transient=True)
             self._live.start()
         task = self._tasks.get(name)
         if task is None:
@@ -126,6 +126,7 @@ class ProgressReporter:
                 self._live.update(finished, visible=False)
             task = self._tasks[name] = self._live.add_task(name, total=total)
         self._live.update(task, completed=done, total=total)
+        self._live.refresh()
 
     def _write_line(self, state: tuple[str, int, int | None, str, float], now: float) -> None:
         name, done, total, unit, phase_start = state
