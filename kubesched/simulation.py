@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from kubesched.api.kinds import kind_for
+from kubesched.api.kinds import Kind, kind_for
 from kubesched.backend.queue.scheduling_queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, UNSCHEDULABLE_FLUSH_PERIOD
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from kubesched.cluster.client import MemoryClient
@@ -40,6 +40,8 @@ _ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSIDriver", "Persistent
 #: period of the flush that checks it, plus a second for the backoff flush to move it on.
 UNSCHEDULABLE_FLUSH = DEFAULT_POD_MAX_IN_UNSCHEDULABLE + UNSCHEDULABLE_FLUSH_PERIOD + 1.0
 POLL = 0.1
+#: The store's kinds, typed as always there (the store asserts it).
+POD_KIND, EVENT_KIND = cast(Kind, POD), cast(Kind, EVENT)
 #: Kinds something in the simulation reads: the scheduler's informers, and the controllers (which
 #: read Deployments on top of what the scheduler watches). Other objects are kept, not acted on.
 ACTED_ON = frozenset(WATCHED_KINDS) | {"Deployment"}
@@ -128,13 +130,13 @@ class SimulationResult:
         return [r for r in self.preemption_attempts if r.node]
 
     def pods(self) -> list[dict]:
-        return sorted(self.store.iter_all(POD), key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
+        return sorted(self.store.iter_all(POD_KIND), key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
 
     def warnings(self) -> list[ClusterWarning]:
         """Warning events not said elsewhere in the report, grouped by object and reason, with the
         first message (later ones differ only by generated names)."""
         grouped: dict[tuple[str, str, str], list[dict]] = {}
-        for event in self.store.iter_all(EVENT):
+        for event in self.store.iter_all(EVENT_KIND):
             if event.get("type") != "Warning" or event.get("reason") in REPORTED_ELSEWHERE:
                 continue
             involved = event.get("involvedObject") or {}
@@ -249,7 +251,7 @@ def _record_removal(result: SimulationResult, kind: object, event: WatchEvent) -
     if kind != POD or event.type != DELETED:
         return
     pod = event.object
-    target = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "DisruptionTarget"), {})
+    target: dict = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "DisruptionTarget"), {})
     if target.get("reason") == PREEMPTED:
         return
     result.removed.append(RemovedPod(_key(pod), (pod.get("spec") or {}).get("nodeName") or "",
@@ -312,11 +314,11 @@ def _quiet(sched: Scheduler, store: ObjectStore, components: list[Any]) -> bool:
 
 def _report_progress(store: ObjectStore, progress: ProgressCallback) -> None:
     """Call ``progress("scheduling", bound pods, pods)`` every few hundred writes while the scheduler works."""
-    bound_at_start = sum(1 for p in store.iter_all(POD) if (p.get("spec") or {}).get("nodeName"))
-    progress("scheduling", bound_at_start, store.count(POD))
+    bound_at_start = sum(1 for p in store.iter_all(POD_KIND) if (p.get("spec") or {}).get("nodeName"))
+    progress("scheduling", bound_at_start, store.count(POD_KIND))
 
     def hook(rv: int, _kind: object, _event: object) -> None:
         if rv % 256 == 0:
-            progress("scheduling", store.progress[1] + bound_at_start, store.count(POD))
+            progress("scheduling", store.progress[1] + bound_at_start, store.count(POD_KIND))
 
     store.write_hooks.append(hook)

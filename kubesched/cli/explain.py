@@ -30,8 +30,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-n", "--namespace", default="default")
     p.add_argument("-o", "--output", choices=("table", "wide", "json"), default="table",
                    help="table: weighted scores; wide: raw/normalised/weighted; json: every attempt, as data")
-    p.add_argument("--top", type=int, default=10, help="feasible nodes to list in the table (default 10)")
+    p.add_argument("--top", type=positive_int, default=10, help="feasible nodes to list in the table (default 10)")
     p.set_defaults(func=run)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (a usage error otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -162,8 +173,8 @@ def render(attempt: dict[str, Any], count: int, top: int, wide: bool = False, co
         reasons = Counter((n["filter"]["plugin"], ", ".join(n["filter"]["reasons"])) for n in filtered)
         for (plugin, reason), number in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
             examples = [n["name"] for n in filtered if (n["filter"]["plugin"], ", ".join(n["filter"]["reasons"])) == (plugin, reason)]
-            shown = ", ".join(examples[:3]) + (", ..." if len(examples) > 3 else "")
-            console.print(escape(f"  {number} node(s) ({shown})  {plugin}: {reason}"))
+            listed = ", ".join(examples[:3]) + (", ..." if len(examples) > 3 else "")
+            console.print(escape(f"  {number} node(s) ({listed})  {plugin}: {reason}"))
     if "preemption" in attempt:
         console.print()
         for line in preemption_lines(attempt["preemption"]):

@@ -16,6 +16,7 @@ says so); ``--logging-format json`` is kube-scheduler's structured logging.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 from collections.abc import Callable
@@ -191,7 +192,7 @@ def apply_leader_election(args: argparse.Namespace, cfg: SchedulerConfiguration)
         ("leader_elect_resource_lock", "resource_lock"), ("leader_elect_resource_name", "resource_name"),
         ("leader_elect_resource_namespace", "resource_namespace"),
     ):
-        _apply(args, flag, lambda v, f=field_name: setattr(le, f, v))
+        _apply(args, flag, functools.partial(setattr, le, field_name))
 
 
 def _apply(args: argparse.Namespace, flag: str, setter: Callable[[object], None]) -> None:
