@@ -1,7 +1,7 @@
 """Logging flags of every command: ``-v``/``--v`` and ``--logging-format text|json``.
 
-``json`` is kube-scheduler's structured logging (component-base/logs/json): one JSON object per
-line on stderr, keys in zap's order, ``ts`` (milliseconds since the epoch, as a float),
+``json`` is kube-scheduler's structured logging (component-base/logs/json): one compact JSON
+object per line on stderr, keys in zap's order, ``ts`` (milliseconds since the epoch, as a float),
 ``logger`` (the Python logger's name), ``caller`` (``package/file.py:line``), ``msg``, then ``v``
 (the klog verbosity the message is logged at) for info records, or ``err`` for errors that carry
 an exception, then any structured key/value pairs.
@@ -67,7 +67,7 @@ class JSONFormatter(logging.Formatter):
         else:
             entry["v"] = klog_v(record.levelno, self.info_v)
         entry.update(getattr(record, "kv", None) or {})
-        return json.dumps(entry, default=str, ensure_ascii=False)
+        return json.dumps(entry, default=str, ensure_ascii=False, separators=(",", ":"))
 
 
 def caller(path: str, line: int) -> str:
@@ -82,7 +82,7 @@ def json_line(msg: str, **kv: Any) -> str:
     frame = sys._getframe(1)
     entry: dict[str, Any] = {"ts": time.time() * 1000.0, "caller": caller(frame.f_code.co_filename, frame.f_lineno), "msg": msg, "v": 0}
     entry.update(kv)
-    return json.dumps(entry, default=str, ensure_ascii=False)
+    return json.dumps(entry, default=str, ensure_ascii=False, separators=(",", ":"))
 
 
 TEXT_FORMAT = "%(levelname).1s %(name)s] %(message)s"
