@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from kubesched.cli.apiserver import add_server_args, server_errors
-from kubesched.cli.common import add_config_args, configuration_from, load_manifests, registry_from
+from kubesched.cli.common import add_config_args, configuration_from, load_manifests, progress_reporter, registry_from
 from kubesched.up import Cluster, UpOptions, banner
 from kubesched.up import run as run_up
 
@@ -30,7 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     registry = registry_from(args.plugins)
     cfg, gates = configuration_from(args, registry)
-    objects = load_manifests(args) if args.files else []
+    objects = []
+    if args.files:
+        with progress_reporter(args) as progress:
+            objects = load_manifests(args, progress)
     options = UpOptions(host=args.address, port=args.port, data=args.data, kubeconfig_out=args.kubeconfig_out,
                         config=cfg, registry=registry, feature_gates=gates, objects=objects, seed=args.seed,
                         termination_delay=args.termination_delay, scheduler=not args.no_scheduler)

@@ -71,6 +71,9 @@ CASES = [
          ["error: 1 controller(s) could not create the pods the input asks for: ReplicaSet default/web-"],
          ["0/0 pods scheduled.", "Warnings:\n  ReplicaSet default/web-", ": FailedCreate (2 times): Error creating: "
           'pods "web-', 'is forbidden: no PriorityClass with name nope was found']),
+    Case("a Deployment whose pod template is invalid is an error naming the field",
+         [NODE, deployment("web", 2, {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "-1"}}}]})],
+         [], 1, ["error: ", "containers[0].resources.requests[cpu]", "must be greater than or equal to 0"]),
     Case("objects kept but not acted on are listed with the reason", [NODE, PLAIN_POD, DAEMONSET, INGRESS], [], 0, [],
          ["Not acted on:\n  DaemonSet kube-system/agent: the simulation runs no DaemonSet controller, so its pods are not created\n"
           "  Ingress default/web: kind networking.k8s.io/v1 Ingress is not served by kubesched\n"]),
@@ -99,6 +102,24 @@ def test_simulate_reports_and_exits_as_documented(case: Case, tmp_path, capsys):
         assert expected in out
     if code == 1:
         assert [line for line in err.splitlines() if line.startswith("error: ")] == [err.splitlines()[0]]
+
+
+@pytest.mark.parametrize("command", [
+    ["simulate"], ["explain", "some-pod"], ["up", "--port", "0", "--kubeconfig-out", ""],
+], ids=["simulate", "explain", "up"])
+def test_every_command_that_reads_manifests_rejects_an_empty_directory(command, tmp_path, capsys):
+    code = main([command[0], "-f", str(tmp_path), *command[1:]])
+    assert (code, capsys.readouterr().err) == (1, f"error: no objects found in {tmp_path} (expected YAML or JSON manifests: "
+                                                   ".yaml, .yml, .json)\n")
+
+
+@pytest.mark.parametrize("command", [
+    ["simulate", "-f", CLUSTER], ["explain", "-f", CLUSTER, "web-1"], ["up", "--port", "0", "--kubeconfig-out", ""],
+    ["run", "--kubeconfig", "/k"],
+], ids=["simulate", "explain", "up", "run"])
+def test_every_command_names_a_missing_config_file(command, capsys):
+    assert main([*command, "--config", "/missing.yaml"]) == 1
+    assert capsys.readouterr().err == "error: --config /missing.yaml: no such file or directory\n"
 
 
 @pytest.mark.parametrize(("argv", "code", "stream", "expected"), [
