@@ -46,6 +46,12 @@ class Plugin:
         self.args = args
         self.handle = handle
 
+    @property
+    def fast_paths(self) -> bool:
+        """Whether this plugin may use its optimisations that never move a placement: the
+        framework's ``FrameworkOptions.fast_paths`` (on for a plugin built without a framework)."""
+        return self.handle is None or self.handle.options.fast_paths
+
 
 @dataclass
 class PreFilterResult:
