@@ -39,8 +39,8 @@ MAX_TOTAL_SCORE = 2**63 - 1
 
 
 class Plugin:
-    """Base of every plugin. ``name`` is what configuration files refer to; ``handle`` is the
-    profile's Framework (upstream's framework.Handle)."""
+    """Base of every plugin (upstream ``framework.Plugin``). ``name`` is what configuration files
+    refer to; ``handle`` is the profile's Framework (upstream's ``framework.Handle``)."""
 
     name: ClassVar[str] = ""
 
@@ -51,7 +51,8 @@ class Plugin:
     @property
     def fast_paths(self) -> bool:
         """Whether this plugin may use its optimisations that never move a placement: the
-        framework's ``FrameworkOptions.fast_paths`` (on for a plugin built without a framework)."""
+        framework's ``FrameworkOptions.fast_paths`` (on for a plugin built without a framework).
+        kubesched's own switch; upstream has a single code path."""
         return self.handle is None or self.handle.options.fast_paths
 
 
@@ -116,7 +117,8 @@ class FilterVerdict:
 
     @classmethod
     def fail_where(cls, failed: np.ndarray, status: Status) -> FilterVerdict | None:
-        """Nodes where ``failed`` is True get ``status``; None (all pass) when nothing failed."""
+        """Nodes where ``failed`` is True get ``status``; None (all pass) when nothing failed
+        (kubesched's columnar Filter result; upstream returns one Status per node)."""
         if not failed.any():
             return None
         return cls(np.where(failed, 0, -1).astype(np.int32), [status])
@@ -129,7 +131,8 @@ class FilterVerdict:
 
     @classmethod
     def from_keys(cls, keys: np.ndarray, statuses_by_key: Mapping[int, Status]) -> FilterVerdict | None:
-        """Nodes with key 0 pass; every other key maps to the Status those nodes get."""
+        """Nodes with key 0 pass; every other key maps to the Status those nodes get (nodes failing
+        for the same reason share one Status, where upstream builds one per node)."""
         if not keys.any():
             return None
         unique, inverse = np.unique(keys, return_inverse=True)

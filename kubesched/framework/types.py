@@ -27,7 +27,8 @@ DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
 
 def parse_time(raw: str | None) -> float:
-    """An RFC 3339 timestamp as seconds since the epoch (0.0 when absent)."""
+    """An RFC 3339 timestamp (a ``metav1.Time`` as JSON) as seconds since the epoch (0.0 when
+    absent or unparsable)."""
     if not raw:
         return 0.0
     try:
@@ -150,7 +151,8 @@ class PodInfo:
         return f"PodInfo({self.key})"
 
     def bound_to(self, node_name: str) -> PodInfo:
-        """This pod assigned to ``node_name`` (the scheduler's *assumed* pod), reusing what was parsed."""
+        """This pod assigned to ``node_name``: the scheduler's assumed pod (upstream copies the pod and
+        sets ``Spec.NodeName`` in ``assume``), reusing what was parsed."""
         pod = dict(self.pod)
         pod["spec"] = {**self.spec, "nodeName": node_name}
         copy = PodInfo.__new__(PodInfo)
@@ -202,7 +204,8 @@ class PodInfo:
 
     @cached_property
     def start_time(self) -> float | None:
-        """``status.startTime`` (None when the pod has not started), used to order preemption victims."""
+        """``status.startTime`` (None when the pod has not started), used to order preemption victims
+        (upstream ``util.GetPodStartTime``)."""
         raw = self.status.get("startTime")
         return parse_time(raw) if raw else None
 
@@ -214,7 +217,8 @@ class PodInfo:
     # --- resources -------------------------------------------------------------------------
     @cached_property
     def requests_key(self) -> tuple | None:
-        """What the requests depend on: replicas of one template share it (None while resizing)."""
+        """What the requests depend on: replicas of one template share it (None while resizing).
+        kubesched's memo key; upstream recomputes requests per pod."""
         return res.content_key(self.pod)
 
     @cached_property
@@ -224,12 +228,14 @@ class PodInfo:
 
     @cached_property
     def requests(self) -> dict[str, int]:
-        """cpu (millicores), memory, ephemeral-storage and scalar resources, as NodeResourcesFit reads them."""
+        """cpu (millicores), memory, ephemeral-storage and scalar resources, as NodeResourcesFit reads
+        them (upstream ``computePodResourceRequest``)."""
         return res.scheduler_resources(self.request_amounts)
 
     @cached_property
     def non_zero_amounts(self) -> dict:
-        """Requests with scoring's 100m / 200Mi defaults for what containers leave unset."""
+        """Requests with scoring's 100m / 200Mi defaults for what containers leave unset (upstream
+        ``schedutil.GetNonzeroRequests`` applied through ``resourcehelper.PodRequests``)."""
         return res.non_zero_amounts(self.pod, self.request_amounts)
 
     @cached_property
@@ -273,7 +279,8 @@ class PodInfo:
 
     @cached_property
     def images(self) -> list[str]:
-        """Images of init containers then containers, as ImageLocality sums them."""
+        """Images of init containers then containers, as ImageLocality sums them (upstream
+        ``sumImageScores``)."""
         spec = self.spec
         return [c.get("image", "") for c in (spec.get("initContainers") or []) + (spec.get("containers") or [])]
 
@@ -369,7 +376,8 @@ class HostPortInfo:
 
 
 def node_allocatable(node: Mapping) -> dict[str, int]:
-    """Allocatable as the scheduler tracks it: cpu in millicores, pods as a count, scalars in units."""
+    """Allocatable as the scheduler tracks it: cpu in millicores, pods as a count, scalars in units
+    (upstream ``NodeInfo.Allocatable``, built from ``status.allocatable``)."""
     status = node.get("status") or {}
     raw = status.get("allocatable")
     if raw is None:
@@ -471,7 +479,8 @@ class NodeInfo:
         self.generation += 1
 
     def clone(self) -> NodeInfo:
-        """A copy whose pod set and aggregates can change without touching the original."""
+        """A copy whose pod set and aggregates can change without touching the original (upstream
+        ``NodeInfo.Snapshot``)."""
         copy = NodeInfo.__new__(NodeInfo)
         copy.node = self.node
         copy.name = self.name
