@@ -25,6 +25,8 @@ Supported:
   letters only), ``replace`` (with an optional count), ``split`` (with an optional limit, as Go's
   ``strings.SplitN``), ``substring`` (one or two indices), ``trim`` (Go's notion of space) and
   ``join`` on lists;
+* Kubernetes' list library: ``isSorted``, ``sum``, ``min``, ``max``, ``indexOf`` and
+  ``lastIndexOf`` on lists;
 * Kubernetes libraries: ``quantity``/``isQuantity`` with ``isInteger``, ``asInteger``,
   ``asApproximateFloat``, ``sign``, ``add``, ``sub``, ``isGreaterThan``, ``isLessThan``,
   ``compareTo``; ``semver``/``isSemver`` with ``major``, ``minor``, ``patch``,
@@ -44,6 +46,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from fractions import Fraction
 from functools import total_ordering
+from itertools import pairwise
 from typing import Any
 
 from kubesched.api.errors import InvalidQuantity
@@ -717,6 +720,52 @@ def _join(items: list | tuple, sep: str = "") -> str:
 _LIST = (list, tuple)
 
 
+# --- Kubernetes list library (``library.Lists``) ------------------------------------------------
+def _order(a: Any, b: Any) -> int:
+    """-1, 0 or 1 as cel-go's Compare; NaN compares as neither smaller nor larger."""
+    try:
+        return _compare("compare", a, b)
+    except _NanType:
+        return 0
+
+
+def _is_sorted(items: list | tuple) -> bool:
+    return all(_order(a, b) != 1 for a, b in pairwise(items))
+
+
+def _sum(items: list | tuple) -> Any:
+    """The elements added up; an empty list sums to int 0 (upstream picks the zero of the
+    list's static element type, which an untyped interpreter cannot know)."""
+    if not items:
+        return 0
+    total = items[0]
+    for item in items[1:]:
+        total = _arith("_+_")(total, item)
+    return total
+
+
+def _extreme(name: str, prefer: int) -> Callable[[list | tuple], Any]:
+    """``min`` (prefer a later element when the current one compares 1) or ``max`` (-1)."""
+    def pick(items: list | tuple) -> Any:
+        if not items:
+            raise CelError(f"{name} called on empty list")
+        best = items[0]
+        for item in items[1:]:
+            if _order(best, item) == prefer:
+                best = item
+        return best
+
+    return pick
+
+
+def _list_index_of(items: list | tuple, item: Any) -> int:
+    return next((i for i, x in enumerate(items) if cel_equal(x, item)), -1)
+
+
+def _list_last_index_of(items: list | tuple, item: Any) -> int:
+    return next((i for i in range(len(items) - 1, -1, -1) if cel_equal(items[i], item)), -1)
+
+
 #: name -> (callable, whether it may be called as a method, whether as a global function).
 FUNCTIONS: dict[str, tuple[Callable[..., Any], bool, bool]] = {
     "size": (_size, True, True),
@@ -727,8 +776,14 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], bool, bool]] = {
     "lowerAscii": (_overloads("lowerAscii", ((str,), lambda s: s.translate(_ASCII_LOWER))), True, False),
     "upperAscii": (_overloads("upperAscii", ((str,), lambda s: s.translate(_ASCII_UPPER))), True, False),
     "trim": (_overloads("trim", ((str,), lambda s: s.strip(_GO_SPACE))), True, False),
-    "indexOf": (_overloads("indexOf", ((str, str), _index_of), ((str, str, int), _index_of)), True, False),
-    "lastIndexOf": (_overloads("lastIndexOf", ((str, str), _last_index_of), ((str, str, int), _last_index_of)), True, False),
+    "indexOf": (_overloads("indexOf", ((str, str), _index_of), ((str, str, int), _index_of),
+                           ((_LIST, object), _list_index_of)), True, False),
+    "lastIndexOf": (_overloads("lastIndexOf", ((str, str), _last_index_of), ((str, str, int), _last_index_of),
+                               ((_LIST, object), _list_last_index_of)), True, False),
+    "isSorted": (_overloads("isSorted", ((_LIST,), _is_sorted)), True, False),
+    "sum": (_overloads("sum", ((_LIST,), _sum)), True, False),
+    "min": (_overloads("min", ((_LIST,), _extreme("min", 1))), True, False),
+    "max": (_overloads("max", ((_LIST,), _extreme("max", -1))), True, False),
     "replace": (_overloads("replace", ((str, str, str), _replace), ((str, str, str, int), _replace)), True, False),
     "split": (_overloads("split", ((str, str), _split), ((str, str, int), _split)), True, False),
     "substring": (_overloads("substring", ((str, int), _substring), ((str, int, int), _substring)), True, False),
