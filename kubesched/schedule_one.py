@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kubesched import fastpaths
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.framework.runtime import Framework, ScoreResult
@@ -80,7 +79,7 @@ class Algorithm:
             if attempt is not None:
                 attempt.chosen = host
             return ScheduleResult(host, evaluated, 1)
-        if len(feasible) == table.n and fastpaths.ENABLED:
+        if len(feasible) == table.n and fw.options.fast_paths:
             # Every node is feasible: score whole columns in row order, then read totals in visiting order.
             totals = self.prioritize(fw, state, pod, table.all_rows(), attempt)[feasible]
             if attempt is not None and attempt.scores is not None:
@@ -188,7 +187,7 @@ class Algorithm:
                            rotated: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[Status]]:
         """Batch filters over ``rotated`` rows. When every node is a candidate the plugins read whole
         columns (views, no copies) and only the two small result arrays are put in visiting order."""
-        if len(rotated) == table.n and fastpaths.ENABLED:
+        if len(rotated) == table.n and fw.options.fast_paths:
             first_pos, ids, statuses = fw.run_batch_filters(state, pod, table.all_rows())
             return first_pos[rotated], ids[rotated], statuses
         return fw.run_batch_filters(state, pod, table.batch(rotated))
@@ -229,7 +228,7 @@ class Algorithm:
         nominees, and one batch over a scratch table of all those nodes is the check with them."""
         ordered = sorted(nominees)
         batched = None
-        if fastpaths.ENABLED and not fw.has_active_pre_filter_extensions(state):
+        if fw.options.fast_paths and not fw.has_active_pre_filter_extensions(state):
             batched = fw.filter_with_nominated_pods(state, pod, [table.infos[rotated[p]] for p in ordered])
         feasible_before = np.cumsum(passed) - passed
         lost = 0

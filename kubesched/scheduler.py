@@ -28,8 +28,9 @@ from kubesched.framework import events as ev
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.framework.interface import NominatingInfo, NominatingMode
-from kubesched.framework.registry import Registry, in_tree_registry
-from kubesched.framework.runtime import Framework, FrameworkError, HandleContext
+from kubesched.framework.preemption import PreemptionObserver
+from kubesched.framework.registry import Registry, in_tree_registry, trusted_score_ranges
+from kubesched.framework.runtime import Framework, FrameworkError, FrameworkOptions, HandleContext
 from kubesched.framework.status import Code, Status, StatusError
 from kubesched.framework.types import PodInfo
 from kubesched.metrics import Metrics
@@ -46,6 +47,11 @@ WATCHED_KINDS = (
     "CSIDriver", "CSIStorageCapacity", "VolumeAttachment", "PodDisruptionBudget", "PriorityClass", "Service", "ReplicaSet",
     "StatefulSet", "ReplicationController", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice",
 )
+
+
+#: Builds the scheduling algorithm from the global percentageOfNodesToScore and the run's random
+#: source (``Algorithm`` itself, or a subclass that observes attempts, as the bench's does).
+AlgorithmFactory = Callable[[int, random.Random], Algorithm]
 
 
 @dataclass
@@ -70,7 +76,13 @@ class Scheduler:
         assumed_pod_ttl: float = 0.0,
         pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
         on_attempt: Callable[[Attempt], None] | None = None,
+        fast_paths: bool = True,
+        algorithm: AlgorithmFactory = Algorithm,
+        preemption_observer: PreemptionObserver | None = None,
     ) -> None:
+        """``fast_paths``: use the optimisations that never move a placement (off: their plain
+        counterparts, to compare); ``algorithm``: what runs one scheduling attempt;
+        ``preemption_observer``: told of every preemption decision."""
         self.client = client
         self.config = config
         if config.extenders:
@@ -85,7 +97,7 @@ class Scheduler:
         self.informers = InformerFactory(client)
         self.cache = Cache(self.clock, ttl=assumed_pod_ttl)
         self.broadcaster = Broadcaster(EventSink(client), self.clock)
-        self.algorithm = Algorithm(config.percentage_of_nodes_to_score, self.rng)
+        self.algorithm = algorithm(config.percentage_of_nodes_to_score, self.rng)
         self.on_attempt = on_attempt
         self.binding_tasks: set[asyncio.Task] = set()
         self.api_tasks: set[asyncio.Task] = set()
@@ -94,12 +106,14 @@ class Scheduler:
         self.handlers_synced = False
         base = HandleContext(clock=self.clock, snapshot=lambda: self.cache.table, client=client,
                              activator=self._activate, informers=self.informers, feature_gates=self.feature_gates,
-                             metrics=self.metrics, parallelism=config.parallelism, rng=self.rng)
+                             metrics=self.metrics, parallelism=config.parallelism, rng=self.rng,
+                             preemption_observer=preemption_observer)
         registry = registry if registry is not None else in_tree_registry()
+        options = FrameworkOptions(fast_paths=fast_paths, trusted_score_ranges=trusted_score_ranges(registry))
         self.frameworks: dict[str, Framework] = {}
         for profile in config.profiles:
             ctx = replace(base, recorder=self.broadcaster.recorder(profile.scheduler_name))
-            self.frameworks[profile.scheduler_name] = Framework(registry, profile, ctx)
+            self.frameworks[profile.scheduler_name] = Framework(registry, profile, ctx, options)
         if not self.frameworks:
             raise FrameworkError("at least one profile is required")
         first = next(iter(self.frameworks.values()))
@@ -460,7 +474,7 @@ def build_hint_map(fw: Framework) -> dict[ev.ClusterEvent, list[tuple[str, Any]]
     """``buildQueueingHintMap``: registered events to (plugin, queueing hint) lists.
 
     A plugin registered for Node/Add but not Node/UpdateNodeTaint also gets Node/UpdateNodeTaint
-    with an always-Queue hint, as upstream does (issue 109437): a node often arrives tainted
+    with an always-Queue hint, as upstream does: a node often arrives tainted
     not-ready, and the taint's removal is what makes it usable.
     """
     hints: dict[ev.ClusterEvent, list[tuple[str, Any]]] = {}

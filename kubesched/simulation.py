@@ -25,7 +25,7 @@ from kubesched.cluster.volumes import FakeVolumeController
 from kubesched.config.types import SchedulerConfiguration
 from kubesched.controllers import start_all
 from kubesched.features import FeatureGates
-from kubesched.framework.preemption import Evaluator, PreemptionRecord
+from kubesched.framework.preemption import PreemptionObserver, PreemptionRecord
 from kubesched.framework.registry import Registry
 from kubesched.schedule_one import Attempt
 from kubesched.scheduler import WATCHED_KINDS, Scheduler
@@ -198,13 +198,16 @@ def simulate(
     feature_gates: FeatureGates | None = None,
     explain: bool = False,
     progress: ProgressCallback | None = None,
+    fast_paths: bool = True,
 ) -> SimulationResult:
-    """Schedule ``objects`` (already validated manifests) on an embedded cluster.
+    """Schedule ``objects`` (already validated manifests) on an embedded cluster. ``fast_paths``
+    off runs the scheduler's plain code paths (same placements, slower: for comparisons).
 
     Ctrl-C raises ``SimulationInterrupted`` with what was done so far."""
     started: list[SimulationResult] = []
     try:
-        return run_virtual(_simulate(objects, config, seed, registry, feature_gates, explain, progress, started))
+        return run_virtual(_simulate(objects, config, seed, registry, feature_gates, explain, progress, fast_paths,
+                                     started))
     except SimulationInterrupted:
         raise
     except KeyboardInterrupt as e:
@@ -213,7 +216,7 @@ def simulate(
 
 async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: int, registry: Registry | None,
                     gates: FeatureGates | None, explain: bool, progress: ProgressCallback | None,
-                    started: list[SimulationResult]) -> SimulationResult:
+                    fast_paths: bool, started: list[SimulationResult]) -> SimulationResult:
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates)
@@ -229,8 +232,8 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
         _report_progress(store, progress)
     components = start_cluster_components(store)
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
-                      on_attempt=result.attempts.append if explain else None)
-    record_preemptions(sched, result, explain)
+                      on_attempt=result.attempts.append if explain else None, fast_paths=fast_paths,
+                      preemption_observer=preemption_recorder(result, explain))
     await sched.start()
     start = loop.time()
     runner = loop.create_task(sched.run(), name="scheduler")
@@ -258,21 +261,16 @@ def _record_removal(result: SimulationResult, kind: object, event: WatchEvent) -
                                      str(target.get("reason") or ""), str(target.get("message") or "")))
 
 
-def record_preemptions(sched: Scheduler, result: SimulationResult, explain: bool) -> None:
-    """Have every preemption plugin report its decisions into ``result`` (with every candidate
-    and its criteria when explaining), each tied to the failed attempt it followed."""
+def preemption_recorder(result: SimulationResult, explain: bool) -> PreemptionObserver:
+    """An observer that files every preemption decision into ``result`` (with every candidate and
+    its criteria when explaining), each tied to the failed attempt it followed."""
 
     def on_preemption(record: PreemptionRecord) -> None:
         result.preemption_attempts.append(record)
         if explain and result.attempts and result.attempts[-1].pod == record.preemptor:
             result.preemption_of_attempt[len(result.attempts) - 1] = record
 
-    for fw in sched.frameworks.values():
-        for plugin in fw.plugins.values():
-            evaluator = getattr(plugin, "evaluator", None)
-            if isinstance(evaluator, Evaluator):
-                evaluator.on_preemption = on_preemption
-                evaluator.record_candidates = explain
+    return PreemptionObserver(on_preemption, record_candidates=explain)
 
 
 def start_cluster_components(store: ObjectStore) -> list[Any]:

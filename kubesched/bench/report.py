@@ -89,7 +89,7 @@ def print_table(result: BenchResult, console: Console | None = None) -> None:
         ("nodes scored", "-" if r.nodes_scored_percent is None else f"{r.nodes_scored_percent:.1f}% of nodes per scheduled pod"),
         ("peak RSS", _mib(r.peak_rss_bytes) + (f" (API server process: {_mib(r.apiserver_peak_rss_bytes)})"
                                                if r.apiserver_peak_rss_bytes else "")),
-        ("target (issue 7)", f"{r.target} pods/s average: {versus(r.throughput and r.throughput['average'], r.target)}"
+        ("kubesched target", f"{r.target} pods/s average: {versus(r.throughput and r.throughput['average'], r.target)}"
                              if r.target else "none"),
         ("upstream CI floor", threshold),
         ("setup", f"{r.setup_seconds:.1f}s"),
@@ -115,7 +115,7 @@ def versus(average: float | None, target: int | None) -> str:
 #: docs/performance.md's embedded-mode table, which ``markdown_row`` fills.
 MARKDOWN_HEADER = (
     "| Workload | upstream variant | nodes / init / measured | kubesched avg pods/s | p50 / p90 / p99 pods/s "
-    "| overall pods/s | attempt latency p50 / p99 (ms) | nodes scored | peak RSS | target (issue 7) | vs target "
+    "| overall pods/s | attempt latency p50 / p99 (ms) | nodes scored | peak RSS | kubesched target | vs target "
     "| upstream CI floor (avg pods/s) |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 

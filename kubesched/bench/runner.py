@@ -69,7 +69,7 @@ class BenchResult:
     params: dict[str, int]
     variant: str
     threshold: int | None
-    #: Issue 7's target for this workload in this mode (average pods/s), if any.
+    #: kubesched's own throughput target for this workload in this mode (average pods/s), if any.
     target: int | None
     percentage_of_nodes_to_score: int
     seed: int
@@ -188,10 +188,15 @@ class Executor:
         self.registry = registry
         self.rng = random.Random(opts.seed)
         self.metrics = RecordingMetrics()
+        built: list[ScoredNodesAlgorithm] = []
+
+        def algorithm(global_percentage: int, rng: random.Random) -> ScoredNodesAlgorithm:
+            built.append(ScoredNodesAlgorithm(global_percentage, rng))
+            return built[-1]
+
         self.sched = Scheduler(target.scheduler_client(), cfg, registry=registry, seed=opts.seed,
-                               feature_gates=gates, metrics=self.metrics)
-        self.algorithm = ScoredNodesAlgorithm(cfg.percentage_of_nodes_to_score, self.sched.rng)
-        self.sched.algorithm = self.algorithm
+                               feature_gates=gates, metrics=self.metrics, algorithm=algorithm)
+        self.algorithm = built[0]
         self.bound = BoundPods(self.sched.informers.informer("Pod"))
         self.namespaces: set[str] = set()
         self.background: list[asyncio.Task] = []

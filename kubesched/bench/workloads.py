@@ -8,7 +8,8 @@ Sources (kubernetes/kubernetes ``test/integration/scheduler_perf``): ``misc/perf
 (SchedulingBasic, PreemptionBasic, Unschedulable, SchedulingWithMixedChurn),
 ``affinity/performance-config.yaml`` (the affinity workloads) and
 ``topology_spreading/performance-config.yaml``. ``threshold`` is upstream's CI floor for the variant
-(average pods/s), None where upstream sets none; ``targets`` are kubesched's own (issue 7).
+(average pods/s), None where upstream sets none; ``targets`` are the
+throughputs kubesched itself aims for.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class Workload:
     params: dict[str, int]
     variant: str
     threshold: int | None = None
-    #: Issue 7's targets for kubesched (average pods/s) by mode, where it sets one.
+    #: kubesched's own throughput targets (average pods/s) by mode, where it has one.
     targets: dict[str, int] = field(default_factory=dict)
     #: Plugins the workload exercises that must be in the registry and the profile.
     requires: tuple[str, ...] = ()

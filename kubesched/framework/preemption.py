@@ -113,25 +113,41 @@ class ParsedPDB:
     disrupted_pods: frozenset[str]
 
 
-_PDB_CACHE: dict[tuple[str, str, str], ParsedPDB] = {}
+class PDBCache:
+    """Parsed PodDisruptionBudgets of one cluster, keyed by namespace, name and resourceVersion.
+
+    It belongs to the scheduler reading that cluster (each preemption Evaluator owns one): a
+    resourceVersion identifies an object's state only within the cluster that issued it, and a new
+    simulation restarts the numbering, so a process-wide cache would hand one simulation another's
+    budget status."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._parsed: dict[tuple[str, str, str], ParsedPDB] = {}
+
+    def parse(self, objects: Mapping[str, dict]) -> list[ParsedPDB]:
+        """The informer's PDBs, each parsed once per resourceVersion."""
+        out = []
+        for obj in objects.values():
+            meta = obj.get("metadata") or {}
+            version = meta.get("resourceVersion")
+            key = (meta.get("namespace") or "default", meta.get("name", ""), str(version))
+            parsed = self._parsed.get(key) if version else None
+            if parsed is None:
+                parsed = _parse_pdb(key[0], key[1], obj)
+                if version:
+                    if len(self._parsed) >= self.LIMIT:
+                        self._parsed.clear()
+                    self._parsed[key] = parsed
+            out.append(parsed)
+        return out
 
 
 def parse_pdbs(objects: Mapping[str, dict]) -> list[ParsedPDB]:
-    """The informer's PDBs, parsed once per object version."""
-    out = []
-    for obj in objects.values():
-        meta = obj.get("metadata") or {}
-        version = meta.get("resourceVersion")
-        key = (meta.get("namespace") or "default", meta.get("name", ""), str(version))
-        parsed = _PDB_CACHE.get(key) if version else None
-        if parsed is None:
-            parsed = _parse_pdb(key[0], key[1], obj)
-            if version:
-                if len(_PDB_CACHE) > 4096:
-                    _PDB_CACHE.clear()
-                _PDB_CACHE[key] = parsed
-        out.append(parsed)
-    return out
+    """The PDBs of ``objects`` parsed afresh (no cache: for callers outside a scheduler)."""
+    return [_parse_pdb((obj.get("metadata") or {}).get("namespace") or "default",
+                       (obj.get("metadata") or {}).get("name", ""), obj) for obj in objects.values()]
 
 
 def _parse_pdb(namespace: str, name: str, obj: dict) -> ParsedPDB:
@@ -275,6 +291,18 @@ class PreemptionRecord:
     time: float = 0.0
 
 
+@dataclass(frozen=True)
+class PreemptionObserver:
+    """Who hears of every preemption decision: the simulator's report and ``--explain`` (upstream
+    reports preemption only through metrics and events). Given to the Scheduler at construction,
+    it reaches each preemption plugin's Evaluator through the framework handle."""
+
+    #: Called with a PreemptionRecord after every PostFilter call of a preemption plugin.
+    on_preemption: Callable[[PreemptionRecord], None]
+    #: Whether records list every candidate with its criteria (costs a thorough dry run).
+    record_candidates: bool = False
+
+
 def summarize(candidate: Candidate, now: float) -> CandidateSummary:
     pods = candidate.victims.pods
     return CandidateSummary(candidate.name, [p.key for p in pods], candidate.victims.num_pdb_violations,
@@ -292,10 +320,13 @@ class Evaluator:
         self.interface = interface
         self.enable_async = enable_async
         self.executor = Executor(handle)
-        #: Called with a PreemptionRecord after every attempt (simulation reports and explanations).
-        self.on_preemption: Callable[[PreemptionRecord], None] | None = None
+        observer = handle.ctx.preemption_observer if handle is not None else None
+        #: Called with a PreemptionRecord after every attempt (the handle's PreemptionObserver).
+        self.on_preemption: Callable[[PreemptionRecord], None] | None = observer.on_preemption if observer else None
         #: Whether records list every candidate with its criteria (``--explain``).
-        self.record_candidates = False
+        self.record_candidates = observer.record_candidates if observer else False
+        #: This scheduler's parsed PodDisruptionBudgets: resourceVersions only order one cluster's writes.
+        self.pdbs = PDBCache()
 
     # --- Preempt ---------------------------------------------------------------------------
     def preempt(self, state: CycleState, pod: PodInfo, m: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
@@ -375,7 +406,7 @@ class Evaluator:
         rows = potential_rows(table, m)
         if len(rows) == 0:
             return [], [], []
-        pdbs = parse_pdbs(self.handle.objects("PodDisruptionBudget"))
+        pdbs = self.pdbs.parse(self.handle.objects("PodDisruptionBudget"))
         offset, num_candidates = self.interface.get_offset_and_num_candidates(len(rows))
         return self.dry_run_preemption(state, pod, [table.infos[r] for r in rows], pdbs, offset, num_candidates)
 

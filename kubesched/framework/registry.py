@@ -91,3 +91,12 @@ def load_out_of_tree(spec: str) -> Registry:
 def args_type(factory: PluginFactory) -> type | None:
     """The typed args class a plugin declares (``Args``), used to decode, default and validate its config."""
     return getattr(factory, "Args", None)
+
+
+def trusted_score_ranges(registry: Mapping[str, PluginFactory]) -> frozenset[str]:
+    """Names ``registry`` binds to the in-tree plugin of that name. kubesched's own tests cover
+    that their normalized scores stay in [0, 100], so the framework may skip that check for them
+    (``FrameworkOptions.trusted_score_ranges``); any other factory, under any name, stays checked
+    as upstream checks every plugin."""
+    in_tree = in_tree_registry()
+    return frozenset(name for name, factory in registry.items() if in_tree.get(name) is factory)

@@ -54,6 +54,7 @@ from kubesched.nodetable.table import NodeBatch, NodeTable
 
 if TYPE_CHECKING:
     from kubesched.backend.queue.types import QueuedPodInfo
+    from kubesched.framework.preemption import PreemptionObserver
     from kubesched.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,26 @@ class HandleContext:
     background: set[asyncio.Task] = field(default_factory=set)
     #: The run's seeded random source, for plugins that randomise (preemption's start offset).
     rng: random.Random = field(default_factory=random.Random)
+    #: Told of every preemption decision (the simulator's report); None: nobody listens.
+    preemption_observer: PreemptionObserver | None = None
+
+
+@dataclass(frozen=True)
+class FrameworkOptions:
+    """Choices fixed when a Framework is built, for every profile of a scheduler (upstream passes
+    ``frameworkruntime.Option`` values to ``NewFramework``).
+
+    ``fast_paths``: plugins and the scheduling algorithm may use their optimisations that never move
+    a placement (memoised per-node results, whole-column evaluation, float arithmetic where it is
+    exact); off, each runs its plain counterpart, so tests can compare the two.
+    ``trusted_score_ranges``: plugins whose normalized scores are known to stay in
+    [MIN_NODE_SCORE, MAX_NODE_SCORE], so the framework skips their range check. The scheduler fills
+    it from the registry's declaration (``registry.score_range_trusted``): in-tree plugins only;
+    every other plugin is checked, as upstream checks every plugin's.
+    """
+
+    fast_paths: bool = True
+    trusted_score_ranges: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -101,8 +122,10 @@ class ScoreResult:
 class Framework:
     """One scheduling profile. Plugins receive it as their ``handle``."""
 
-    def __init__(self, registry: Registry, profile: Profile, ctx: HandleContext) -> None:
+    def __init__(self, registry: Registry, profile: Profile, ctx: HandleContext,
+                 options: FrameworkOptions | None = None) -> None:
         self.profile = profile
+        self.options = options or FrameworkOptions()
         self.profile_name = profile.scheduler_name
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.ctx = ctx
@@ -115,9 +138,7 @@ class Framework:
         self._duration_children: dict[tuple[str, str], Any] = {}
         self._build(registry)
         self._filters = self.points["filter"]
-        # In-tree plugins produce scores in [0, 100] by construction (their tests prove it); only
-        # other plugins' scores are range-checked, as upstream checks every plugin's.
-        self._range_checked = {p.name for p in self.points["score"] if not type(p).__module__.startswith("kubesched.plugins.")}
+        self._range_checked = {p.name for p in self.points["score"] if p.name not in self.options.trusted_score_ranges}
         #: Classic (per-node) Filter plugins with their configured positions among all filters.
         self._classic_filters: list[tuple[int, FilterPlugin]] = [
             (i, p) for i, p in enumerate(self._filters) if not isinstance(p, BatchFilterPlugin)]  # type: ignore[misc]

@@ -14,7 +14,6 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from kubesched import fastpaths
 from kubesched.framework.interface import FilterVerdict
 from kubesched.framework.status import Status
 from kubesched.nodetable.table import NodeBatch, NodeTable
@@ -61,18 +60,20 @@ class RowMemo:
         entry.version = table.version
         return entry, rows
 
-    def values(self, key: Hashable, compute: Callable[[NodeBatch], np.ndarray], nodes: NodeBatch) -> np.ndarray:
-        """``compute`` over ``nodes`` (a batch of this table), served from the memo."""
-        if not fastpaths.ENABLED:
+    def values(self, key: Hashable, compute: Callable[[NodeBatch], np.ndarray], nodes: NodeBatch,
+               memoise: bool = True) -> np.ndarray:
+        """``compute`` over ``nodes`` (a batch of this table), served from the memo unless
+        ``memoise`` is off (the caller's fast paths are)."""
+        if not memoise:
             return np.asarray(compute(nodes))
         entry, _ = self._entry(key, compute)
         return nodes.col(entry.values)
 
     def verdict(self, key: Hashable, keys: Callable[[NodeBatch], np.ndarray], status: Callable[[int], Status],
-                nodes: NodeBatch) -> FilterVerdict | None:
+                nodes: NodeBatch, memoise: bool = True) -> FilterVerdict | None:
         """A FilterVerdict from per-node failure keys (0: the node passes; equal keys share the
         Status ``status(key)`` builds), memoised like ``values``."""
-        if not fastpaths.ENABLED:
+        if not memoise:
             return FilterVerdict.from_keys(np.asarray(keys(nodes)), _StatusOf(status))
         entry, fresh = self._entry(key, keys)
         if fresh is None or entry.codes is None:

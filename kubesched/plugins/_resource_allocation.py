@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from kubesched import fastpaths
 from kubesched.api import resources as res
 from kubesched.framework.interface import MAX_NODE_SCORE
 from kubesched.framework.status import Status, StatusError
@@ -83,11 +82,13 @@ def pod_request_amounts(pod: PodInfo, non_missing: bool, pod_level: bool = True)
 _LISTS: dict[tuple, list[int]] = {}
 
 
-def pod_request_list(pod: PodInfo, specs: Sequence[ResourceSpec], use_requested: bool, pod_level: bool = True) -> list[int]:
+def pod_request_list(pod: PodInfo, specs: Sequence[ResourceSpec], use_requested: bool, pod_level: bool = True,
+                     memoise: bool = True) -> list[int]:
     """``calculatePodResourceRequestList``: the pod's request for each configured resource, cpu in
     millicores. Scoring on non-zero requests (``use_requested`` False) fills in the defaults.
-    Memoised by the pod's requests key, so replicas of one template compute it once."""
-    key = pod.requests_key if fastpaths.ENABLED else None
+    Memoised (unless ``memoise`` is off) by the pod's requests key, so replicas of one template
+    compute it once."""
+    key = pod.requests_key if memoise else None
     if key is not None:
         found = _LISTS.get((key, tuple(specs), use_requested, pod_level))
         if found is not None:
@@ -163,16 +164,16 @@ FLOAT_EXACT_LIMIT = 2**44
 
 
 def _floats_exact(allocatable: list[np.ndarray]) -> bool:
-    if not fastpaths.ENABLED:
-        return False
     return all(len(a) == 0 or int(a.max()) < FLOAT_EXACT_LIMIT for a in allocatable)
 
 
-def _weighted(specs: Sequence[ResourceSpec], per_resource: Callable[[np.ndarray, np.ndarray, bool], np.ndarray]) -> Scorer:
-    """Weighted integer mean of per-resource scores over the resources the node has."""
+def _weighted(specs: Sequence[ResourceSpec], per_resource: Callable[[np.ndarray, np.ndarray, bool], np.ndarray],
+              fast_paths: bool) -> Scorer:
+    """Weighted integer mean of per-resource scores over the resources the node has. With
+    ``fast_paths``, float arithmetic where it gives the integer result exactly."""
     def scorer(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:
         size = len(requested[0]) if requested else 0
-        exact = _floats_exact(allocatable)
+        exact = fast_paths and _floats_exact(allocatable)
         total = np.zeros(size)
         weights: np.ndarray | int = 0
         for spec, req, alloc in zip(specs, requested, allocatable):
@@ -191,24 +192,24 @@ def _weighted(specs: Sequence[ResourceSpec], per_resource: Callable[[np.ndarray,
     return scorer
 
 
-def least_allocated(specs: Sequence[ResourceSpec]) -> Scorer:
+def least_allocated(specs: Sequence[ResourceSpec], fast_paths: bool = True) -> Scorer:
     """``leastRequestedScore``: ``(capacity - requested) * 100 / capacity``, 0 when over capacity."""
     def score(req: np.ndarray, cap: np.ndarray, exact: bool) -> np.ndarray:
         if exact:
             return np.floor(np.maximum(cap - req, 0) * float(MAX_NODE_SCORE) / cap)
         return np.where(req > cap, 0, ((cap - req) * MAX_NODE_SCORE) // cap).astype(np.float64)
 
-    return _weighted(specs, score)
+    return _weighted(specs, score, fast_paths)
 
 
-def most_allocated(specs: Sequence[ResourceSpec]) -> Scorer:
+def most_allocated(specs: Sequence[ResourceSpec], fast_paths: bool = True) -> Scorer:
     """``mostRequestedScore``: ``requested * 100 / capacity``, requested capped at capacity."""
     def score(req: np.ndarray, cap: np.ndarray, exact: bool) -> np.ndarray:
         if exact:
             return np.floor(np.minimum(req, cap) * float(MAX_NODE_SCORE) / cap)
         return ((np.minimum(req, cap) * MAX_NODE_SCORE) // cap).astype(np.float64)
 
-    return _weighted(specs, score)
+    return _weighted(specs, score, fast_paths)
 
 
 def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[np.ndarray], np.ndarray]:
@@ -259,11 +260,11 @@ def requested_to_capacity_ratio(specs: Sequence[ResourceSpec], shape: Sequence[t
     return scorer
 
 
-def balanced_allocation(requested: list[np.ndarray], allocatable: list[np.ndarray]) -> np.ndarray:
+def balanced_allocation(requested: list[np.ndarray], allocatable: list[np.ndarray], fast_paths: bool = True) -> np.ndarray:
     """``balancedResourceScorer``: ``(1 - std) * 100`` of the requested fractions (capped at 1) of
     the resources the node has; two fractions use ``|a - b| / 2``, fewer give std 0."""
     size = len(requested[0]) if requested else 0
-    if fastpaths.ENABLED and len(requested) == 2 and allocatable[0].all() and allocatable[1].all():
+    if fast_paths and len(requested) == 2 and allocatable[0].all() and allocatable[1].all():
         # The usual case (cpu and memory on every node): std of two fractions is half their gap.
         first = np.minimum(requested[0] / allocatable[0], 1.0)
         second = np.minimum(requested[1] / allocatable[1], 1.0)

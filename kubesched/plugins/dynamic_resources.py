@@ -16,6 +16,23 @@ parameters, ``resource.k8s.io/v1``), as kube-scheduler 1.35 allocates them.
 
 Reasons and codes are upstream's. See ``_dra_allocator`` for the allocator, ``_dra_cel`` for the
 selector language and ``_dra_manager`` for the shared claim and slice caches.
+
+Device selectors use kubesched's own CEL interpreter (``_dra_cel``), not a CEL library. Measured
+on ``device.driver == "gpu.example.com" && device.capacity["gpu.example.com"].memory
+.compareTo(quantity("10Gi")) >= 0`` (one core, Python 3.11), with the Kubernetes functions added
+to each library as Python callables:
+
+* kubesched's interpreter: 3.9 µs per device, 32 µs to compile;
+* ``common-expression-language`` 0.10 (Rust bindings): 2.1 µs with one context reused, but
+  30 µs per device once each device is put into a context, as a selector needs; and custom
+  values cannot cross into it, so ``quantity`` and ``semver`` would have to become floats and
+  strings (inexact for large quantities, wrong ordering for versions); no ``cel.bind``, none of
+  the string extensions, and an unknown attribute domain raises instead of reading as empty;
+* ``cel-python`` 0.5 (pure Python): 293 µs per device (75 times slower), 260 µs to compile.
+
+Neither library gives DRA's semantics (Kubernetes' quantity and semver types, the defaulted
+domain maps) or cel-go's error texts, which reach users through the Filter status; the
+interpreter does, and its function library is tested case by case against upstream's tables.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, BatchScorePlugin):
         self._memo = f"{self.name}/{self.resources}"
 
     def _requests(self, pod: PodInfo) -> list[int]:
-        return pod_request_list(pod, self.resources, use_requested=True, pod_level=self.pod_level)
+        return pod_request_list(pod, self.resources, use_requested=True, pod_level=self.pod_level,
+                                memoise=self.fast_paths)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status | None:
         requests = self._requests(pod)
@@ -78,6 +79,6 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, BatchScorePlugin):
 
         def compute(batch: NodeBatch) -> np.ndarray:
             requested, allocatable = requested_and_allocatable(batch, self.resources, requests, use_requested=True)
-            return balanced_allocation(requested, allocatable)
+            return balanced_allocation(requested, allocatable, self.fast_paths)
 
-        return memo_of(nodes.table, self._memo).values(tuple(requests), compute, nodes)
+        return memo_of(nodes.table, self._memo).values(tuple(requests), compute, nodes, memoise=self.fast_paths)

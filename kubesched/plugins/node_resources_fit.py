@@ -60,11 +60,13 @@ _STANDARD_ORDER = (res.CPU, res.MEMORY, res.EPHEMERAL_STORAGE)
 _MAX_BITS = 62
 
 
-def build_scorer(kind: str, specs: Sequence[ResourceSpec], shape: Sequence[tuple[int, int]]) -> Scorer:
+def build_scorer(kind: str, specs: Sequence[ResourceSpec], shape: Sequence[tuple[int, int]],
+                 fast_paths: bool = True) -> Scorer:
+    """The scoring strategy ``kind``'s scorer (``fast_paths``: float arithmetic where exact)."""
     if kind == LEAST_ALLOCATED:
-        return least_allocated(specs)
+        return least_allocated(specs, fast_paths)
     if kind == MOST_ALLOCATED:
-        return most_allocated(specs)
+        return most_allocated(specs, fast_paths)
     if kind == REQUESTED_TO_CAPACITY_RATIO:
         return requested_to_capacity_ratio(specs, shape)
     raise ValueError(f"scoring strategy {kind} is not supported")
@@ -190,7 +192,7 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
         self.resources = specs_from(strategy.resources)
         rtcr = strategy.requested_to_capacity_ratio
         shape = [(p.utilization, p.score) for p in rtcr.shape] if rtcr is not None else []
-        self.scorer = build_scorer(self.strategy, self.resources, shape)
+        self.scorer = build_scorer(self.strategy, self.resources, shape, self.fast_paths)
         #: Profiles share the snapshot's memos: scores are kept apart per scoring configuration.
         self._score_memo = f"{self.name}/score/{self.strategy}/{self.resources}/{shape}"
 
@@ -207,7 +209,7 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
                 f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')))
         memo = memo_of(nodes.table, self.name)
         return memo.verdict(("filter", tuple(request.checked)), lambda batch: self._failure_keys(request, batch),
-                            lambda key: _status_of_key(key, request.reasons), nodes)
+                            lambda key: _status_of_key(key, request.reasons), nodes, memoise=self.fast_paths)
 
     @staticmethod
     def _failures(request: _FitRequest, nodes: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -239,19 +241,22 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
 
     # --- Score --------------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status | None:
-        state.write(PRE_SCORE_KEY, pod_request_list(pod, self.resources, use_requested=False, pod_level=self.pod_level))
+        requests = pod_request_list(pod, self.resources, use_requested=False, pod_level=self.pod_level,
+                                    memoise=self.fast_paths)
+        state.write(PRE_SCORE_KEY, requests)
         return None
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
         check_resources(self.resources)
         pod_requests = state.get(PRE_SCORE_KEY)
         if pod_requests is None:
-            pod_requests = pod_request_list(pod, self.resources, use_requested=False, pod_level=self.pod_level)
+            pod_requests = pod_request_list(pod, self.resources, use_requested=False, pod_level=self.pod_level,
+                                            memoise=self.fast_paths)
         def compute(batch: NodeBatch) -> np.ndarray:
             requested, allocatable = requested_and_allocatable(batch, self.resources, pod_requests, use_requested=False)
             return self.scorer(requested, allocatable)
 
-        return memo_of(nodes.table, self._score_memo).values(tuple(pod_requests), compute, nodes)
+        return memo_of(nodes.table, self._score_memo).values(tuple(pod_requests), compute, nodes, memoise=self.fast_paths)
 
     # --- requeueing -----------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:

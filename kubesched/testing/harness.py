@@ -48,8 +48,9 @@ __all__ = ["HarnessResult", "PluginHarness", "Status"]
 
 @dataclass(frozen=True)
 class Status:
-    """A plugin's answer as data: ``code`` is one of Success, Error, Unschedulable,
-    UnschedulableAndUnresolvable, Wait, Skip, Pending. ``node_names`` is the PreFilterResult."""
+    """A plugin's answer as data (upstream's ``framework.Status`` as a test compares it): ``code``
+    is one of Success, Error, Unschedulable, UnschedulableAndUnresolvable, Wait, Skip, Pending.
+    ``node_names`` is the PreFilterResult."""
 
     code: str = "Success"
     reasons: list[str] = field(default_factory=list)
@@ -57,12 +58,15 @@ class Status:
 
     @classmethod
     def of(cls, status: st.Status | None, node_names: set[str] | None = None) -> Status:
+        """The data form of a framework Status (None is Success), with a PreFilter result's node
+        names."""
         if status is None:
             return cls("Success", [], node_names)
         return cls(status.code.name, list(status.reasons), node_names)
 
     @property
     def is_success(self) -> bool:
+        """Whether the code is Success (upstream ``Status.IsSuccess``)."""
         return self.code == "Success"
 
 
@@ -71,6 +75,9 @@ SUCCESS = Status()
 
 @dataclass
 class HarnessResult:
+    """What ``PluginHarness.run`` observed at each extension point: the PreFilter status, each node's
+    Filter status, the PreScore status, and raw and normalised scores by node name (the values
+    upstream's plugin tests compare)."""
     pre_filter: Status
     filter: dict[str, Status]
     pre_score: Status
@@ -120,6 +127,10 @@ class PluginHarness:
     args are validated exactly as in a configuration file. ``nodes``, ``pods`` (bound ones have
     ``spec.nodeName``), ``namespaces`` and ``objects`` (PVCs, Services, PriorityClasses, ...) are
     manifest dicts.
+
+    Upstream has no such harness: its plugin tests build a framework with
+    ``frameworkruntime.NewFramework`` over fake informers and a snapshot; this does the same once
+    for plugin authors.
     """
 
     def __init__(self, plugin: str | type[Plugin], args: Mapping[str, Any] | None = None, *,
@@ -169,11 +180,15 @@ class PluginHarness:
         return HarnessResult(pre_filter, filtered, pre_score, raw, scores)
 
     def pre_enqueue(self, pod: Mapping) -> Status:
+        """The plugin's PreEnqueue verdict for ``pod`` (upstream
+        ``framework.PreEnqueuePlugin.PreEnqueue``)."""
         if not isinstance(self.plugin, PreEnqueuePlugin):
             raise TypeError(f"plugin {self.plugin_name} is not a PreEnqueue plugin")
         return Status.of(self.plugin.pre_enqueue(PodInfo(self._admitted(pod))))
 
     def less(self, pod1: Mapping, pod2: Mapping, queued_at1: float | None = None, queued_at2: float | None = None) -> bool:
+        """Whether the plugin sorts ``pod1`` before ``pod2``, each queued at the given time (upstream
+        ``framework.QueueSortPlugin.Less``)."""
         if not isinstance(self.plugin, QueueSortPlugin):
             raise TypeError(f"plugin {self.plugin_name} is not a QueueSort plugin")
         a = QueuedPodInfo(PodInfo(self._admitted(pod1)), queued_at1 or 0.0)

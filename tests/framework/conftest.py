@@ -9,14 +9,14 @@ from kubesched.clock import ManualClock
 from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile
 from kubesched.framework.interface import Plugin
 from kubesched.framework.registry import in_tree_registry
-from kubesched.framework.runtime import Framework, HandleContext
+from kubesched.framework.runtime import Framework, FrameworkOptions, HandleContext
 from kubesched.metrics import Metrics
 from kubesched.nodetable.table import NodeTable
 from tests.helpers import make_node
 
 
 def build_framework(*plugins: type[Plugin], nodes: Iterable[str] = ("n1", "n2"), metrics: Metrics | None = None,
-                    nominator: object = None) -> tuple[Framework, NodeTable]:
+                    nominator: object = None, options: FrameworkOptions | None = None) -> tuple[Framework, NodeTable]:
     """``plugins`` at every point they implement, after PrioritySort and before DefaultBinder."""
     cache = Cache(ManualClock())
     for name in nodes:
@@ -25,4 +25,4 @@ def build_framework(*plugins: type[Plugin], nodes: Iterable[str] = ("n1", "n2"),
     registry = {**in_tree_registry(), **{p.name: p for p in plugins}}
     refs = [PluginRef("PrioritySort"), *(PluginRef(p.name, 1) for p in plugins), PluginRef("DefaultBinder")]
     ctx = HandleContext(clock=ManualClock(), snapshot=lambda: table, metrics=metrics, nominator=nominator)
-    return Framework(registry, Profile(plugins=Plugins(multi_point=PluginSet(refs))), ctx), table
+    return Framework(registry, Profile(plugins=Plugins(multi_point=PluginSet(refs))), ctx, options), table

@@ -7,6 +7,8 @@ import pytest
 
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import BatchScorePlugin
+from kubesched.framework.registry import in_tree_registry, merge, trusted_score_ranges
+from kubesched.framework.runtime import FrameworkOptions
 from kubesched.framework.status import Status, StatusError
 from kubesched.framework.types import PodInfo
 from tests.framework.conftest import build_framework
@@ -42,3 +44,36 @@ def test_a_batch_score_error_names_the_plugin(plugin, message):
         fw.score_one(fw.plugins[plugin.name], CycleState(), POD, table.all_rows())
     assert err.value.status.message() == message
     assert err.value.status.plugin == plugin.name
+
+
+class OutOfRange(BatchScorePlugin):
+    name = "OutOfRange"
+
+    def score_nodes(self, state, pod, nodes):
+        return np.full(len(nodes), 150, dtype=np.int64)
+
+
+OUT_OF_RANGE = ('applying score defaultWeights on Score plugins: plugin "OutOfRange" returns an invalid score 150, '
+                "it should in the range of [0, 100] after normalizing")
+
+
+@pytest.mark.parametrize(("trusted", "error"), [
+    (frozenset(), OUT_OF_RANGE),
+    (frozenset({"OutOfRange"}), None),
+], ids=["checked by default", "skipped when trusted"])
+def test_normalized_scores_are_range_checked_unless_the_options_trust_the_plugin(trusted, error):
+    fw, table = build_framework(OutOfRange, options=FrameworkOptions(trusted_score_ranges=trusted))
+    if error is None:
+        assert list(fw.run_score(CycleState(), POD, table.all_rows()).total) == [150, 150]
+        return
+    with pytest.raises(StatusError) as err:
+        fw.run_score(CycleState(), POD, table.all_rows())
+    assert err.value.status.message() == error
+
+
+def test_only_the_in_tree_factories_of_a_registry_are_trusted():
+    """A plugin that is not the in-tree factory of its name stays checked, as upstream checks all."""
+    in_tree = in_tree_registry()
+    registry = merge(in_tree, {OutOfRange.name: OutOfRange})
+    assert trusted_score_ranges(registry) == frozenset(in_tree)
+    assert "NodeResourcesFit" not in trusted_score_ranges({"NodeResourcesFit": OutOfRange})

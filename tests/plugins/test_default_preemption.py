@@ -26,6 +26,7 @@ from kubesched.framework.preemption import (
     DEFERRED,
     Candidate,
     ParsedPDB,
+    PreemptionObserver,
     PreemptionRecord,
     Victims,
     filter_pods_with_pdb_violation,
@@ -266,7 +267,7 @@ class Env:
 
 def build(nodes: list[dict], pods: list[dict], *, plugins: tuple[str, ...] = ("NodeResourcesFit",), preemptor: dict | None = None,
           pdbs: list[dict] = (), args: DefaultPreemptionArgs | None = None, fake_code: Code = Code.Success,  # type: ignore[assignment]
-          client: Client | None = None, seed: int = 0) -> Env:
+          client: Client | None = None, seed: int = 0, observer: PreemptionObserver | None = None) -> Env:
     table = NodeTable()
     for n in nodes:
         table.set_node(NodeInfo(n))
@@ -293,7 +294,8 @@ def build(nodes: list[dict], pods: list[dict], *, plugins: tuple[str, ...] = ("N
     nominator, metrics, recorder = Nominator(), Metrics(), Recorder()
     client = client or Client()
     ctx = HandleContext(clock=ManualClock(), snapshot=lambda: table, informers=Informers(objects), nominator=nominator,
-                        client=client, recorder=recorder, metrics=metrics, rng=random.Random(seed))
+                        client=client, recorder=recorder, metrics=metrics, rng=random.Random(seed),
+                        preemption_observer=observer)
     fw = Framework(REGISTRY, profile, ctx)
     if "FakeFilter" in fw.plugins:
         fw.plugins["FakeFilter"].code = fake_code  # type: ignore[attr-defined]
@@ -935,16 +937,15 @@ def test_a_nominated_preemptor_is_not_counted_against_itself() -> None:
     assert summary(env.dry_run(preemptor)) == [("node1", ["v1"], 0)]
 
 
-def test_preemption_records_candidates_and_the_deciding_criterion() -> None:
+def test_the_preemption_observer_hears_candidates_and_the_deciding_criterion() -> None:
     preemptor = pod("p", priority=HIGH, req=LARGE)
+    records: list[PreemptionRecord] = []
     env = build([node("node1"), node("node2"), node("node3")],
                 [pod("v1", node="node1", priority=MID, req=LARGE), pod("v2", node="node2", priority=LOW, req=LARGE),
-                 pod("v3", node="node3", priority=HIGH, req=LARGE)], preemptor=preemptor)
-    records: list[PreemptionRecord] = []
-    env.plugin.evaluator.on_preemption = records.append
-    env.plugin.evaluator.record_candidates = True
+                 pod("v3", node="node3", priority=HIGH, req=LARGE)], preemptor=preemptor,
+                observer=PreemptionObserver(records.append, record_candidates=True))
     state, info = env.state_for(preemptor)
-    env.plugin.evaluator.preempt(state, info, env.statuses({"node1": U, "node2": U, "node3": U}))
+    env.plugin.post_filter(state, info, env.statuses({"node1": U, "node2": U, "node3": U}))
     [record] = records
     assert (record.preemptor, record.node, record.victims) == ("default/p", "node2", ["default/v2"])
     assert record.decided_by == "lowest highest-priority victim"

@@ -4,14 +4,13 @@ kubelet helper, and the vectorised verdicts against a per-node reference."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import random
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from kubesched import fastpaths
 from kubesched.config.args import (
     NodeResourcesFitArgs,
     RequestedToCapacityRatioParam,
@@ -22,6 +21,7 @@ from kubesched.config.args import (
 from kubesched.features import DEFAULT_GATES
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.events import ActionType, QueueingHint, Resource
+from kubesched.framework.runtime import FrameworkOptions
 from kubesched.framework.status import Code, StatusError
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.nodetable.table import NodeTable
@@ -180,10 +180,10 @@ def test_requests_with_more_checks_than_int64_bits_report_every_failure(fast):
     table.set_node(last)
     table.set_node(NodeInfo(make_node("absent", extra=dict.fromkeys(names[:-1], "5"))))
     pod = rpod("p", dict.fromkeys(names, "2"))
-    with contextlib.nullcontext() if fast else fastpaths.disabled():
-        state, p, pl = CycleState(), PodInfo(pod), NodeResourcesFit()
-        pl.pre_filter(state, p, table.all_rows())
-        verdict = pl.filter_nodes(state, p, table.all_rows())
+    handle = SimpleNamespace(options=FrameworkOptions(fast_paths=fast), feature_gates=None)
+    state, p, pl = CycleState(), PodInfo(pod), NodeResourcesFit(handle=handle)
+    pl.pre_filter(state, p, table.all_rows())
+    verdict = pl.filter_nodes(state, p, table.all_rows())
     short, roomy, last, absent = (verdict.status_at(i) for i in range(4))
     assert short.code == Code.UnschedulableAndUnresolvable and short.reasons == [f"Insufficient {n}" for n in names]
     assert roomy is None

@@ -1,4 +1,4 @@
-"""Processes for the ``kubesched run`` acceptance tests: ``kubesched apiserver`` and ``kubesched run``
+"""Processes for the ``kubesched run`` end-to-end tests: ``kubesched apiserver`` and ``kubesched run``
 as subprocesses on free ports, the real kubectl, and plain-HTTP probes of the scheduler's endpoints."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installe
 REPO = Path(__file__).resolve().parents[2]
 LEASE_SECONDS = 3.0
 RETRY_SECONDS = 0.5
-#: The metric names the issue lists, as Prometheus exposes them.
+#: Upstream kube-scheduler metrics kubesched exposes under the same names, as Prometheus shows them.
 UPSTREAM_METRICS = (
     "scheduler_schedule_attempts_total", "scheduler_scheduling_attempt_duration_seconds", "scheduler_pending_pods",
     "scheduler_preemption_attempts_total", "scheduler_preemption_victims", "scheduler_framework_extension_point_duration_seconds",

@@ -8,7 +8,7 @@ CORE = ["SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "Nod
 
 
 def core_config(*extra: str, weights: dict[str, int] | None = None, name: str = "default-scheduler") -> SchedulerConfiguration:
-    """The issue-2 plugin set (plus ``extra`` plugins at every point they implement)."""
+    """The core plugin set ``CORE`` (plus ``extra`` plugins at every point they implement)."""
     weights = {"NodeResourcesFit": 1, **(weights or {})}
     refs = [PluginRef(n, weights.get(n, 0)) for n in (*CORE, *extra)]
     profile = Profile(scheduler_name=name, plugins=Plugins(multi_point=PluginSet(refs)))

@@ -1,4 +1,5 @@
-"""Optimisations never change a placement: seeded workloads land identically with fast paths off."""
+"""Optimisations never change a placement: seeded workloads land identically with the
+scheduler's ``fast_paths`` option off, and the content-keyed request memo matches the plain sums."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import random
 
 import pytest
 
-from kubesched import fastpaths
+from kubesched.api import resources as res
 from kubesched.config import default_configuration
 from kubesched.simulation import simulate
 from tests.helpers import make_node, make_pod
@@ -49,19 +50,18 @@ def workload(seed: int) -> list[dict]:
     return nodes + pods
 
 
-def placements(objects: list[dict], seed: int, percentage: int | None) -> dict[str, str | None]:
+def placements(objects: list[dict], seed: int, percentage: int | None, fast_paths: bool = True) -> dict[str, str | None]:
     cfg = default_configuration()
     for profile in cfg.profiles:
         profile.percentage_of_nodes_to_score = percentage
-    result = simulate(objects, cfg, seed=seed)
+    result = simulate(objects, cfg, seed=seed, fast_paths=fast_paths)
     return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in result.pods()}
 
 
 @pytest.mark.parametrize(("seed", "percentage"), [(1, 100), (2, 100), (3, None)])
 def test_placements_are_identical_with_and_without_fast_paths(seed, percentage):
     fast = placements(workload(seed), seed, percentage)
-    with fastpaths.disabled():
-        plain = placements(workload(seed), seed, percentage)
+    plain = placements(workload(seed), seed, percentage, fast_paths=False)
     assert fast == plain
     assert sum(1 for node in fast.values() if node) > 150
 
@@ -94,8 +94,35 @@ def preemption_workload(seed: int) -> list[dict]:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_preemption_outcomes_are_identical_with_and_without_fast_paths(seed):
     fast = placements(preemption_workload(seed), seed, 100)
-    with fastpaths.disabled():
-        plain = placements(preemption_workload(seed), seed, 100)
+    plain = placements(preemption_workload(seed), seed, 100, fast_paths=False)
     assert fast == plain
     assert sum(1 for name in fast if name.startswith("low")) < 90  # some victims were preempted
     assert sum(1 for name, node in fast.items() if name.startswith("web") and node) > 10
+
+
+def _resized(pod: dict) -> dict:
+    pod["status"] = {"containerStatuses": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}]}
+    return pod
+
+
+REQUEST_MEMO_CASES = {
+    "plain containers": lambda: make_pod("a", cpu="250m", memory="1Gi"),
+    "init container floor": lambda: make_pod("b", cpu="100m", initContainers=[
+        {"name": "i", "image": "x", "resources": {"requests": {"cpu": "2"}}}]),
+    "sidecar added": lambda: make_pod("c", cpu="100m", initContainers=[
+        {"name": "s", "image": "x", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}]),
+    "overhead": lambda: make_pod("d", cpu="1", overhead={"cpu": "250m"}),
+    "pod-level requests": lambda: make_pod("e", cpu="1", resources={"requests": {"cpu": "3", "memory": "2Gi"}}),
+    "resizing in place": lambda: _resized(make_pod("f", cpu="1")),
+}
+
+
+@pytest.mark.parametrize("case", list(REQUEST_MEMO_CASES), ids=list(REQUEST_MEMO_CASES))
+def test_memoised_pod_requests_equal_the_plain_sums(case):
+    """The API layer memoises request sums by content for every scheduler; its key must cover
+    everything the sums read, so a second pod of the same content gets the same answer."""
+    for _ in range(2):  # the second round is served from the memo
+        pod = REQUEST_MEMO_CASES[case]()
+        for overhead in (True, False):
+            assert res.pod_requests(pod, overhead=overhead) == res._pod_requests(pod, overhead=overhead)
+        assert res.aggregate_container_requests(pod) == res._aggregate_container_requests(pod)

@@ -165,7 +165,7 @@ def hint_fn(pod, old, new):
     pytest.param([ClusterEventWithHint(ClusterEvent(Resource.Pod, ActionType.Add))], [], id="Pod/Add is not Node/Add"),
 ])
 def test_build_hint_map_gives_node_add_plugins_a_taint_update_entry(registered, want_taint_hints):
-    """Upstream buildQueueingHintMap (issue 109437)."""
+    """As upstream's buildQueueingHintMap: Node/Add plugins also hear of taint updates."""
     hints = build_hint_map(SimpleNamespace(enqueue_extensions=[("P", registered)]))
     assert hints.get(NODE_TAINT, []) == want_taint_hints
 
