@@ -13,11 +13,11 @@ import resource
 import sys
 import time
 
-from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import NODE, POD, ObjectStore
-from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
-from kubesched.scheduler import Scheduler
+from kubesched.apiserver.store import NODE, POD, ObjectStore
+from kubesched.client.interface import MemoryClient
+from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 
 CORE = ["SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "NodeResourcesFit", "DefaultBinder"]
 
@@ -36,7 +36,7 @@ def pod(i: int) -> dict:
 
 def configuration(profile: str) -> SchedulerConfiguration:
     if profile == "default":
-        from kubesched.config import default_configuration
+        from kubesched.scheduler.config import default_configuration
 
         cfg = default_configuration()
         for p in cfg.profiles:

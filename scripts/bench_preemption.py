@@ -18,11 +18,11 @@ import resource
 import sys
 import time
 
-from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import NODE, POD, PRIORITY_CLASS, ObjectStore
-from kubesched.config import default_configuration
-from kubesched.scheduler import Scheduler
+from kubesched.apiserver.store import NODE, POD, PRIORITY_CLASS, ObjectStore
+from kubesched.client.interface import MemoryClient
+from kubesched.scheduler.config import default_configuration
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 
 
 def priority_class(name: str, value: int) -> dict:

@@ -12,8 +12,8 @@ import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
-from kubesched import fastpaths
 from kubesched.api.quantity import parse_quantity
+from kubesched.utils import fastpaths
 
 CPU = "cpu"
 MEMORY = "memory"

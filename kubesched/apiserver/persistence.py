@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 
 from kubesched.api.kinds import Kind, kind_for_resource
-from kubesched.cluster.store import DELETED, ObjectStore, WatchEvent
+from kubesched.apiserver.store import DELETED, ObjectStore, WatchEvent
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ import sys
 
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
-from kubesched.clock import RealClock
-from kubesched.cluster.store import ObjectStore
+from kubesched.apiserver.store import ObjectStore
+from kubesched.utils.clock import RealClock
 
 
 def register(sub: argparse._SubParsersAction) -> None:

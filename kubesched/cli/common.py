@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kubesched import config as config_module
 from kubesched.api.manifests import load
-from kubesched.config.types import SchedulerConfiguration
-from kubesched.features import FeatureGates, parse_flag
-from kubesched.framework.registry import Registry, in_tree_registry, load_out_of_tree, merge
-from kubesched.simulation import SimulationResult, simulate
+from kubesched.scheduler import config as config_module
+from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.features import FeatureGates, parse_flag
+from kubesched.scheduler.framework.registry import Registry, in_tree_registry, load_out_of_tree, merge
+from kubesched.simulator.simulate import SimulationResult, simulate
 
 #: How ``--plugin`` names out-of-tree plugins, for every command that takes it.
 PLUGIN_METAVAR = "MODULE[:CLASS]"

@@ -14,8 +14,8 @@ from typing import TextIO
 
 from kubesched.api.errors import ConfigError, KubeschedError
 from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, registry_from
-from kubesched.config import default_configuration, load_file, to_yaml
-from kubesched.features import FeatureGates, parse_flag
+from kubesched.scheduler.config import default_configuration, load_file, to_yaml
+from kubesched.scheduler.features import FeatureGates, parse_flag
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -21,20 +21,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kubesched import config as config_module
-from kubesched import features
-from kubesched.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
+from kubesched.api.golang import ns_to_seconds, parse_duration
 from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, registry_from
-from kubesched.cluster.kube import load_config
-from kubesched.config._go import ns_to_seconds, parse_duration
-from kubesched.config.types import SchedulerConfiguration
-from kubesched.config.validation import validate_or_raise
-from kubesched.features import FeatureGates, parse_flag
-from kubesched.framework.registry import Registry
-from kubesched.leaderelection import LeaderElectionConfigError, validate_durations
+from kubesched.client.kube import load_config
+from kubesched.client.leaderelection import LeaderElectionConfigError, validate_durations
+from kubesched.scheduler import config as config_module
+from kubesched.scheduler import features
+from kubesched.scheduler.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
+from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.config.validation import validate_or_raise
+from kubesched.scheduler.features import FeatureGates, parse_flag
+from kubesched.scheduler.framework.registry import Registry
 
 if TYPE_CHECKING:
-    from kubesched.serving.app import RunOptions
+    from kubesched.scheduler.serving.app import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
         Path(args.write_config_to).write_text(config_module.to_yaml(options.config))
         log.info("Wrote configuration to %s", args.write_config_to)
         return 0
-    from kubesched.serving.app import run as run_app
+    from kubesched.scheduler.serving.app import run as run_app
 
     return run_app(options)
 
@@ -239,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
 def configure_logging(verbosity: int) -> None:
     """klog's levels and line shape: Info from -v 0 (as kube-scheduler logs), debug from -v 4, and
     ``I1121 14:13:58.102399 1234 logger] message`` lines."""
-    from kubesched.serving.endpoints import set_verbosity
+    from kubesched.scheduler.serving.endpoints import set_verbosity
 
     set_verbosity(verbosity)
     root = logging.getLogger()
@@ -250,7 +250,7 @@ def configure_logging(verbosity: int) -> None:
 
 def options_from(args: argparse.Namespace) -> RunOptions:
     """Flags and configuration file resolved into what ``SchedulerApp`` runs with."""
-    from kubesched.serving.app import RunOptions
+    from kubesched.scheduler.serving.app import RunOptions
 
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         raise FlagError("--tls-cert-file and --tls-private-key-file must be given together")

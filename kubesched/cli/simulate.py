@@ -10,9 +10,9 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from kubesched.apiserver.store import EVENT
 from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
-from kubesched.cluster.store import EVENT
-from kubesched.simulation import SimulationResult
+from kubesched.simulator.simulate import SimulationResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -106,7 +106,7 @@ def print_preemptions(console: Console, result: SimulationResult) -> None:
 
 
 def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> None:
-    from kubesched.explain import attempts_to_json, preemption_json
+    from kubesched.simulator.explain import attempts_to_json, preemption_json
 
     items = list(result.pods()) + sorted(result.store.iter_all(EVENT), key=lambda e: e["metadata"]["name"])
     doc: dict = {"apiVersion": "v1", "kind": "List", "items": items}

@@ -8,7 +8,7 @@ import pytest
 
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.proto_schema import MESSAGES
-from kubesched.cluster.store import POD, ObjectStore
+from kubesched.apiserver.store import POD, ObjectStore
 from tests.apiserver.conftest import node, pod
 
 PODS = "/api/v1/namespaces/default/pods"

@@ -3,8 +3,7 @@ selector/template validation of the workload kinds."""
 
 import pytest
 
-from kubesched.api.kinds import kind_named
-from kubesched.cluster.defaults import (
+from kubesched.api.defaults import (
     default_deployment,
     default_pod,
     default_replica_set,
@@ -13,6 +12,7 @@ from kubesched.cluster.defaults import (
     set_defaults,
     validate_spec,
 )
+from kubesched.api.kinds import kind_named
 
 DEPLOYMENT = kind_named("Deployment")
 

@@ -2,10 +2,10 @@
 
 import asyncio
 
-from kubesched.clock import run_virtual
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.informers import Handler, Informer
-from kubesched.cluster.store import POD, ObjectStore
+from kubesched.apiserver.store import POD, ObjectStore
+from kubesched.client.informers import Handler, Informer
+from kubesched.client.interface import MemoryClient
+from kubesched.utils.clock import run_virtual
 from tests.helpers import make_pod
 
 

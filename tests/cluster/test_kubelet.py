@@ -5,15 +5,15 @@ import ipaddress
 
 import pytest
 
-from kubesched.cluster.kubelet import (
+from kubesched.api.types import NodeInfo, PodInfo, Taint, Toleration
+from kubesched.apiserver.store import NODE, POD
+from kubesched.simulator.kubelet import (
     ORPHAN_QUARANTINE,
     Rejection,
     admission_failure,
     matching_tolerations,
     min_toleration_seconds,
 )
-from kubesched.cluster.store import NODE, POD
-from kubesched.framework.types import NodeInfo, PodInfo, Taint, Toleration
 from tests.controllers.harness import Cluster, run_cluster
 from tests.helpers import make_node, make_pod
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 
 from kubesched.api.kinds import kind_named
-from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.kubelet import FakeKubelet
-from kubesched.cluster.resourceclaims import FINALIZER, POD_CLAIM_NAME_ANNOTATION, FakeResourceClaimController, generate_name
-from kubesched.cluster.store import POD, ObjectStore
-from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
-from kubesched.scheduler import Scheduler
-from kubesched.simulation import settle
+from kubesched.apiserver.store import POD, ObjectStore
+from kubesched.client.interface import MemoryClient
+from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.simulator.kubelet import FakeKubelet
+from kubesched.simulator.resourceclaims import FINALIZER, POD_CLAIM_NAME_ANNOTATION, FakeResourceClaimController, generate_name
+from kubesched.simulator.simulate import settle
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from tests.helpers import make_node, make_pod
 from tests.plugins.test_dynamic_resources_support import REGISTRY, device, device_class, resource_slice
 

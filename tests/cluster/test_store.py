@@ -4,10 +4,10 @@ import asyncio
 
 import pytest
 
+from kubesched.api.apierrors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
 from kubesched.api.kinds import kind_named
-from kubesched.clock import ManualClock, run_virtual
-from kubesched.cluster.errors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
-from kubesched.cluster.store import NAMESPACE, NODE, POD, PRIORITY_CLASS, ObjectStore
+from kubesched.apiserver.store import NAMESPACE, NODE, POD, PRIORITY_CLASS, ObjectStore
+from kubesched.utils.clock import ManualClock, run_virtual
 
 
 def new_pod(name="p", **spec):
@@ -117,7 +117,7 @@ def test_watch_with_predicate_turns_selector_changes_into_added_and_deleted(stor
 
 def test_bound_pods_are_deleted_gracefully_on_the_clock():
     async def scenario():
-        from kubesched.clock import LoopClock
+        from kubesched.utils.clock import LoopClock
 
         store = ObjectStore(LoopClock(asyncio.get_running_loop()))
         store.create(POD, new_pod("p", terminationGracePeriodSeconds=30))
@@ -290,7 +290,7 @@ def test_invalid_causes_use_the_api_cause_types(store):
 ])
 def test_grace_periods(first, second, left):
     async def scenario():
-        from kubesched.clock import LoopClock
+        from kubesched.utils.clock import LoopClock
 
         store = ObjectStore(LoopClock(asyncio.get_running_loop()))
         store.create(POD, new_pod("p", terminationGracePeriodSeconds=30))

@@ -8,15 +8,15 @@ import asyncio
 import pytest
 
 from kubesched.api.kinds import kind_named
-from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.kubelet import FakeKubelet
-from kubesched.cluster.store import POD, ObjectStore
-from kubesched.cluster.volumes import FakeVolumeController
-from kubesched.config import load_dict
-from kubesched.plugins._volume_helpers import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
-from kubesched.scheduler import Scheduler
-from kubesched.simulation import settle
+from kubesched.apiserver.store import POD, ObjectStore
+from kubesched.client.interface import MemoryClient
+from kubesched.scheduler.config import load_dict
+from kubesched.scheduler.plugins.volumeutil.helpers import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.simulator.kubelet import FakeKubelet
+from kubesched.simulator.simulate import settle
+from kubesched.simulator.volumes import FakeVolumeController
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from tests.helpers import make_node
 from tests.plugins.test_volume_common import (
     HOSTNAME,

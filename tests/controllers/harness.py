@@ -8,10 +8,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubesched.api.selectors import selector_from_set
-from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-from kubesched.cluster.kubelet import FakeKubelet
-from kubesched.cluster.store import EVENT, NODE, POD, ObjectStore
-from kubesched.controllers import Controllers, build
+from kubesched.apiserver.store import EVENT, NODE, POD, ObjectStore
+from kubesched.simulator.controllers import Controllers, build
+from kubesched.simulator.kubelet import FakeKubelet
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from tests.helpers import make_node
 
 

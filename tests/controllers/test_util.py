@@ -2,9 +2,9 @@
 
 import pytest
 
-from kubesched.cluster.store import EVENT, ObjectStore
-from kubesched.controllers.deployment import resolve_fenceposts
-from kubesched.controllers.util import (
+from kubesched.apiserver.store import EVENT, ObjectStore
+from kubesched.simulator.controllers.deployment import resolve_fenceposts
+from kubesched.simulator.controllers.util import (
     EventWriter,
     SelectorCache,
     compute_hash,

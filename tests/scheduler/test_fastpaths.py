@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from kubesched import fastpaths
-from kubesched.config import default_configuration
-from kubesched.simulation import simulate
+from kubesched.scheduler.config import default_configuration
+from kubesched.simulator.simulate import simulate
+from kubesched.utils import fastpaths
 from tests.helpers import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.cluster.store import NODE, POD
-from kubesched.framework.interface import PermitPlugin, PostBindPlugin, PreBindPlugin, ReservePlugin
-from kubesched.framework.registry import in_tree_registry, merge
+from kubesched.apiserver.store import NODE, POD
+from kubesched.scheduler.framework.interface import PermitPlugin, PostBindPlugin, PreBindPlugin, ReservePlugin
+from kubesched.scheduler.framework.registry import in_tree_registry, merge
 from tests.helpers import make_node, make_pod
 from tests.scheduler.conftest import core_config
 from tests.scheduler.test_requeue import SETTLE, Running, run, running

@@ -1,0 +1,3 @@
+"""Leaf utilities every layer may use (upstream ``k8s.io/utils``): injected clocks and the
+virtual-time event loop (``clock``), and the switch for placement-preserving fast paths
+(``fastpaths``). Imports nothing else of kubesched."""
