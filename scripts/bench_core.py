@@ -13,8 +13,9 @@ import resource
 import sys
 import time
 
-from kubesched.apiserver.store import NODE, POD, ObjectStore
-from kubesched.client.interface import MemoryClient
+from kubesched.api.kinds import NODE, POD
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual

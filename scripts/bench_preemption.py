@@ -18,8 +18,9 @@ import resource
 import sys
 import time
 
-from kubesched.apiserver.store import NODE, POD, PRIORITY_CLASS, ObjectStore
-from kubesched.client.interface import MemoryClient
+from kubesched.api.kinds import NODE, POD, PRIORITY_CLASS
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config import default_configuration
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual

@@ -7,7 +7,6 @@ A NodeInfo aggregates a node and the pods on it; it is what a classic per-node p
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,19 +20,10 @@ from kubesched.api.selectors import (
     parse_node_selector,
     selector_from_set,
 )
+from kubesched.api.timeutil import parse_time
 
 DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
-
-
-def parse_time(raw: str | None) -> float:
-    """An RFC 3339 timestamp as seconds since the epoch (0.0 when absent)."""
-    if not raw:
-        return 0.0
-    try:
-        return dt.datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,27 +17,19 @@ import os
 import random
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
 from kubesched.api.defaults import default_namespace, set_defaults, validate_spec
 from kubesched.api.errors import FieldError
-from kubesched.api.kinds import Kind, kind_for, kind_named
+from kubesched.api.kinds import EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, Kind, kind_for
+from kubesched.api.meta import json_copy, set_condition
 from kubesched.api.pod_update import validate_pod_update
-from kubesched.api.types import parse_time
+from kubesched.api.timeutil import parse_time
 from kubesched.api.validation import validate
+from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
 from kubesched.apiserver import admission
 from kubesched.utils.clock import Clock, RealClock, rfc3339
-
-ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
-
-POD = kind_named("Pod")
-NODE = kind_named("Node")
-NAMESPACE = kind_named("Namespace")
-PRIORITY_CLASS = kind_named("PriorityClass")
-EVENT = kind_named("Event")
-assert POD and NODE and NAMESPACE and PRIORITY_CLASS and EVENT
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
@@ -48,22 +40,6 @@ Predicate = Callable[[dict], bool]
 #: The version (4) and variant (RFC 4122) bits of a random UUID.
 _UUID_KEEP = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
 _UUID_V4 = (0x4000 << 64) | (0x8000 << 48)
-
-
-def json_copy(value: Any) -> Any:
-    """A deep copy of JSON-like data (dicts, lists, scalars), several times faster than deepcopy."""
-    if isinstance(value, dict):
-        return {k: json_copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [json_copy(v) for v in value]
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class WatchEvent:
-    type: str
-    object: dict
-    old: dict | None = None
 
 
 class Watch:
@@ -610,28 +586,6 @@ def _without_status(obj: dict) -> dict:
 def _with_version(obj: dict, current: dict) -> dict:
     """``obj`` as an update of ``current`` (guarded by its resourceVersion)."""
     return {**obj, "metadata": {**obj["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
-
-
-def set_condition(conditions: list[dict], condition: dict, now: float) -> list[dict]:
-    """``podutil.UpdatePodCondition``: replace the condition of that type, moving lastTransitionTime
-    only when the status changes."""
-    stamp = rfc3339(now)
-    out = []
-    found = False
-    for existing in conditions:
-        if existing.get("type") != condition["type"]:
-            out.append(existing)
-            continue
-        found = True
-        merged = {"lastProbeTime": None, **condition}
-        if existing.get("status") == condition.get("status"):
-            merged["lastTransitionTime"] = existing.get("lastTransitionTime", stamp)
-        else:
-            merged["lastTransitionTime"] = stamp
-        out.append(merged)
-    if not found:
-        out.append({"lastProbeTime": None, "lastTransitionTime": stamp, **condition})
-    return out
 
 
 def kind_of(obj: dict) -> Kind:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubesched.api.kinds import Kind
-from kubesched.api.types import parse_time
+from kubesched.api.timeutil import parse_time
 from kubesched.apiserver.selectors import format_label_selector, format_labels
 
 Row = list[Any]

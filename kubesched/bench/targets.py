@@ -22,9 +22,10 @@ from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists
 from kubesched.api.kinds import Kind, kind_named
+from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.bench import creator
-from kubesched.client.interface import ClusterClient, MemoryClient
+from kubesched.client.interface import ClusterClient
 from kubesched.client.kube import KubeClient, wait_ready
 from kubesched.utils.clock import RealClock
 

@@ -10,7 +10,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from kubesched.apiserver.store import EVENT
+from kubesched.api.kinds import EVENT
 from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
 from kubesched.simulator.simulate import SimulationResult
 

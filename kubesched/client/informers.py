@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from kubesched.api.apierrors import Gone, TooManyRequests
 from kubesched.api.kinds import Kind, kind_named, object_key
-from kubesched.apiserver.store import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
+from kubesched.api.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 from kubesched.client.interface import ClusterClient
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,8 @@ import orjson
 
 from kubesched.api import apierrors as errors
 from kubesched.api.kinds import Kind
-from kubesched.apiserver.store import BOOKMARK, ERROR, WatchEvent, set_condition
+from kubesched.api.meta import set_condition
+from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
 from kubesched.client.interface import ClusterClient
 from kubesched.utils.clock import RealClock
 

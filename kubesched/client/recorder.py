@@ -200,7 +200,7 @@ def _key(event: dict) -> tuple:
 
 
 def _last_seen(event: dict) -> float:
-    from kubesched.api.types import parse_time
+    from kubesched.api.timeutil import parse_time
 
     series = event.get("series")
     return parse_time((series or {}).get("lastObservedTime") or event.get("eventTime"))

@@ -27,18 +27,26 @@ simulations). Admission helpers come from the scheduler plugins so the checks ca
 from __future__ import annotations
 
 import asyncio
-import importlib
 import ipaddress
 import logging
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from kubesched.api import resources as res
-from kubesched.api.kinds import Kind
-from kubesched.api.types import HostPortInfo, NodeInfo, PodInfo, Taint, Toleration, node_allocatable, parse_time
-from kubesched.apiserver.store import ADDED, DELETED, MODIFIED, NODE, POD, ObjectStore, WatchEvent, set_condition
+from kubesched.api.kinds import NODE, POD, Kind
+from kubesched.api.meta import set_condition
+from kubesched.api.timeutil import parse_time
+from kubesched.api.types import HostPortInfo, NodeInfo, PodInfo, Taint, Toleration, node_allocatable
+from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
+from kubesched.apiserver.store import ObjectStore
+from kubesched.scheduler.plugins.nodeaffinity.node_affinity import ERR_REASON_POD as NODE_AFFINITY_REASON
+from kubesched.scheduler.plugins.nodeaffinity.node_affinity import pod_matches_node_selector_and_affinity
+from kubesched.scheduler.plugins.nodename.node_name import ERR_REASON as NODE_NAME_REASON
+from kubesched.scheduler.plugins.nodeports.node_ports import ERR_REASON as NODE_PORTS_REASON
+from kubesched.scheduler.plugins.nodeports.node_ports import fits_ports
+from kubesched.scheduler.plugins.noderesources.fit import fits, pod_fit_request
+from kubesched.scheduler.plugins.tainttoleration.taint_toleration import find_untolerated_taint
 from kubesched.simulator.controllers.util import EventWriter
 from kubesched.utils.clock import rfc3339
 
@@ -69,27 +77,10 @@ class Rejection:
     message: str
 
 
-_HELPERS: dict[tuple[str, str], Any] = {}
-
-
-def _plugin_helper(module: str, name: str) -> Any:
-    """A scheduler plugin's helper or constant, imported on first use so that importing the kubelet
-    does not load the scheduler plugins; None (and the check skipped) if the plugin lacks it."""
-    key = (module, name)
-    if key not in _HELPERS:
-        try:
-            _HELPERS[key] = getattr(importlib.import_module(f"kubesched.scheduler.plugins.{module}"), name)
-        except (ImportError, AttributeError):
-            log.warning("kubelet admission: kubesched.scheduler.plugins.%s.%s unavailable, check skipped", module, name)
-            _HELPERS[key] = None
-    return _HELPERS[key]
-
-
 def _insufficient(pod: PodInfo, node_info: NodeInfo | NodeState) -> list[Rejection]:
     """``noderesources.Fits`` after ``removeMissingExtendedResources``, as InsufficientResourceErrors."""
-    fits = _plugin_helper("noderesources.fit", "fits")
     out = []
-    for r in fits(pod, node_info) if fits is not None else ():
+    for r in fits(pod, node_info):
         if res.is_extended(r.resource_name) and r.resource_name not in node_info.allocatable:
             continue  # unknown to the node: a cluster-level or DRA-backed resource
         out.append(Rejection(f"OutOf{r.resource_name}",
@@ -111,16 +102,13 @@ def general_filter(pod: PodInfo, node_info: NodeInfo | NodeState) -> list[Reject
     """``generalFilter``: ``AdmissionCheck`` with every failure, then untolerated NoExecute taints."""
     node = node_info.node or {}
     reasons = _insufficient(pod, node_info)
-    matches = _plugin_helper("nodeaffinity.node_affinity", "pod_matches_node_selector_and_affinity")
-    if matches is not None and not matches(pod, node):
-        reasons.append(_predicate(NODE_AFFINITY, _plugin_helper("nodeaffinity.node_affinity", "ERR_REASON_POD")))
+    if not pod_matches_node_selector_and_affinity(pod, node):
+        reasons.append(_predicate(NODE_AFFINITY, NODE_AFFINITY_REASON))
     if pod.node_name and pod.node_name != node_info.name:
-        reasons.append(_predicate(NODE_NAME, _plugin_helper("nodename.node_name", "ERR_REASON")))
-    fits_ports = _plugin_helper("nodeports.node_ports", "fits_ports")
-    if fits_ports is not None and not fits_ports(pod, node_info):
-        reasons.append(_predicate(NODE_PORTS, _plugin_helper("nodeports.node_ports", "ERR_REASON")))
-    find_taint = _plugin_helper("tainttoleration.taint_toleration", "find_untolerated_taint")
-    if find_taint is not None and not _is_static(pod) and find_taint(node_info.taints, pod.tolerations, (NO_EXECUTE,)) is not None:
+        reasons.append(_predicate(NODE_NAME, NODE_NAME_REASON))
+    if not fits_ports(pod, node_info):
+        reasons.append(_predicate(NODE_PORTS, NODE_PORTS_REASON))
+    if not _is_static(pod) and find_untolerated_taint(node_info.taints, pod.tolerations, (NO_EXECUTE,)) is not None:
         reasons.append(_predicate(TAINT_TOLERATION, ERR_TAINTS))
     return reasons
 
@@ -214,8 +202,7 @@ class NodeState:
 
 def fit_request(pod: PodInfo) -> dict[str, int]:
     """The request NodeResourcesFit compares (memoized on the PodInfo by the plugin)."""
-    helper = _plugin_helper("noderesources.fit", "pod_fit_request")
-    return helper(pod) if helper is not None else pod.requests
+    return pod_fit_request(pod)
 
 
 @dataclass

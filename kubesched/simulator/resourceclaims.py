@@ -21,8 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 from kubesched.api.apierrors import APIError, NotFound
-from kubesched.api.kinds import kind_named
-from kubesched.apiserver.store import POD, ObjectStore, Watch, json_copy
+from kubesched.api.kinds import POD, kind_named
+from kubesched.api.meta import json_copy
+from kubesched.apiserver.store import ObjectStore, Watch
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists, APIError
+from kubesched.api.kinds import POD
+from kubesched.api.watch import ADDED, MODIFIED, WatchEvent
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
-from kubesched.apiserver.store import ADDED, MODIFIED, POD, ObjectStore, WatchEvent
+from kubesched.apiserver.store import ObjectStore
 from kubesched.client.kube import KubeClient, wait_ready
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates

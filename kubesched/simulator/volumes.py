@@ -30,10 +30,11 @@ from fractions import Fraction
 from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists, Conflict, NotFound
-from kubesched.api.kinds import Kind, kind_named, object_key
+from kubesched.api.kinds import NODE, Kind, kind_named, object_key
 from kubesched.api.quantity import format_quantity
 from kubesched.api.selectors import InvalidSelector, parse_label_selector
-from kubesched.apiserver.store import DELETED, NODE, ObjectStore, Watch
+from kubesched.api.watch import DELETED
+from kubesched.apiserver.store import ObjectStore, Watch
 from kubesched.scheduler.plugins.volumeutil.helpers import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_BIND_COMPLETED,

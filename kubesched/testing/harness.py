@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.api.kinds import kind_for
+from kubesched.api.kinds import NODE, POD, kind_for
+from kubesched.api.meta import json_copy
 from kubesched.api.types import PodInfo
-from kubesched.apiserver.store import NODE, POD, ObjectStore, json_copy
-from kubesched.client.interface import MemoryClient
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.backend.cache import Cache
 from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile

@@ -7,8 +7,7 @@ import asyncio
 import pytest
 
 from kubesched.api.apierrors import Conflict, Gone, Invalid
-from kubesched.api.kinds import kind_for, kind_named
-from kubesched.apiserver.store import POD
+from kubesched.api.kinds import POD, kind_for, kind_named
 from kubesched.client.informers import Informer
 from kubesched.client.kube import KubeClient, api_error
 from tests.apiserver.conftest import pod

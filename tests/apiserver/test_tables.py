@@ -3,7 +3,7 @@
 import pytest
 
 from kubesched.api.kinds import kind_named
-from kubesched.api.types import parse_time
+from kubesched.api.timeutil import parse_time
 from kubesched.apiserver.tables import human_duration, to_table
 
 NOW = parse_time("2025-01-01T01:00:00Z")

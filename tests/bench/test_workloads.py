@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.apiserver.store import NODE, POD
+from kubesched.api.kinds import NODE, POD
 from kubesched.bench import templates as t
 from kubesched.bench.runner import BenchOptions, BenchResult, Executor, run_async
 from kubesched.bench.targets import EmbeddedTarget, Target

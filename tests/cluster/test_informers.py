@@ -2,9 +2,10 @@
 
 import asyncio
 
-from kubesched.apiserver.store import POD, ObjectStore
+from kubesched.api.kinds import POD
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.client.informers import Handler, Informer
-from kubesched.client.interface import MemoryClient
 from kubesched.utils.clock import run_virtual
 from tests.helpers import make_pod
 

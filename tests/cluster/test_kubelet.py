@@ -5,8 +5,8 @@ import ipaddress
 
 import pytest
 
+from kubesched.api.kinds import NODE, POD
 from kubesched.api.types import NodeInfo, PodInfo, Taint, Toleration
-from kubesched.apiserver.store import NODE, POD
 from kubesched.simulator.kubelet import (
     ORPHAN_QUARANTINE,
     Rejection,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.api.kinds import kind_named
-from kubesched.apiserver.store import POD, ObjectStore
-from kubesched.client.interface import MemoryClient
+from kubesched.api.kinds import POD, kind_named
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.kubelet import FakeKubelet

@@ -5,8 +5,8 @@ import asyncio
 import pytest
 
 from kubesched.api.apierrors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
-from kubesched.api.kinds import kind_named
-from kubesched.apiserver.store import NAMESPACE, NODE, POD, PRIORITY_CLASS, ObjectStore
+from kubesched.api.kinds import NAMESPACE, NODE, POD, PRIORITY_CLASS, kind_named
+from kubesched.apiserver.store import ObjectStore
 from kubesched.utils.clock import ManualClock, run_virtual
 
 

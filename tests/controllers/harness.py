@@ -7,8 +7,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kubesched.api.kinds import EVENT, NODE, POD
 from kubesched.api.selectors import selector_from_set
-from kubesched.apiserver.store import EVENT, NODE, POD, ObjectStore
+from kubesched.apiserver.store import ObjectStore
 from kubesched.simulator.controllers import Controllers, build
 from kubesched.simulator.kubelet import FakeKubelet
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual

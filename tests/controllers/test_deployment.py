@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from kubesched.apiserver.store import POD
+from kubesched.api.kinds import POD
 from kubesched.simulator.controllers.deployment import MAX_REPLICAS, REVISION, get_proportion
 from kubesched.simulator.controllers.util import ALPHANUMS, DEPLOYMENT, REPLICA_SET, compute_hash
 from tests.controllers.harness import Cluster, run_cluster

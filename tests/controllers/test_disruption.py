@@ -3,7 +3,7 @@ modes, disrupted pods that were never deleted, and stale DisruptionTarget condit
 
 from __future__ import annotations
 
-from kubesched.apiserver.store import POD
+from kubesched.api.kinds import POD
 from kubesched.simulator.controllers.disruption import PDB, go_selector_string
 from kubesched.simulator.controllers.util import DEPLOYMENT, REPLICA_SET
 from kubesched.utils.clock import rfc3339

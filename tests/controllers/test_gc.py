@@ -1,7 +1,7 @@
 """The garbage collector: dependents of a deleted owner go (background), objects keeping another
 owner only lose the dangling reference, orphan and foreground finalizers."""
 
-from kubesched.apiserver.store import NODE, POD
+from kubesched.api.kinds import NODE, POD
 from kubesched.simulator.controllers.util import DEPLOYMENT, REPLICA_SET
 from tests.controllers.harness import Cluster, run_cluster
 from tests.controllers.test_deployment import deployment

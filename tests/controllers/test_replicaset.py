@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from kubesched.api.types import parse_time
-from kubesched.apiserver.store import POD
+from kubesched.api.kinds import POD
+from kubesched.api.timeutil import parse_time
 from kubesched.simulator.controllers.util import ALPHANUMS, REPLICA_SET, REPLICATION_CONTROLLER, rank_pods_for_deletion
 from kubesched.utils.clock import rfc3339
 from tests.controllers.harness import Cluster, run_cluster

@@ -2,7 +2,8 @@
 
 import pytest
 
-from kubesched.apiserver.store import EVENT, ObjectStore
+from kubesched.api.kinds import EVENT
+from kubesched.apiserver.store import ObjectStore
 from kubesched.simulator.controllers.deployment import resolve_fenceposts
 from kubesched.simulator.controllers.util import (
     EventWriter,

@@ -8,9 +8,10 @@ from typing import Any
 
 from kubesched.api.kinds import kind_named
 from kubesched.api.types import NodeInfo, PodInfo
-from kubesched.apiserver.store import ADDED, DELETED, ObjectStore, WatchEvent
+from kubesched.api.watch import ADDED, DELETED, WatchEvent
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.client.informers import Handler
-from kubesched.client.interface import MemoryClient
 from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
 from kubesched.scheduler.framework.cycle_state import CycleState

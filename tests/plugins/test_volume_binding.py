@@ -10,8 +10,8 @@ import pytest
 
 from kubesched.api.kinds import kind_named, object_key
 from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
-from kubesched.client.interface import MemoryClient
 from kubesched.scheduler.config.args import UtilizationShapePoint, VolumeBindingArgs
 from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.cycle_state import CycleState

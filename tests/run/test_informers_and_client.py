@@ -10,8 +10,9 @@ import pytest
 
 from kubesched.api.apierrors import Gone
 from kubesched.api.kinds import kind_for, kind_named
+from kubesched.api.watch import ADDED, BOOKMARK, WatchEvent
 from kubesched.apiserver import APIServer
-from kubesched.apiserver.store import ADDED, BOOKMARK, ObjectStore, WatchEvent
+from kubesched.apiserver.store import ObjectStore
 from kubesched.client import informers as informers_module
 from kubesched.client import kube
 from kubesched.client.informers import Handler, Informer

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.apiserver.store import NODE, POD, ObjectStore
-from kubesched.client.interface import MemoryClient
+from kubesched.api.kinds import NODE, POD
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import PluginRef
 from kubesched.scheduler.framework.interface import BindPlugin, ReservePlugin
 from kubesched.scheduler.framework.registry import in_tree_registry, merge

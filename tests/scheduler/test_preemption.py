@@ -11,9 +11,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from kubesched.api.kinds import kind_named
-from kubesched.apiserver.store import EVENT, NODE, POD, PRIORITY_CLASS, ObjectStore
-from kubesched.client.interface import MemoryClient
+from kubesched.api.kinds import EVENT, NODE, POD, PRIORITY_CLASS, kind_named
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config import default_configuration
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.simulate import SimulationResult, simulate, start_cluster_components

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from kubesched.api.kinds import NODE, POD
 from kubesched.api.types import PodInfo
-from kubesched.apiserver.store import NODE, POD, ObjectStore
-from kubesched.client.interface import MemoryClient
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PermitPlugin

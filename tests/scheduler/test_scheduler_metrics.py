@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.apiserver.store import NODE, POD
+from kubesched.api.kinds import NODE, POD
 from kubesched.scheduler.framework.interface import PermitPlugin, PostBindPlugin, PreBindPlugin, ReservePlugin
 from kubesched.scheduler.framework.registry import in_tree_registry, merge
 from tests.helpers import make_node, make_pod

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.apiserver.store import EVENT, NODE, POD
+from kubesched.api.kinds import EVENT, NODE, POD
 from kubesched.scheduler.framework.interface import BindPlugin, FilterPlugin, PermitPlugin, ReservePlugin, ScorePlugin
 from kubesched.scheduler.framework.registry import in_tree_registry, merge
 from kubesched.scheduler.framework.status import Code, Status
@@ -60,8 +60,8 @@ def test_fit_error_counts_each_reason_and_sorts_them():
 
 
 def test_a_pod_rejected_for_resources_is_retried_when_a_node_is_added_not_after_five_minutes():
+    from kubesched.apiserver.memory_client import MemoryClient
     from kubesched.apiserver.store import ObjectStore
-    from kubesched.client.interface import MemoryClient
     from kubesched.scheduler.scheduler import Scheduler
     from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 
@@ -87,8 +87,8 @@ def test_a_pod_rejected_for_resources_is_retried_when_a_node_is_added_not_after_
 
 
 def test_unrelated_events_do_not_requeue_a_resource_rejected_pod():
+    from kubesched.apiserver.memory_client import MemoryClient
     from kubesched.apiserver.store import ObjectStore
-    from kubesched.client.interface import MemoryClient
     from kubesched.scheduler.scheduler import Scheduler
     from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 

@@ -15,10 +15,11 @@ import logging
 from collections.abc import Iterable
 
 from kubesched.api.apierrors import AlreadyExists
-from kubesched.api.kinds import Kind
+from kubesched.api.kinds import POD, Kind
+from kubesched.api.meta import json_copy
 from kubesched.api.selectors import LabelSelector
-from kubesched.api.types import parse_time
-from kubesched.apiserver.store import DELETED, POD, WatchEvent, json_copy
+from kubesched.api.timeutil import parse_time
+from kubesched.api.watch import DELETED, WatchEvent
 from kubesched.simulator.controllers.manager import Controller, Key, Manager
 from kubesched.simulator.controllers.util import (
     DEPLOYMENT,

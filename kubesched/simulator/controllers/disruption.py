@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kubesched.api.kinds import Kind, kind_for, kind_named
+from kubesched.api.kinds import POD, Kind, kind_for, kind_named
+from kubesched.api.meta import set_condition
 from kubesched.api.selectors import InvalidSelector, parse_label_selector
-from kubesched.api.types import parse_time
-from kubesched.apiserver.store import DELETED, POD, WatchEvent, set_condition
+from kubesched.api.timeutil import parse_time
+from kubesched.api.watch import DELETED, WatchEvent
 from kubesched.simulator.controllers.manager import Controller, Key, Manager
 from kubesched.simulator.controllers.util import (
     DEPLOYMENT,

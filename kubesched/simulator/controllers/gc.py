@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from kubesched.api.apierrors import NotFound
 from kubesched.api.kinds import Kind
-from kubesched.apiserver.store import ADDED, DELETED, MODIFIED, WatchEvent
+from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
 from kubesched.simulator.controllers.manager import Controller, DependentRef, Manager
 from kubesched.simulator.controllers.util import drop_owner_references, meta, owner_kind
 

@@ -17,8 +17,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TypeVar
 
-from kubesched.api.kinds import Kind
-from kubesched.apiserver.store import DELETED, MODIFIED, POD, ObjectStore, WatchEvent
+from kubesched.api.kinds import POD, Kind
+from kubesched.api.watch import DELETED, MODIFIED, WatchEvent
+from kubesched.apiserver.store import ObjectStore
 from kubesched.simulator.controllers.util import (
     REPLICA_SET,
     controller_ref,

@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from kubesched.api.kinds import Kind
+from kubesched.api.kinds import POD, Kind
+from kubesched.api.meta import json_copy
 from kubesched.api.selectors import LabelSelector, selector_from_set
-from kubesched.apiserver.store import ADDED, DELETED, POD, WatchEvent, json_copy
+from kubesched.api.watch import ADDED, DELETED, WatchEvent
 from kubesched.simulator.controllers.manager import Controller, Key, Manager
 from kubesched.simulator.controllers.util import (
     REPLICA_SET,

@@ -16,9 +16,10 @@ import re
 from collections.abc import Iterable
 
 from kubesched.api.apierrors import AlreadyExists
-from kubesched.api.kinds import Kind
+from kubesched.api.kinds import POD, Kind
+from kubesched.api.meta import json_copy
 from kubesched.api.selectors import LabelSelector
-from kubesched.apiserver.store import ADDED, DELETED, POD, WatchEvent, json_copy
+from kubesched.api.watch import ADDED, DELETED, WatchEvent
 from kubesched.simulator.controllers.manager import Controller, Key, Manager
 from kubesched.simulator.controllers.util import (
     FAILED,

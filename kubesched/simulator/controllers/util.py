@@ -18,10 +18,10 @@ from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists
 from kubesched.api.events import object_reference
-from kubesched.api.kinds import Kind, kind_for, kind_named
+from kubesched.api.kinds import EVENT, Kind, kind_for, kind_named
 from kubesched.api.selectors import InvalidSelector, LabelSelector, parse_label_selector, selector_from_set
-from kubesched.api.types import parse_time
-from kubesched.apiserver.store import EVENT, ObjectStore
+from kubesched.api.timeutil import parse_time
+from kubesched.apiserver.store import ObjectStore
 from kubesched.utils.clock import rfc3339
 
 log = logging.getLogger(__name__)

@@ -528,7 +528,7 @@ class Executor:
     async def preempt_pod(self, node: str, preemptor: dict, victim: PodInfo, plugin: str) -> None:
         """Reject a waiting victim, or mark it DisruptionTarget and delete it; then the Preempted event."""
         from kubesched.api.apierrors import NotFound
-        from kubesched.apiserver.store import POD
+        from kubesched.api.kinds import POD
 
         waiting = self.handle.get_waiting_pod(victim.uid)
         if waiting is not None:
