@@ -33,9 +33,7 @@ from kubesched.api.apierrors import AlreadyExists, Conflict, NotFound
 from kubesched.api.kinds import NODE, Kind, kind_named, object_key
 from kubesched.api.quantity import format_quantity
 from kubesched.api.selectors import InvalidSelector, parse_label_selector
-from kubesched.api.watch import DELETED
-from kubesched.apiserver.store import ObjectStore, Watch
-from kubesched.scheduler.plugins.volumeutil.helpers import (
+from kubesched.api.volume import (
     ANN_BETA_STORAGE_PROVISIONER,
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -61,6 +59,8 @@ from kubesched.scheduler.plugins.volumeutil.helpers import (
     spec,
     volume_limit,
 )
+from kubesched.api.watch import DELETED
+from kubesched.apiserver.store import ObjectStore, Watch
 
 log = logging.getLogger(__name__)
 

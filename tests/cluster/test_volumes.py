@@ -8,10 +8,10 @@ import asyncio
 import pytest
 
 from kubesched.api.kinds import POD, kind_named
+from kubesched.api.volume import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
 from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config import load_dict
-from kubesched.scheduler.plugins.volumeutil.helpers import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.kubelet import FakeKubelet
 from kubesched.simulator.simulate import settle

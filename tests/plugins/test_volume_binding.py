@@ -10,6 +10,7 @@ import pytest
 
 from kubesched.api.kinds import kind_named, object_key
 from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.api.volume import ANN_BIND_COMPLETED, ANN_SELECTED_NODE, bind_volume_to_claim
 from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.args import UtilizationShapePoint, VolumeBindingArgs
@@ -28,7 +29,6 @@ from kubesched.scheduler.plugins.volumebinding._binder import (
     Provision,
 )
 from kubesched.scheduler.plugins.volumebinding.volume_binding import BindingError, VolumeBinding
-from kubesched.scheduler.plugins.volumeutil.helpers import ANN_BIND_COMPLETED, ANN_SELECTED_NODE, bind_volume_to_claim
 from kubesched.simulator.volumes import FakeVolumeController
 from kubesched.utils.clock import run_virtual
 from tests.helpers import make_node

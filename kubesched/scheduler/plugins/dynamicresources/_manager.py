@@ -20,10 +20,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kubesched.api.kinds import object_key
+from kubesched.api.volume import resource_version
 from kubesched.client.informers import Handler
 from kubesched.scheduler.plugins.dynamicresources._allocator import DeviceID, SliceInfo
 from kubesched.scheduler.plugins.dynamicresources._cel import CelCache
-from kubesched.scheduler.plugins.volumeutil.helpers import resource_version
 
 log = logging.getLogger(__name__)
 

@@ -20,21 +20,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.types import NodeInfo, PodInfo
-from kubesched.scheduler.framework.cycle_state import CycleState
-from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-from kubesched.scheduler.framework.interface import (
-    BatchFilterPlugin,
-    EnqueueExtensions,
-    FilterVerdict,
-    PreFilterPlugin,
-    PreFilterResult,
-)
-from kubesched.scheduler.framework.status import Code, Status
-from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
-from kubesched.scheduler.plugins import names
-from kubesched.scheduler.plugins._resource_allocation import pod_memo
-from kubesched.scheduler.plugins.volumeutil.batch import ChangeFeed, CSINodeView, CSINodeViews, rows_mask
-from kubesched.scheduler.plugins.volumeutil.helpers import (
+from kubesched.api.volume import (
     PORTWORX,
     claim_class,
     csi_migration_on,
@@ -55,6 +41,20 @@ from kubesched.scheduler.plugins.volumeutil.helpers import (
     volume_handle,
     volume_is_for_pod,
 )
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from kubesched.scheduler.framework.interface import (
+    BatchFilterPlugin,
+    EnqueueExtensions,
+    FilterVerdict,
+    PreFilterPlugin,
+    PreFilterResult,
+)
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins import names
+from kubesched.scheduler.plugins._resource_allocation import pod_memo
+from kubesched.scheduler.plugins.volumeutil.batch import ChangeFeed, CSINodeView, CSINodeViews, rows_mask
 
 PRE_FILTER_KEY = "PreFilter" + names.NodeVolumeLimits
 EXTENSION_KEY = names.NodeVolumeLimits

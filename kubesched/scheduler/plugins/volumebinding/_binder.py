@@ -16,15 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
-from kubesched.scheduler.plugins.volumeutil.batch import (
-    CSINodeView,
-    names_mask,
-    node_topology_mask,
-    pv_affinity_mask,
-    topology_terms_mask,
-)
-from kubesched.scheduler.plugins.volumeutil.helpers import (
+from kubesched.api.volume import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     ClaimMatcher,
@@ -45,6 +37,14 @@ from kubesched.scheduler.plugins.volumeutil.helpers import (
     translate_pv,
     translation_error,
     volume_limit,
+)
+from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins.volumeutil.batch import (
+    CSINodeView,
+    names_mask,
+    node_topology_mask,
+    pv_affinity_mask,
+    topology_terms_mask,
 )
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"

@@ -23,6 +23,37 @@ import numpy as np
 
 from kubesched.api.kinds import kind_named
 from kubesched.api.types import PodInfo
+from kubesched.api.volume import (
+    ANN_MIGRATED_PLUGINS,
+    ANN_SELECTED_NODE,
+    CLAIM_LOST,
+    WAIT_FOR_FIRST_CONSUMER,
+    annotations,
+    bind_volume_to_claim,
+    binding_mode,
+    claim_class,
+    csi_migration_on,
+    is_pvc_fully_bound,
+    meta,
+    migrated_plugins,
+    name_of,
+    node_selector_matches,
+    node_selector_of,
+    not_found,
+    pod_claims,
+    pv_capacity,
+    pv_facts,
+    pv_plugin,
+    quantity_value,
+    queue_if_claim_of_pod,
+    requested_storage,
+    resource_version,
+    spec,
+    translate_pv,
+    translation_error,
+    volume_is_for_pod,
+    volume_limit,
+)
 from kubesched.scheduler.config.args import VolumeBindingArgs
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
 from kubesched.scheduler.framework.cycle_state import CycleState
@@ -57,37 +88,6 @@ from kubesched.scheduler.plugins.volumebinding._binder import (
     pvc_key,
 )
 from kubesched.scheduler.plugins.volumeutil.batch import ChangeFeed, ClassIndex, CSINodeViews
-from kubesched.scheduler.plugins.volumeutil.helpers import (
-    ANN_MIGRATED_PLUGINS,
-    ANN_SELECTED_NODE,
-    CLAIM_LOST,
-    WAIT_FOR_FIRST_CONSUMER,
-    annotations,
-    bind_volume_to_claim,
-    binding_mode,
-    claim_class,
-    csi_migration_on,
-    is_pvc_fully_bound,
-    meta,
-    migrated_plugins,
-    name_of,
-    node_selector_matches,
-    node_selector_of,
-    not_found,
-    pod_claims,
-    pv_capacity,
-    pv_facts,
-    pv_plugin,
-    quantity_value,
-    queue_if_claim_of_pod,
-    requested_storage,
-    resource_version,
-    spec,
-    translate_pv,
-    translation_error,
-    volume_is_for_pod,
-    volume_limit,
-)
 
 STATE_KEY = names.VolumeBinding
 MAX_UTILIZATION = 100

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.selectors import IN, InvalidSelector, NodeSelector, Requirement, parse_label_selector
+from kubesched.api.volume import ANN_MIGRATED_PLUGINS, IN_TREE_PLUGINS, annotations, csinode_limits
 from kubesched.scheduler.nodetable.selectors import label_selector_mask, requirement_mask
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
-from kubesched.scheduler.plugins.volumeutil.helpers import ANN_MIGRATED_PLUGINS, IN_TREE_PLUGINS, annotations, csinode_limits
 
 
 def pv_affinity_mask(batch: NodeBatch, selector: NodeSelector | None) -> np.ndarray:

@@ -15,19 +15,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.types import PodInfo
-from kubesched.scheduler.framework.cycle_state import CycleState
-from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-from kubesched.scheduler.framework.interface import (
-    BatchFilterPlugin,
-    EnqueueExtensions,
-    FilterVerdict,
-    PreFilterPlugin,
-    PreFilterResult,
-)
-from kubesched.scheduler.framework.status import Code, Status
-from kubesched.scheduler.nodetable.table import NodeBatch
-from kubesched.scheduler.plugins import names
-from kubesched.scheduler.plugins.volumeutil.helpers import (
+from kubesched.api.volume import (
     LABEL_REGION,
     LABEL_REGION_BETA,
     LABEL_ZONE,
@@ -43,6 +31,18 @@ from kubesched.scheduler.plugins.volumeutil.helpers import (
     queue_if_pvc_volume_of_pod,
     spec,
 )
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from kubesched.scheduler.framework.interface import (
+    BatchFilterPlugin,
+    EnqueueExtensions,
+    FilterVerdict,
+    PreFilterPlugin,
+    PreFilterResult,
+)
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.plugins import names
 
 PRE_FILTER_KEY = "PreFilter" + names.VolumeZone
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
