@@ -19,8 +19,6 @@ from kubesched.api.errors import InvalidQuantity
 from kubesched.api.quantity import parse_quantity
 from kubesched.api.selectors import NodeSelector, parse_label_selector, parse_node_selector
 from kubesched.api.types import PodInfo
-from kubesched.scheduler.framework.events import QueueingHint
-from kubesched.scheduler.plugins._resource_allocation import pod_memo
 
 log = logging.getLogger(__name__)
 
@@ -111,36 +109,6 @@ def raw_pod_claims(pod: Mapping) -> tuple[ClaimRef, ...]:
     """The PVC-backed volumes of a raw pod dict (queueing hints get raw objects), in spec order."""
     name = meta(pod).get("name", "")
     return tuple(ref for ref in (volume_claim(name, vol) for vol in spec(pod).get("volumes") or []) if ref is not None)
-
-
-def pod_claims(pod: PodInfo) -> tuple[ClaimRef, ...]:
-    """``raw_pod_claims`` of a PodInfo, computed once for the pod."""
-    return pod_memo(pod, "_kvol_claims", lambda: raw_pod_claims(pod.pod))
-
-
-def pvc_volume_claims(pod: PodInfo) -> tuple[str, ...]:
-    """Claim names of the pod's ``persistentVolumeClaim`` volumes (generic ephemeral ones excluded)."""
-    return pod_memo(pod, "_kvol_pvc_names", lambda: tuple(ref.claim for ref in pod_claims(pod) if not ref.ephemeral))
-
-
-# --- queueing hints on claims ------------------------------------------------------------------------
-def _claim_of_pod_hint(pod: dict, pvc: Any, ephemeral: bool) -> QueueingHint:
-    if pvc is None or meta(pvc).get("namespace") != (meta(pod).get("namespace") or "default"):
-        return QueueingHint.QueueSkip
-    if any(ref.claim == name_of(pvc) and (ephemeral or not ref.ephemeral) for ref in raw_pod_claims(pod)):
-        return QueueingHint.Queue
-    return QueueingHint.QueueSkip
-
-
-def queue_if_claim_of_pod(pod: dict, old: Any, new: Any) -> QueueingHint:
-    """Queue when the added or updated PVC is one a volume of the pod (generic ephemeral ones
-    included) uses."""
-    return _claim_of_pod_hint(pod, new, True)
-
-
-def queue_if_pvc_volume_of_pod(pod: dict, old: Any, new: Any) -> QueueingHint:
-    """Queue when the added or updated PVC is one a ``persistentVolumeClaim`` volume of the pod uses."""
-    return _claim_of_pod_hint(pod, new, False)
 
 
 def volume_is_for_pod(pod_namespace: str, pod_name: str, pod_uid: str, pvc: Mapping) -> str | None:

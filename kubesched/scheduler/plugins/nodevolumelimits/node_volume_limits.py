@@ -33,7 +33,6 @@ from kubesched.api.volume import (
     not_found,
     pod_volumes,
     pv_plugin,
-    queue_if_claim_of_pod,
     spec,
     translate_pv,
     translation_error,
@@ -55,6 +54,7 @@ from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._resource_allocation import pod_memo
 from kubesched.scheduler.plugins.volumeutil.batch import ChangeFeed, CSINodeView, CSINodeViews, rows_mask
+from kubesched.scheduler.plugins.volumeutil.claims import queue_if_claim_of_pod
 
 PRE_FILTER_KEY = "PreFilter" + names.NodeVolumeLimits
 EXTENSION_KEY = names.NodeVolumeLimits

@@ -40,12 +40,10 @@ from kubesched.api.volume import (
     node_selector_matches,
     node_selector_of,
     not_found,
-    pod_claims,
     pv_capacity,
     pv_facts,
     pv_plugin,
     quantity_value,
-    queue_if_claim_of_pod,
     requested_storage,
     resource_version,
     spec,
@@ -88,6 +86,7 @@ from kubesched.scheduler.plugins.volumebinding._binder import (
     pvc_key,
 )
 from kubesched.scheduler.plugins.volumeutil.batch import ChangeFeed, ClassIndex, CSINodeViews
+from kubesched.scheduler.plugins.volumeutil.claims import pod_claims, queue_if_claim_of_pod
 
 STATE_KEY = names.VolumeBinding
 MAX_UTILIZATION = 100

@@ -19,15 +19,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.types import NodeInfo, PodInfo
-from kubesched.api.volume import (
-    READ_WRITE_ONCE_POD,
-    has_access_mode,
-    not_found,
-    pod_volumes,
-    pvc_volume_claims,
-    queue_if_pvc_volume_of_pod,
-    raw_pod_claims,
-)
+from kubesched.api.volume import READ_WRITE_ONCE_POD, has_access_mode, not_found, pod_volumes, raw_pod_claims
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.scheduler.framework.interface import (
@@ -43,6 +35,7 @@ from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._resource_allocation import pod_memo
 from kubesched.scheduler.plugins.volumeutil.batch import rows_mask
+from kubesched.scheduler.plugins.volumeutil.claims import pvc_volume_claims, queue_if_pvc_volume_of_pod
 
 PRE_FILTER_KEY = "PreFilter" + names.VolumeRestrictions
 EXTENSION_KEY = names.VolumeRestrictions

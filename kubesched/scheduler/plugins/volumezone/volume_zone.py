@@ -27,8 +27,6 @@ from kubesched.api.volume import (
     meta,
     not_found,
     pod_volumes,
-    pvc_volume_claims,
-    queue_if_pvc_volume_of_pod,
     spec,
 )
 from kubesched.scheduler.framework.cycle_state import CycleState
@@ -43,6 +41,7 @@ from kubesched.scheduler.framework.interface import (
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeBatch
 from kubesched.scheduler.plugins import names
+from kubesched.scheduler.plugins.volumeutil.claims import pvc_volume_claims, queue_if_pvc_volume_of_pod
 
 PRE_FILTER_KEY = "PreFilter" + names.VolumeZone
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
