@@ -28,7 +28,8 @@ from kubesched.bench.workloads import Churn, CreateNamespaces, CreateNodes, Crea
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
-from kubesched.scheduler.framework.registry import Registry, in_tree_registry
+from kubesched.scheduler.framework.registry import Registry
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.scheduler.scheduler import Scheduler
 
 DEFAULT_PERCENTAGE = 100

@@ -14,7 +14,8 @@ from kubesched.api.manifests import load
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
-from kubesched.scheduler.framework.registry import Registry, in_tree_registry, load_out_of_tree, merge
+from kubesched.scheduler.framework.registry import Registry, load_out_of_tree, merge
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.simulator.simulate import SimulationResult, simulate
 
 #: How ``--plugin`` names out-of-tree plugins, for every command that takes it.

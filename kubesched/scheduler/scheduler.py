@@ -28,10 +28,11 @@ from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.scheduler.framework.interface import NominatingInfo, NominatingMode
 from kubesched.scheduler.framework.queued_pod_info import QueuedPodInfo
-from kubesched.scheduler.framework.registry import Registry, in_tree_registry
+from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.framework.runtime import Framework, FrameworkError, HandleContext
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.metrics import Metrics
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.scheduler.schedule_one import Algorithm, Attempt, ScheduleResult
 from kubesched.utils.clock import Clock, RealClock
 

@@ -39,9 +39,9 @@ from kubesched.scheduler.framework.interface import (
     ScorePlugin,
 )
 from kubesched.scheduler.framework.queued_pod_info import QueuedPodInfo
-from kubesched.scheduler.framework.registry import in_tree_registry
 from kubesched.scheduler.framework.runtime import Framework, HandleContext
 from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.utils.clock import ManualClock
 
 __all__ = ["HarnessResult", "PluginHarness", "Status"]

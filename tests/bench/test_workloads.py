@@ -135,7 +135,7 @@ async def test_sizes_can_be_overridden_but_not_invented() -> None:
 
 
 async def test_a_plugin_missing_from_the_registry_fails_only_the_workload_that_needs_it() -> None:
-    from kubesched.scheduler.framework.registry import in_tree_registry
+    from kubesched.scheduler.plugins.registry import in_tree_registry
 
     registry = {k: v for k, v in in_tree_registry().items() if k != "DefaultPreemption"}
     with pytest.raises(Exception, match="PreemptionBasic needs the DefaultPreemption plugin"):

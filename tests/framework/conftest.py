@@ -7,10 +7,10 @@ from collections.abc import Iterable
 from kubesched.scheduler.backend.cache import Cache
 from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile
 from kubesched.scheduler.framework.interface import Plugin
-from kubesched.scheduler.framework.registry import in_tree_registry
 from kubesched.scheduler.framework.runtime import Framework, HandleContext
 from kubesched.scheduler.metrics import Metrics
 from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.utils.clock import ManualClock
 from tests.helpers import make_node
 

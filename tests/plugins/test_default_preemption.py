@@ -22,7 +22,7 @@ from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import NodeToStatus
 from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
 from kubesched.scheduler.framework.interface import FilterPlugin, NominatingMode, PreFilterExtensions, PreFilterPlugin
-from kubesched.scheduler.framework.registry import in_tree_registry, merge
+from kubesched.scheduler.framework.registry import merge
 from kubesched.scheduler.framework.runtime import Framework, HandleContext
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.metrics import Metrics
@@ -38,6 +38,7 @@ from kubesched.scheduler.plugins.defaultpreemption.preemption import (
     parse_pdbs,
     pick_one_node_for_preemption,
 )
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.utils.clock import VIRTUAL_EPOCH, ManualClock, rfc3339
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000

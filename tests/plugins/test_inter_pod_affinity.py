@@ -22,7 +22,6 @@ from kubesched.scheduler.config.types import PluginRef, PluginSet, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
-from kubesched.scheduler.framework.registry import in_tree_registry
 from kubesched.scheduler.framework.runtime import Framework, HandleContext
 from kubesched.scheduler.framework.status import Code, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
@@ -34,6 +33,7 @@ from kubesched.scheduler.plugins.interpodaffinity.inter_pod_affinity import (
     PRE_FILTER_KEY,
     InterPodAffinity,
 )
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.utils.clock import ManualClock
 from tests.helpers import make_node, make_pod
 

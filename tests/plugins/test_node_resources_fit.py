@@ -484,8 +484,8 @@ def test_node_local_plugins_run_through_the_framework():
     """The default node-local plugins with their default weights: filters record the first failing
     plugin, scores are normalised and weighted."""
     from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile
-    from kubesched.scheduler.framework.registry import in_tree_registry
     from kubesched.scheduler.framework.runtime import Framework, HandleContext
+    from kubesched.scheduler.plugins.registry import in_tree_registry
     from kubesched.utils.clock import ManualClock
 
     table = NodeTable()

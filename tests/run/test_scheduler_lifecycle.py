@@ -10,7 +10,8 @@ from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import PluginRef
 from kubesched.scheduler.framework.interface import BindPlugin, ReservePlugin
-from kubesched.scheduler.framework.registry import in_tree_registry, merge
+from kubesched.scheduler.framework.registry import merge
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.utils.clock import RealClock
 from tests.helpers import make_node, make_pod

@@ -20,9 +20,10 @@ from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PermitPlugin
-from kubesched.scheduler.framework.registry import Registry, in_tree_registry, merge
+from kubesched.scheduler.framework.registry import Registry, merge
 from kubesched.scheduler.framework.runtime import FrameworkError
 from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.scheduler.scheduler import Scheduler, build_hint_map
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, ManualClock, run_virtual
 from tests.helpers import make_node, make_pod

@@ -7,8 +7,9 @@ import asyncio
 
 from kubesched.api.kinds import EVENT, NODE, POD
 from kubesched.scheduler.framework.interface import BindPlugin, FilterPlugin, PermitPlugin, ReservePlugin, ScorePlugin
-from kubesched.scheduler.framework.registry import in_tree_registry, merge
+from kubesched.scheduler.framework.registry import merge
 from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.simulator.simulate import simulate
 from tests.helpers import make_node, make_pod
 from tests.scheduler.conftest import core_config

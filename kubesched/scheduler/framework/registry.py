@@ -1,8 +1,8 @@
 """Plugin registries: names mapped to factories (upstream ``runtime.Registry``).
 
 A factory is called as ``factory(args, handle)`` and returns a plugin; a Plugin subclass is its
-own factory. The in-tree registry is merged with out-of-tree plugins the way
-``app.WithPlugin`` does: a name may be registered only once.
+own factory. The in-tree registry (``kubesched.scheduler.plugins.registry``) is merged with out-of-tree plugins
+the way ``app.WithPlugin`` does: a name may be registered only once.
 """
 
 from __future__ import annotations
@@ -34,13 +34,6 @@ def merge(base: Mapping[str, PluginFactory], extra: Mapping[str, PluginFactory])
             raise RegistryError(f"a plugin named {name} already exists")
         merged[name] = factory
     return merged
-
-
-def in_tree_registry() -> Registry:
-    """Every in-tree plugin, by name."""
-    from kubesched.scheduler.plugins import IN_TREE_PLUGINS
-
-    return {cls.name: cls for cls in IN_TREE_PLUGINS}
 
 
 def _import(module_name: str) -> ModuleType:
