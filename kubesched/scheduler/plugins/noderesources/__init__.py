@@ -1,5 +1,6 @@
-"""The NodeResourcesFit and NodeResourcesBalancedAllocation plugins (upstream ``framework/plugins/noderesources``). ``NodeResourcesFit`` filters and scores by requested resources; ``NodeResourcesBalancedAllocation``
-scores how evenly a node's resources would be used."""
+"""The NodeResourcesFit and NodeResourcesBalancedAllocation plugins (upstream
+``framework/plugins/noderesources``). ``NodeResourcesFit`` filters and scores by requested
+resources; ``NodeResourcesBalancedAllocation`` scores how evenly a node's resources would be used."""
 
 from kubesched.scheduler.plugins.names import NodeResourcesBalancedAllocation as BalancedAllocationName
 from kubesched.scheduler.plugins.names import NodeResourcesFit as Name
