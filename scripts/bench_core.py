@@ -18,7 +18,8 @@ from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
 from kubesched.scheduler.scheduler import Scheduler
-from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
 CORE = ["SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "NodeResourcesFit", "DefaultBinder"]
 

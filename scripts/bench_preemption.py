@@ -23,7 +23,8 @@ from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config import default_configuration
 from kubesched.scheduler.scheduler import Scheduler
-from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
 
 def priority_class(name: str, value: int) -> dict:

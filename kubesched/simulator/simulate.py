@@ -27,8 +27,9 @@ from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.controllers import start_all
 from kubesched.simulator.kubelet import FakeKubelet
 from kubesched.simulator.resourceclaims import FakeResourceClaimController
+from kubesched.simulator.virtualtime import run_virtual
 from kubesched.simulator.volumes import FakeVolumeController
-from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
 #: Creation order: what others refer to first, pods last (as ``kubectl apply`` of a well-formed
 #: directory would end up), so that the scheduler starts with the whole cluster in view.

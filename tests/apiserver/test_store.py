@@ -7,7 +7,8 @@ import pytest
 from kubesched.api.apierrors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
 from kubesched.api.kinds import NAMESPACE, NODE, POD, PRIORITY_CLASS, kind_named
 from kubesched.apiserver.store import ObjectStore
-from kubesched.utils.clock import ManualClock, run_virtual
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import ManualClock
 
 
 def new_pod(name="p", **spec):

@@ -6,7 +6,7 @@ from kubesched.api.kinds import POD
 from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.client.informers import Handler, Informer
-from kubesched.utils.clock import run_virtual
+from kubesched.simulator.virtualtime import run_virtual
 from tests.helpers import make_pod
 
 

@@ -12,7 +12,8 @@ from kubesched.api.selectors import selector_from_set
 from kubesched.apiserver.store import ObjectStore
 from kubesched.simulator.controllers import Controllers, build
 from kubesched.simulator.kubelet import FakeKubelet
-from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 from tests.helpers import make_node
 
 

@@ -10,7 +10,7 @@ import pytest
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.framework.status import Code
 from kubesched.scheduler.framework.waiting_pods import WaitingPod
-from kubesched.utils.clock import run_virtual
+from kubesched.simulator.virtualtime import run_virtual
 
 POD = PodInfo({"metadata": {"name": "p", "namespace": "default", "uid": "u"}})
 

@@ -29,8 +29,8 @@ from kubesched.scheduler.plugins.volumebinding._binder import (
     Provision,
 )
 from kubesched.scheduler.plugins.volumebinding.volume_binding import BindingError, VolumeBinding
+from kubesched.simulator.virtualtime import run_virtual
 from kubesched.simulator.volumes import FakeVolumeController
-from kubesched.utils.clock import run_virtual
 from tests.helpers import make_node
 from tests.plugins.test_volume_common import (
     HOSTNAME,

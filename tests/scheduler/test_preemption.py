@@ -17,7 +17,8 @@ from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config import default_configuration
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.simulate import SimulationResult, simulate, start_cluster_components
-from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 from tests.helpers import make_node, make_pod
 
 

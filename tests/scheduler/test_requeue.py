@@ -25,7 +25,8 @@ from kubesched.scheduler.framework.runtime import FrameworkError
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.scheduler.scheduler import Scheduler, build_hint_map
-from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, ManualClock, run_virtual
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, ManualClock
 from tests.helpers import make_node, make_pod
 from tests.scheduler.conftest import core_config
 

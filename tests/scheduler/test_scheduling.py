@@ -64,7 +64,8 @@ def test_a_pod_rejected_for_resources_is_retried_when_a_node_is_added_not_after_
     from kubesched.apiserver.memory_client import MemoryClient
     from kubesched.apiserver.store import ObjectStore
     from kubesched.scheduler.scheduler import Scheduler
-    from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+    from kubesched.simulator.virtualtime import run_virtual
+    from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
     async def scenario():
         loop = asyncio.get_running_loop()
@@ -91,7 +92,8 @@ def test_unrelated_events_do_not_requeue_a_resource_rejected_pod():
     from kubesched.apiserver.memory_client import MemoryClient
     from kubesched.apiserver.store import ObjectStore
     from kubesched.scheduler.scheduler import Scheduler
-    from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+    from kubesched.simulator.virtualtime import run_virtual
+    from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
     async def scenario():
         loop = asyncio.get_running_loop()

@@ -13,7 +13,8 @@ from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.kubelet import FakeKubelet
 from kubesched.simulator.resourceclaims import FINALIZER, POD_CLAIM_NAME_ANNOTATION, FakeResourceClaimController, generate_name
 from kubesched.simulator.simulate import settle
-from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 from tests.helpers import make_node, make_pod
 from tests.plugins.test_dynamic_resources_support import REGISTRY, device, device_class, resource_slice
 

@@ -15,8 +15,9 @@ from kubesched.scheduler.config import load_dict
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.kubelet import FakeKubelet
 from kubesched.simulator.simulate import settle
+from kubesched.simulator.virtualtime import run_virtual
 from kubesched.simulator.volumes import FakeVolumeController
-from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 from tests.helpers import make_node
 from tests.plugins.test_volume_common import (
     HOSTNAME,
