@@ -18,4 +18,4 @@ WORKDIR /
 USER 65532:65532
 EXPOSE 10259
 ENTRYPOINT ["kubesched", "run"]
-CMD ["--config=/etc/kubesched/scheduler/config.yaml"]
+CMD ["--config=/etc/kubesched/config.yaml"]
