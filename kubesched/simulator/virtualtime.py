@@ -1,10 +1,5 @@
-"""Virtual time for simulations.
-
-``VirtualTimeLoop`` is an asyncio event loop whose ``time()`` is virtual: when no callback is
-ready it jumps straight to the next timer instead of sleeping. A simulation that waits out
-five-minute flushes therefore finishes in milliseconds, while code keeps using plain
-``asyncio.sleep``, ``loop.call_later`` and ``asyncio.wait_for``; ``LoopClock`` reads that time.
-"""
+"""The event loop simulations run on: time advances only when nothing is runnable, by jumping to
+the next timer, so ``LoopClock`` on this loop reads simulated seconds."""
 
 from __future__ import annotations
 

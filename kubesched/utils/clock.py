@@ -1,6 +1,10 @@
 """Clocks. Every timer in kubesched (backoff, flushes, Permit timeouts, assumed-pod expiry, grace
-periods) reads one injected clock, so a simulation can run on virtual time
-(``kubesched.simulator.virtualtime`` provides the event loop whose time is virtual).
+periods) reads one injected clock, so a simulation can run on virtual time.
+
+``VirtualTimeLoop`` (in ``kubesched.simulator.virtualtime``) is an asyncio event loop whose ``time()`` is virtual: when no callback is
+ready it jumps straight to the next timer instead of sleeping. A simulation that waits out
+five-minute flushes therefore finishes in milliseconds, while code keeps using plain
+``asyncio.sleep``, ``loop.call_later`` and ``asyncio.wait_for``.
 """
 
 from __future__ import annotations
