@@ -13,11 +13,13 @@ import resource
 import sys
 import time
 
-from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import NODE, POD, ObjectStore
-from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
-from kubesched.scheduler import Scheduler
+from kubesched.api.kinds import NODE, POD
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
 CORE = ["SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "NodeResourcesFit", "DefaultBinder"]
 
@@ -36,7 +38,7 @@ def pod(i: int) -> dict:
 
 def configuration(profile: str) -> SchedulerConfiguration:
     if profile == "default":
-        from kubesched.config import default_configuration
+        from kubesched.scheduler.config import default_configuration
 
         cfg = default_configuration()
         for p in cfg.profiles:

@@ -18,11 +18,13 @@ import resource
 import sys
 import time
 
-from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import NODE, POD, PRIORITY_CLASS, ObjectStore
-from kubesched.config import default_configuration
-from kubesched.scheduler import Scheduler
+from kubesched.api.kinds import NODE, POD, PRIORITY_CLASS
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.scheduler.config import default_configuration
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
 
 def priority_class(name: str, value: int) -> dict:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interface import BatchFilterPlugin, BatchScorePlugin, FilterVerdict
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo
-from kubesched.nodetable.table import NodeBatch
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import BatchFilterPlugin, BatchScorePlugin, FilterVerdict
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.nodetable.table import NodeBatch
 
 COST_LABEL = "example.com/hourly-cost"
 MAX_COST_ANNOTATION = "example.com/max-hourly-cost"

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interface import FilterPlugin, NodeScore, ScorePlugin
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import FilterPlugin, NodeScore, ScorePlugin
+from kubesched.scheduler.framework.status import Code, Status
 
 
 @dataclass

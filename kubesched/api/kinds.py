@@ -94,3 +94,12 @@ def object_key(obj: dict) -> str:
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace")
     return f"{ns}/{meta.get('name')}" if ns else str(meta.get("name"))
+
+
+#: The kinds the store, the clients and the controllers name most often.
+POD = kind_named("Pod")
+NODE = kind_named("Node")
+NAMESPACE = kind_named("Namespace")
+PRIORITY_CLASS = kind_named("PriorityClass")
+EVENT = kind_named("Event")
+assert POD and NODE and NAMESPACE and PRIORITY_CLASS and EVENT

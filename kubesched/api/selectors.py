@@ -1,7 +1,7 @@
 """Label selectors and node selectors with apimachinery's semantics.
 
 A selector is compiled once into immutable requirements. Each requirement can be evaluated on one
-label map (``matches``) and, through ``kubesched.nodetable``, on a whole column of node labels at
+label map (``matches``) and, through ``kubesched.scheduler.nodetable``, on a whole column of node labels at
 once; both read the same fields (``key``, ``op``, ``values``, ``number``).
 """
 

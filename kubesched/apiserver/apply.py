@@ -22,8 +22,8 @@ from typing import Any
 
 import orjson
 
+from kubesched.api.apierrors import Conflict
 from kubesched.apiserver.patch import Field, fields_of
-from kubesched.cluster.errors import Conflict
 
 Path = tuple[str, ...]
 

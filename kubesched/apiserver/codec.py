@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import yaml
 
-from kubesched.cluster.errors import APIError, BadRequest
+from kubesched.api.apierrors import APIError, BadRequest
 
 MAX_BODY = 3 * 1024 * 1024  # apiserver's MaxRequestBodyBytes
 JSON = "application/json"

@@ -1,4 +1,4 @@
-"""The HTTP API server's defaulting: the kinds' ``SetDefaults_*`` (``kubesched.cluster.defaults``,
+"""The HTTP API server's defaulting: the kinds' ``SetDefaults_*`` (``kubesched.api.defaults``,
 which the object store applies to every write as well, so the embedded cluster stores the same
 objects) plus Service ClusterIP and NodePort allocation, which needs a per-server allocator. The
 defaults are part of what the scheduler reads (a hostNetwork pod's host ports, pod-level
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import ipaddress
 
+from kubesched.api.defaults import set_defaults
 from kubesched.api.kinds import Kind, kind_named
-from kubesched.cluster.defaults import set_defaults
-from kubesched.cluster.store import ObjectStore
+from kubesched.apiserver.store import ObjectStore
 
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
 NODE_PORTS = range(30000, 32768)

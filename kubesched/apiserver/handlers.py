@@ -18,17 +18,18 @@ from typing import Any
 
 import orjson
 
+from kubesched.api.apierrors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound, TooManyRequests
 from kubesched.api.events import core_to_v1, v1_to_core
-from kubesched.api.kinds import Kind, kind_for, kind_named
+from kubesched.api.kinds import EVENT, NAMESPACE, POD, Kind, kind_for, kind_named
+from kubesched.api.meta import json_copy
 from kubesched.api.selectors import parse_label_selector
 from kubesched.apiserver import apply as ssa
 from kubesched.apiserver import codec, selectors, tables
 from kubesched.apiserver.codec import Output
 from kubesched.apiserver.defaults import Defaulter
 from kubesched.apiserver.patch import apply_patch
-from kubesched.clock import rfc3339
-from kubesched.cluster.errors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound, TooManyRequests
-from kubesched.cluster.store import EVENT, NAMESPACE, POD, ObjectStore, json_copy
+from kubesched.apiserver.store import ObjectStore
+from kubesched.utils.clock import rfc3339
 
 log = logging.getLogger(__name__)
 

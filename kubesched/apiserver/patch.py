@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.cluster.errors import APIError, BadRequest
+from kubesched.api.apierrors import APIError, BadRequest
 
 
 class PatchError(APIError):

@@ -17,7 +17,8 @@ from pathlib import Path
 import orjson
 
 from kubesched.api.kinds import Kind, kind_for_resource
-from kubesched.cluster.store import DELETED, ObjectStore, WatchEvent
+from kubesched.api.watch import DELETED, WatchEvent
+from kubesched.apiserver.store import ObjectStore
 
 log = logging.getLogger(__name__)
 

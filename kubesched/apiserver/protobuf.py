@@ -20,10 +20,10 @@ from typing import Any
 
 import orjson
 
+from kubesched.api.apierrors import BadRequest
+from kubesched.api.golang import format_duration
 from kubesched.apiserver.proto_schema import MAP_ENTRIES, MESSAGES
 from kubesched.apiserver.protowire import WireError, fields, signed32, signed64, zigzag
-from kubesched.cluster.errors import BadRequest
-from kubesched.config._go import format_duration
 
 MAGIC = b"k8s\x00"
 META = "k8s.io.apimachinery.pkg.apis.meta.v1"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from kubesched.api.apierrors import BadRequest
 from kubesched.api.kinds import Kind
 from kubesched.api.selectors import (
     DOES_NOT_EXIST,
@@ -25,7 +26,6 @@ from kubesched.api.selectors import (
     parse_int64,
     qualified_name_errors,
 )
-from kubesched.cluster.errors import BadRequest
 
 _SPECIAL = set(" \t\n,=!()<>")
 _OPERATORS = {"=", "!", "(", ")", ",", "<", ">", "!=", "=="}

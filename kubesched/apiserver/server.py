@@ -19,12 +19,13 @@ import orjson
 import yaml
 from aiohttp import web
 
+from kubesched.api.apierrors import APIError, BadRequest, Gone
 from kubesched.api.kinds import Kind, kind_for_resource
+from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
 from kubesched.apiserver import codec, discovery, openapi, tables
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
-from kubesched.cluster.errors import APIError, BadRequest, Gone
-from kubesched.cluster.store import BOOKMARK, ERROR, ObjectStore, WatchEvent
+from kubesched.apiserver.store import ObjectStore
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubesched.api.kinds import Kind
+from kubesched.api.timeutil import parse_time
 from kubesched.apiserver.selectors import format_label_selector, format_labels
-from kubesched.framework.types import parse_time
 
 Row = list[Any]
 Printer = Callable[[dict, float], Row]

@@ -12,7 +12,7 @@ from kubesched.bench.targets import server_options
 
 
 async def serve(seed: int | None) -> None:
-    from kubesched.up import Cluster
+    from kubesched.simulator.up import Cluster
 
     async with Cluster(server_options(seed)) as cluster:
         print(f"READY {cluster.server.url}", flush=True)

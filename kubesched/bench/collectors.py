@@ -22,9 +22,9 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kubesched.cluster.informers import Handler, Informer
-from kubesched.metrics import Metrics
-from kubesched.schedule_one import Algorithm, ScheduleResult
+from kubesched.client.informers import Handler, Informer
+from kubesched.scheduler.metrics import Metrics
+from kubesched.scheduler.schedule_one import Algorithm, ScheduleResult
 
 SAMPLE_INTERVAL = 1.0
 PERCENTILES = (50, 90, 95, 99)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import orjson
 
 from kubesched.api.kinds import kind_named
-from kubesched.cluster.kube import KubeClient
+from kubesched.client.kube import KubeClient
 
 #: Requests in flight at once (scheduler_perf's pod creator uses a pool of workers the same way).
 CONCURRENCY = 64

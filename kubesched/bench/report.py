@@ -57,11 +57,8 @@ def _stats_row(table: Table, label: str, stats: dict[str, float] | None, unit: s
                   _num(stats["perc95"], digits), _num(stats["perc99"], digits), unit)
 
 
-def print_table(result: BenchResult, console: Console | None = None) -> None:
-    if console is None:
-        from kubesched.cli.common import stdout_console
-
-        console = stdout_console()
+def print_table(result: BenchResult, console: Console) -> None:
+    """The result as scheduler_perf reports it, on ``console`` (the command line passes its own)."""
     r = result
     sizes = ", ".join(f"{k}={v}" for k, v in r.params.items())
     console.print(f"[bold]{r.workload}[/bold] ({sizes}; mode {r.mode}, percentageOfNodesToScore "

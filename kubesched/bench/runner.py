@@ -19,17 +19,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched import config as config_module
+from kubesched.api.apierrors import APIError
 from kubesched.api.errors import KubeschedError
 from kubesched.bench import templates as t
 from kubesched.bench.collectors import BoundPods, RecordingMetrics, ScoredNodesAlgorithm, ThroughputCollector, summarize
 from kubesched.bench.targets import EmbeddedTarget, HttpTarget, Target, peak_rss_of
 from kubesched.bench.workloads import Churn, CreateNamespaces, CreateNodes, CreatePods, Workload
-from kubesched.cluster.errors import APIError
-from kubesched.config.types import SchedulerConfiguration
-from kubesched.features import FeatureGates, parse_flag
-from kubesched.framework.registry import Registry, in_tree_registry
-from kubesched.scheduler import Scheduler
+from kubesched.scheduler import config as config_module
+from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.features import FeatureGates, parse_flag
+from kubesched.scheduler.framework.registry import Registry
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.scheduler.scheduler import Scheduler
 
 DEFAULT_PERCENTAGE = 100
 #: How often the progress callback hears about bound pods.

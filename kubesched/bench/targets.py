@@ -2,7 +2,7 @@
 
 * ``EmbeddedTarget``: an ``ObjectStore`` on the real clock, the scheduler on a ``MemoryClient``;
   the benchmark writes straight into the store (no kubelet: scheduler_perf has none).
-* ``HttpTarget``: ``kubesched up``'s API server (``kubesched.up.Cluster`` with the kubelet, the
+* ``HttpTarget``: ``kubesched up``'s API server (``kubesched.simulator.up.Cluster`` with the kubelet, the
   controllers and its own scheduler off), in a subprocess by default so that it has its own core
   as kube-apiserver has; the scheduler talks to it with ``KubeClient`` and binds with real
   ``pods/binding`` calls. Setup objects are created over HTTP from this process; the measured pods
@@ -20,13 +20,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from kubesched.api.apierrors import AlreadyExists
 from kubesched.api.kinds import Kind, kind_named
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.bench import creator
-from kubesched.clock import RealClock
-from kubesched.cluster.client import ClusterClient, MemoryClient
-from kubesched.cluster.errors import AlreadyExists
-from kubesched.cluster.kube import KubeClient, wait_ready
-from kubesched.cluster.store import ObjectStore
+from kubesched.client.interface import ClusterClient
+from kubesched.client.kube import KubeClient, wait_ready
+from kubesched.utils.clock import RealClock
 
 NAMESPACE = kind_named("Namespace")
 assert NAMESPACE is not None
@@ -101,7 +102,7 @@ class HttpTarget(Target):
 
     async def start(self) -> None:
         if self.in_process:
-            from kubesched.up import Cluster
+            from kubesched.simulator.up import Cluster
 
             self._cluster = Cluster(server_options(self.seed))
             await self._cluster.start()
@@ -160,7 +161,7 @@ class HttpTarget(Target):
 
 def server_options(seed: int | None) -> Any:
     """``kubesched up`` with only its API server: no kubelet, controllers or scheduler, no kubeconfig."""
-    from kubesched.up import UpOptions
+    from kubesched.simulator.up import UpOptions
 
     return UpOptions(port=0, kubeconfig_out=None, seed=seed, scheduler=False, kubelet=False, controllers=False)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kubesched.bench import templates as t
-from kubesched.plugins import names
+from kubesched.scheduler.plugins import names
 
 #: Parameter names, as upstream's ``countParam: $initNodes`` etc.
 NODES, INIT_PODS, PODS = "initNodes", "initPods", "measurePods"

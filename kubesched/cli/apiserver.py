@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from kubesched.api.errors import FileUnreadable, ListenError
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
-from kubesched.clock import RealClock
-from kubesched.cluster.store import ObjectStore
+from kubesched.apiserver.store import ObjectStore
+from kubesched.utils.clock import RealClock
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,7 +13,7 @@ import json
 import sys
 
 from kubesched.bench.workloads import WORKLOADS, workload
-from kubesched.cli.common import add_config_args, progress_reporter, registry_from
+from kubesched.cli.common import add_config_args, progress_reporter, registry_from, stdout_console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,5 +61,5 @@ def run(args: argparse.Namespace) -> int:
         json.dump(report.to_json(result), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        report.print_table(result)
+        report.print_table(result, stdout_console())
     return 0 if result.complete else 1

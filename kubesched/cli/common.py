@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 
 from rich.console import Console
 
-from kubesched import config as config_module
 from kubesched.api.errors import FileUnreadable, KubeschedError, NoObjects
 from kubesched.api.manifests import load, manifest_files
 from kubesched.cli.progress import ProgressReporter
-from kubesched.config.types import SchedulerConfiguration
-from kubesched.features import FeatureGates, parse_flag
-from kubesched.framework.registry import Registry, in_tree_registry, load_out_of_tree, merge
-from kubesched.simulation import SimulationInterrupted, SimulationResult, simulate
+from kubesched.scheduler import config as config_module
+from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.features import FeatureGates, parse_flag
+from kubesched.scheduler.framework.registry import Registry, load_out_of_tree, merge
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.simulator.simulate import SimulationInterrupted, SimulationResult, simulate
 
 #: How ``--plugin`` names out-of-tree plugins, for every command that takes it.
 PLUGIN_METAVAR = "MODULE[:CLASS]"
@@ -108,3 +110,12 @@ def stdout_console() -> Console:
     """Rich output on stdout: the terminal's width, or wide lines (no truncation) when piped."""
     out = Console(highlight=False, soft_wrap=True)
     return out if out.is_terminal else Console(highlight=False, soft_wrap=True, width=250)
+
+
+def version() -> str:
+    """The installed package's version, and the kube-scheduler release whose behaviour it follows."""
+    try:
+        installed = metadata.version("kubesched")
+    except metadata.PackageNotFoundError:
+        installed = "(not installed)"
+    return f"kubesched v{installed} (kube-scheduler v1.35 behaviour)"

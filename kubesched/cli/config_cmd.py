@@ -15,8 +15,8 @@ from typing import TextIO
 from kubesched.api.errors import ConfigError, KubeschedError
 from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, read_config, registry_from
 from kubesched.cli.exitcodes import ERROR, OK, USAGE
-from kubesched.config import default_configuration, load_text, to_yaml
-from kubesched.features import FeatureGates, parse_flag
+from kubesched.scheduler.config import default_configuration, load_text, to_yaml
+from kubesched.scheduler.features import FeatureGates, parse_flag
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from kubesched.api.errors import KubeschedError
 from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
-from kubesched.explain import attempt_to_json, preemption_lines
+from kubesched.simulator.explain import attempt_to_json, preemption_lines
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -12,24 +12,15 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import apiserver, bench, config_cmd, explain, logs, run, simulate, up
+from kubesched.cli.common import version
 from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
-from kubesched.simulation import SimulationInterrupted
+from kubesched.simulator.simulate import SimulationInterrupted
 
 #: Command modules, in help order; each has ``register(subparsers)`` which sets ``func`` on its parser.
 COMMANDS = (simulate, explain, config_cmd, apiserver, up, run, bench)
-
-
-def version() -> str:
-    """The installed package's version, and the kube-scheduler release whose behaviour it follows."""
-    try:
-        installed = metadata.version("kubesched")
-    except metadata.PackageNotFoundError:
-        installed = "(not installed)"
-    return f"kubesched v{installed} (kube-scheduler v1.35 behaviour)"
 
 
 def build_parser() -> argparse.ArgumentParser:

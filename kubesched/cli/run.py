@@ -23,21 +23,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kubesched import config as config_module
-from kubesched import features
-from kubesched.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
+from kubesched.api.golang import ns_to_seconds, parse_duration
 from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, read_config, registry_from
 from kubesched.cli.logs import add_logging_args
-from kubesched.cluster.kube import load_config
-from kubesched.config._go import ns_to_seconds, parse_duration
-from kubesched.config.types import SchedulerConfiguration
-from kubesched.config.validation import validate_or_raise
-from kubesched.features import FeatureGates, parse_flag
-from kubesched.framework.registry import Registry
-from kubesched.leaderelection import LeaderElectionConfigError, validate_durations
+from kubesched.client.kube import load_config
+from kubesched.client.leaderelection import LeaderElectionConfigError, validate_durations
+from kubesched.scheduler import config as config_module
+from kubesched.scheduler import features
+from kubesched.scheduler.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
+from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.config.validation import validate_or_raise
+from kubesched.scheduler.features import FeatureGates, parse_flag
+from kubesched.scheduler.framework.registry import Registry
 
 if TYPE_CHECKING:
-    from kubesched.serving.app import RunOptions
+    from kubesched.scheduler.serving.app import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +215,7 @@ def unsupported(args: argparse.Namespace) -> None:
 # --- entry point --------------------------------------------------------------------------------------
 def run(args: argparse.Namespace) -> int:
     if args.version:
-        from kubesched.cli.main import version
+        from kubesched.cli.common import version
 
         print(version())
         return 0
@@ -232,14 +232,14 @@ def run(args: argparse.Namespace) -> int:
         Path(args.write_config_to).write_text(config_module.to_yaml(options.config))
         log.info("Wrote configuration to %s", args.write_config_to)
         return 0
-    from kubesched.serving.app import run as run_app
+    from kubesched.scheduler.serving.app import run as run_app
 
     return run_app(options)
 
 
 def options_from(args: argparse.Namespace) -> RunOptions:
     """Flags and configuration file resolved into what ``SchedulerApp`` runs with."""
-    from kubesched.serving.app import RunOptions
+    from kubesched.scheduler.serving.app import RunOptions
 
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         raise FlagError("--tls-cert-file and --tls-private-key-file must be given together")

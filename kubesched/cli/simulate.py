@@ -22,7 +22,7 @@ from kubesched.api.errors import KubeschedError
 from kubesched.api.kinds import Kind, kind_named
 from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
 from kubesched.cli.exitcodes import OK, PENDING
-from kubesched.simulation import EVENT_KIND, NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult
+from kubesched.simulator.simulate import EVENT_KIND, NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult
 
 NODE_KIND = cast(Kind, kind_named("Node"))
 #: How many object names a "not acted on" line lists before "and N more".
@@ -178,7 +178,7 @@ def warn_on_stderr(result: SimulationResult) -> None:
 def print_explanations(result: SimulationResult) -> None:
     """``--explain`` in the table: each attempted pod's outcome in one line (``explain POD`` has the details)."""
     from kubesched.cli.explain import summary_line
-    from kubesched.explain import attempt_to_json
+    from kubesched.simulator.explain import attempt_to_json
 
     by_pod: dict[str, list[dict]] = {}
     for index, attempt in enumerate(result.attempts):
@@ -200,7 +200,7 @@ def print_preemptions(console: Console, result: SimulationResult) -> None:
 
 
 def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> None:
-    from kubesched.explain import attempts_to_json, preemption_json
+    from kubesched.simulator.explain import attempts_to_json, preemption_json
 
     items = list(result.pods()) + sorted(result.store.iter_all(EVENT_KIND), key=lambda e: e["metadata"]["name"])
     doc: dict = {"apiVersion": "v1", "kind": "List", "items": items}

@@ -9,8 +9,8 @@ import sys
 
 from kubesched.cli.apiserver import add_server_args, server_errors
 from kubesched.cli.common import add_config_args, configuration_from, load_manifests, progress_reporter, registry_from
-from kubesched.up import Cluster, UpOptions, banner
-from kubesched.up import run as run_up
+from kubesched.simulator.up import Cluster, UpOptions, banner
+from kubesched.simulator.up import run as run_up
 
 
 def register(sub: argparse._SubParsersAction) -> None:

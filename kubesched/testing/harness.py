@@ -15,18 +15,18 @@ from typing import Any
 
 import numpy as np
 
-from kubesched import config as config_module
-from kubesched.api.kinds import kind_for
-from kubesched.backend.cache import Cache
-from kubesched.backend.queue.types import QueuedPodInfo
-from kubesched.clock import ManualClock
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import NODE, POD, ObjectStore, json_copy
-from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile
-from kubesched.features import FeatureGates
-from kubesched.framework import status as st
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interface import (
+from kubesched.api.kinds import NODE, POD, kind_for
+from kubesched.api.meta import json_copy
+from kubesched.api.types import PodInfo
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.scheduler import config as config_module
+from kubesched.scheduler.backend.cache import Cache
+from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile
+from kubesched.scheduler.features import FeatureGates
+from kubesched.scheduler.framework import status as st
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import (
     BatchFilterPlugin,
     BatchScorePlugin,
     BindPlugin,
@@ -38,10 +38,11 @@ from kubesched.framework.interface import (
     QueueSortPlugin,
     ScorePlugin,
 )
-from kubesched.framework.registry import in_tree_registry
-from kubesched.framework.runtime import Framework, HandleContext
-from kubesched.framework.types import PodInfo
-from kubesched.nodetable.table import NodeBatch
+from kubesched.scheduler.framework.queued_pod_info import QueuedPodInfo
+from kubesched.scheduler.framework.runtime import Framework, HandleContext
+from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.utils.clock import ManualClock
 
 __all__ = ["HarnessResult", "PluginHarness", "Status"]
 

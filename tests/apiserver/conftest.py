@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from kubesched.apiserver import APIServer
-from kubesched.cluster.store import ObjectStore
+from kubesched.apiserver.store import ObjectStore
 
 
 class Http:

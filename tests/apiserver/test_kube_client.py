@@ -6,11 +6,10 @@ import asyncio
 
 import pytest
 
-from kubesched.api.kinds import kind_for, kind_named
-from kubesched.cluster.errors import Conflict, Gone, Invalid
-from kubesched.cluster.informers import Informer
-from kubesched.cluster.kube import KubeClient, api_error
-from kubesched.cluster.store import POD
+from kubesched.api.apierrors import Conflict, Gone, Invalid
+from kubesched.api.kinds import POD, kind_for, kind_named
+from kubesched.client.informers import Informer
+from kubesched.client.kube import KubeClient, api_error
 from tests.apiserver.conftest import pod
 
 POD_KIND = kind_named("Pod")
@@ -25,7 +24,7 @@ async def client(api):
 
 
 async def test_list_pages_and_fills_type_meta(api, client, monkeypatch):
-    import kubesched.cluster.kube as kube
+    import kubesched.client.kube as kube
 
     monkeypatch.setattr(kube, "LIST_PAGE", 2)
     for i in range(5):

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
+from kubesched.api.apierrors import BadRequest, Conflict
 from kubesched.apiserver.apply import from_fields_v1, leaf_paths, record_update, server_side_apply
 from kubesched.apiserver.patch import PatchError, apply_patch, json_patch, merge_patch, strategic_merge
-from kubesched.cluster.errors import BadRequest, Conflict
 
 POD = {
     "apiVersion": "v1", "kind": "Pod",

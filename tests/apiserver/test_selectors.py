@@ -2,6 +2,7 @@
 
 import pytest
 
+from kubesched.api.apierrors import BadRequest
 from kubesched.api.kinds import kind_named
 from kubesched.apiserver.selectors import (
     field_predicate,
@@ -10,7 +11,6 @@ from kubesched.apiserver.selectors import (
     parse_field_selector,
     single_name,
 )
-from kubesched.cluster.errors import BadRequest
 
 POD = kind_named("Pod")
 EVENT = kind_named("Event")

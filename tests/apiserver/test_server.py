@@ -6,9 +6,10 @@ import asyncio
 
 import pytest
 
+from kubesched.api.kinds import POD
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.proto_schema import MESSAGES
-from kubesched.cluster.store import POD, ObjectStore
+from kubesched.apiserver.store import ObjectStore
 from tests.apiserver.conftest import node, pod
 
 PODS = "/api/v1/namespaces/default/pods"

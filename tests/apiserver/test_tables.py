@@ -3,8 +3,8 @@
 import pytest
 
 from kubesched.api.kinds import kind_named
+from kubesched.api.timeutil import parse_time
 from kubesched.apiserver.tables import human_duration, to_table
-from kubesched.framework.types import parse_time
 
 NOW = parse_time("2025-01-01T01:00:00Z")
 CREATED = "2025-01-01T00:59:00Z"

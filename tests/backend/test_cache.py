@@ -2,10 +2,10 @@
 
 import pytest
 
-from kubesched.backend.cache import Cache, CacheError
-from kubesched.clock import ManualClock
-from kubesched.framework.types import PodInfo
-from kubesched.nodetable.table import CPU
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.backend.cache import Cache, CacheError
+from kubesched.scheduler.nodetable.table import CPU
+from kubesched.utils.clock import ManualClock
 from tests.helpers import make_node, make_pod
 
 

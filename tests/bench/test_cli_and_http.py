@@ -79,7 +79,7 @@ async def test_http_mode_preemption_with_the_api_server_in_process() -> None:
 
 
 RECORDER = '''
-from kubesched.framework.interface import ReservePlugin
+from kubesched.scheduler.framework.interface import ReservePlugin
 
 
 class Recorder(ReservePlugin):

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from kubesched.api.kinds import NODE, POD
 from kubesched.bench import templates as t
 from kubesched.bench.runner import BenchOptions, BenchResult, Executor, run_async
 from kubesched.bench.targets import EmbeddedTarget, Target
 from kubesched.bench.workloads import INIT_PODS, NODES, PODS, WORKLOADS, Churn, Workload, workload
-from kubesched.cluster.store import NODE, POD
 
 
 def small_options(w: Workload, **kwargs: Any) -> BenchOptions:
@@ -135,7 +135,7 @@ async def test_sizes_can_be_overridden_but_not_invented() -> None:
 
 
 async def test_a_plugin_missing_from_the_registry_fails_only_the_workload_that_needs_it() -> None:
-    from kubesched.framework.registry import in_tree_registry
+    from kubesched.scheduler.plugins.registry import in_tree_registry
 
     registry = {k: v for k, v in in_tree_registry().items() if k != "DefaultPreemption"}
     with pytest.raises(Exception, match="PreemptionBasic needs the DefaultPreemption plugin"):

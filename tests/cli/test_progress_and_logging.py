@@ -150,7 +150,7 @@ extenders:
 
 @pytest.mark.parametrize(("fmt", "check"), [
     ("json", lambda line: json.loads(line)["msg"].startswith("the configuration's 1 extender(s)")),
-    ("text", lambda line: line.startswith("W kubesched.scheduler] the configuration's 1 extender(s)")),
+    ("text", lambda line: line.startswith("W kubesched.scheduler.scheduler] the configuration's 1 extender(s)")),
 ])
 def test_a_commands_warnings_follow_the_logging_format(fmt, check, tmp_path, capsys):
     config = tmp_path / "config.yaml"

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from kubesched.config import API_VERSION, KIND, load_dict, to_v1
-from kubesched.config.args import (
+from kubesched.scheduler.config import API_VERSION, KIND, load_dict, to_v1
+from kubesched.scheduler.config.args import (
     ARGS_BY_KIND,
     ARGS_BY_PLUGIN,
     DefaultPreemptionArgs,
@@ -24,7 +24,7 @@ from kubesched.config.args import (
     VolumeBindingArgs,
     args_to_v1,
 )
-from kubesched.features import FeatureGates
+from kubesched.scheduler.features import FeatureGates
 
 QNAME_ERR = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
              "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "

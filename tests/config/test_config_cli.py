@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from kubesched.cli import config_cmd
-from kubesched.config import API_VERSION, KIND, default_configuration, load_dict, to_v1, to_yaml
+from kubesched.scheduler.config import API_VERSION, KIND, default_configuration, load_dict, to_v1, to_yaml
 
 
 def _run(*argv: str) -> tuple[int, str, str]:
@@ -35,7 +35,7 @@ def test_defaults_output_round_trips_through_load_dict(gates: str) -> None:
     code, out, _ = _run("config", "defaults", "--feature-gates", gates)
     assert code == 0
     printed = yaml.safe_load(out)
-    from kubesched.features import parse_flag
+    from kubesched.scheduler.features import parse_flag
 
     reloaded = load_dict(printed, feature_gates=parse_flag(gates))
     assert to_v1(reloaded) == printed

@@ -11,9 +11,9 @@ import pydantic
 import pytest
 
 from kubesched.api.errors import ConfigError
-from kubesched.config import API_VERSION, KIND, ConfigDecodeError, load_dict, load_file, load_text, to_v1
-from kubesched.config._decode import Field, Int, Str
-from kubesched.config.args import PluginArgs
+from kubesched.scheduler.config import API_VERSION, KIND, ConfigDecodeError, load_dict, load_file, load_text, to_v1
+from kubesched.scheduler.config._decode import Field, Int, Str
+from kubesched.scheduler.config.args import PluginArgs
 
 HEAD = f"apiVersion: {API_VERSION}\nkind: {KIND}\n"
 NOT_REGISTERED = 'in scheme "pkg/scheduler/apis/config/scheme/scheme.go:30"'

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from kubesched.config import API_VERSION, KIND, default_configuration, load_dict, to_v1
-from kubesched.config.args import (
+from kubesched.scheduler.config import API_VERSION, KIND, default_configuration, load_dict, to_v1
+from kubesched.scheduler.config.args import (
     ARGS_BY_PLUGIN,
     DefaultPreemptionArgs,
     DynamicResourcesArgs,
@@ -21,8 +21,8 @@ from kubesched.config.args import (
     UtilizationShapePoint,
     VolumeBindingArgs,
 )
-from kubesched.config.defaults import adaptive_percentage, default_plugins, plugin_names, set_defaults
-from kubesched.features import FeatureGates
+from kubesched.scheduler.config.defaults import adaptive_percentage, default_plugins, plugin_names, set_defaults
+from kubesched.scheduler.features import FeatureGates
 
 HEAD = {"apiVersion": API_VERSION, "kind": KIND}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.features import GATES, FeatureGateError, FeatureGates, parse_flag
+from kubesched.scheduler.features import GATES, FeatureGateError, FeatureGates, parse_flag
 
 
 @pytest.mark.parametrize(("name", "default", "stage", "locked"), [

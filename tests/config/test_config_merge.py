@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.config.defaults import merge_plugin_set, merge_plugins
-from kubesched.config.types import PluginRef, Plugins, PluginSet
+from kubesched.scheduler.config.defaults import merge_plugin_set, merge_plugins
+from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet
 
 
 def _set(enabled: list = (), disabled: list = ()) -> PluginSet:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kubesched.api.errors import ConfigError
-from kubesched.config import API_VERSION, KIND, default_configuration, load_dict
-from kubesched.config.validation import REMOVED_PLUGINS, is_extended_resource_name, validate
+from kubesched.scheduler.config import API_VERSION, KIND, default_configuration, load_dict
+from kubesched.scheduler.config.validation import REMOVED_PLUGINS, is_extended_resource_name, validate
 
 HEAD = {"apiVersion": API_VERSION, "kind": KIND}
 REMOVED_MSG = ('was invalid in version "kubescheduler.config.k8s.io/v1" '

@@ -7,11 +7,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from kubesched.api.kinds import EVENT, NODE, POD
 from kubesched.api.selectors import selector_from_set
-from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-from kubesched.cluster.kubelet import FakeKubelet
-from kubesched.cluster.store import EVENT, NODE, POD, ObjectStore
-from kubesched.controllers import Controllers, build
+from kubesched.apiserver.store import ObjectStore
+from kubesched.simulator.controllers import Controllers, build
+from kubesched.simulator.kubelet import FakeKubelet
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 from tests.helpers import make_node
 
 

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from kubesched.cluster.store import POD
-from kubesched.controllers.deployment import MAX_REPLICAS, REVISION, get_proportion
-from kubesched.controllers.util import ALPHANUMS, DEPLOYMENT, REPLICA_SET, compute_hash
+from kubesched.api.kinds import POD
+from kubesched.simulator.controllers.deployment import MAX_REPLICAS, REVISION, get_proportion
+from kubesched.simulator.controllers.util import ALPHANUMS, DEPLOYMENT, REPLICA_SET, compute_hash
 from tests.controllers.harness import Cluster, run_cluster
 
 

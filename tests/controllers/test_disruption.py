@@ -3,10 +3,10 @@ modes, disrupted pods that were never deleted, and stale DisruptionTarget condit
 
 from __future__ import annotations
 
-from kubesched.clock import rfc3339
-from kubesched.cluster.store import POD
-from kubesched.controllers.disruption import PDB, go_selector_string
-from kubesched.controllers.util import DEPLOYMENT, REPLICA_SET
+from kubesched.api.kinds import POD
+from kubesched.simulator.controllers.disruption import PDB, go_selector_string
+from kubesched.simulator.controllers.util import DEPLOYMENT, REPLICA_SET
+from kubesched.utils.clock import rfc3339
 from tests.controllers.harness import Cluster, run_cluster
 from tests.helpers import make_pod
 

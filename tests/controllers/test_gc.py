@@ -1,8 +1,8 @@
 """The garbage collector: dependents of a deleted owner go (background), objects keeping another
 owner only lose the dangling reference, orphan and foreground finalizers."""
 
-from kubesched.cluster.store import NODE, POD
-from kubesched.controllers.util import DEPLOYMENT, REPLICA_SET
+from kubesched.api.kinds import NODE, POD
+from kubesched.simulator.controllers.util import DEPLOYMENT, REPLICA_SET
 from tests.controllers.harness import Cluster, run_cluster
 from tests.controllers.test_deployment import deployment
 from tests.helpers import make_pod

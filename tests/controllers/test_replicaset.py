@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from kubesched.clock import rfc3339
-from kubesched.cluster.store import POD
-from kubesched.controllers.util import ALPHANUMS, REPLICA_SET, REPLICATION_CONTROLLER, rank_pods_for_deletion
-from kubesched.framework.types import parse_time
+from kubesched.api.kinds import POD
+from kubesched.api.timeutil import parse_time
+from kubesched.simulator.controllers.util import ALPHANUMS, REPLICA_SET, REPLICATION_CONTROLLER, rank_pods_for_deletion
+from kubesched.utils.clock import rfc3339
 from tests.controllers.harness import Cluster, run_cluster
 from tests.helpers import make_pod
 

@@ -1,9 +1,9 @@
 """The StatefulSet controller: ordinal names and labels, ordered or parallel creation, PVCs from
 claim templates, scale-down from the highest ordinal, rolling template updates."""
 
-from kubesched.cluster.store import POD
-from kubesched.controllers.statefulset import POD_INDEX_LABEL, POD_NAME_LABEL, REVISION_LABEL
-from kubesched.controllers.util import PVC, STATEFUL_SET
+from kubesched.api.kinds import POD
+from kubesched.simulator.controllers.statefulset import POD_INDEX_LABEL, POD_NAME_LABEL, REVISION_LABEL
+from kubesched.simulator.controllers.util import PVC, STATEFUL_SET
 from tests.controllers.harness import Cluster, run_cluster
 
 

@@ -2,9 +2,10 @@
 
 import pytest
 
-from kubesched.cluster.store import EVENT, ObjectStore
-from kubesched.controllers.deployment import resolve_fenceposts
-from kubesched.controllers.util import (
+from kubesched.api.kinds import EVENT
+from kubesched.apiserver.store import ObjectStore
+from kubesched.simulator.controllers.deployment import resolve_fenceposts
+from kubesched.simulator.controllers.util import (
     EventWriter,
     SelectorCache,
     compute_hash,

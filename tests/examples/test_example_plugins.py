@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from kubesched.cli.main import main
-from kubesched.framework.registry import load_out_of_tree
+from kubesched.scheduler.framework.registry import load_out_of_tree
 from kubesched.testing import PluginHarness, Status
 from tests.helpers import make_node, make_pod
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kubesched.backend.cache import Cache
-from kubesched.clock import ManualClock
-from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile
-from kubesched.framework.interface import Plugin
-from kubesched.framework.registry import in_tree_registry
-from kubesched.framework.runtime import Framework, FrameworkOptions, HandleContext
-from kubesched.metrics import Metrics
-from kubesched.nodetable.table import NodeTable
+from kubesched.scheduler.backend.cache import Cache
+from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile
+from kubesched.scheduler.framework.interface import Plugin
+from kubesched.scheduler.framework.runtime import Framework, FrameworkOptions, HandleContext
+from kubesched.scheduler.metrics import Metrics
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.utils.clock import ManualClock
 from tests.helpers import make_node
 
 

@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interface import PreBindPlugin
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import PreBindPlugin
+from kubesched.scheduler.framework.status import Code, Status
 from tests.framework.conftest import build_framework
 from tests.helpers import make_pod
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.features import FeatureGateError, parse_flag
+from kubesched.scheduler.features import FeatureGateError, parse_flag
 
 
 @pytest.mark.parametrize(("text", "want"), [

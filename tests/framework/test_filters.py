@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interface import BatchFilterPlugin, FilterVerdict
-from kubesched.framework.status import Code, Status, StatusError
-from kubesched.framework.types import PodInfo
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import BatchFilterPlugin, FilterVerdict
+from kubesched.scheduler.framework.status import Code, Status, StatusError
 from tests.framework.conftest import build_framework
 from tests.helpers import make_pod
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interface import PreFilterPlugin, PreFilterResult
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo
-from kubesched.metrics import Metrics
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import PreFilterPlugin, PreFilterResult
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.metrics import Metrics
 from tests.framework.conftest import build_framework
 from tests.helpers import make_pod
 

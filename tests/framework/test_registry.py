@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kubesched.framework.registry import load_out_of_tree
+from kubesched.scheduler.framework.registry import load_out_of_tree
 
 PLUGIN = '''
-from kubesched.framework.interface import FilterPlugin
+from kubesched.scheduler.framework.interface import FilterPlugin
 
 class {cls}(FilterPlugin):
     name = "{cls}"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interface import BatchScorePlugin
-from kubesched.framework.registry import in_tree_registry, merge, trusted_score_ranges
-from kubesched.framework.runtime import FrameworkOptions
-from kubesched.framework.status import Status, StatusError
-from kubesched.framework.types import PodInfo
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import BatchScorePlugin
+from kubesched.scheduler.framework.registry import merge
+from kubesched.scheduler.framework.runtime import FrameworkOptions
+from kubesched.scheduler.framework.status import Status, StatusError
+from kubesched.scheduler.plugins.registry import in_tree_registry, trusted_score_ranges
 from tests.framework.conftest import build_framework
 from tests.helpers import make_pod
 

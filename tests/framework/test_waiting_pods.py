@@ -7,10 +7,10 @@ import asyncio
 
 import pytest
 
-from kubesched.clock import run_virtual
-from kubesched.framework.status import Code
-from kubesched.framework.types import PodInfo
-from kubesched.framework.waiting_pods import WaitingPod
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.framework.waiting_pods import WaitingPod
+from kubesched.simulator.virtualtime import run_virtual
 
 POD = PodInfo({"metadata": {"name": "p", "namespace": "default", "uid": "u"}})
 

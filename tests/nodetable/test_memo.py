@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from kubesched.framework.interface import FilterVerdict
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.memo import RowMemo
-from kubesched.nodetable.table import CPU, NodeBatch, NodeTable
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.framework.interface import FilterVerdict
+from kubesched.scheduler.framework.memo import RowMemo
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.nodetable.table import CPU, NodeBatch, NodeTable
 from tests.helpers import make_node, make_pod
 
 

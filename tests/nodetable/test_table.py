@@ -3,10 +3,10 @@
 import numpy as np
 
 from kubesched.api.selectors import parse_node_selector
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.selectors import node_selector_mask
-from kubesched.nodetable.table import CPU, MEMORY, NodeTable
-from kubesched.nodetable.tree import zone_key
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.nodetable.selectors import node_selector_mask
+from kubesched.scheduler.nodetable.table import CPU, MEMORY, NodeTable
+from kubesched.scheduler.nodetable.tree import zone_key
 from tests.helpers import make_node, make_pod
 
 

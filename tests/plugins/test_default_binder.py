@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.status import Code
-from kubesched.framework.types import PodInfo
-from kubesched.plugins.default_binder import DefaultBinder
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.plugins.defaultbinder.default_binder import DefaultBinder
 from tests.helpers import make_pod
 
 

@@ -14,32 +14,32 @@ from typing import Any
 
 import pytest
 
-from kubesched.clock import VIRTUAL_EPOCH, ManualClock, rfc3339
-from kubesched.cluster.errors import NotFound
-from kubesched.config.args import DefaultPreemptionArgs
-from kubesched.config.types import PluginRef, PluginSet, Profile
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.diagnosis import NodeToStatus
-from kubesched.framework.events import ActionType, QueueingHint, Resource
-from kubesched.framework.interface import FilterPlugin, NominatingMode, PreFilterExtensions, PreFilterPlugin
-from kubesched.framework.preemption import (
+from kubesched.api.apierrors import NotFound
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.config.args import DefaultPreemptionArgs
+from kubesched.scheduler.config.types import PluginRef, PluginSet, Profile
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.diagnosis import NodeToStatus
+from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
+from kubesched.scheduler.framework.interface import FilterPlugin, NominatingMode, PreFilterExtensions, PreFilterPlugin
+from kubesched.scheduler.framework.preemption_report import PreemptionObserver, PreemptionRecord
+from kubesched.scheduler.framework.registry import merge
+from kubesched.scheduler.framework.runtime import Framework, HandleContext
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.metrics import Metrics
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption, pod_terminating_by_preemption
+from kubesched.scheduler.plugins.defaultpreemption.preemption import (
     DEFERRED,
     Candidate,
     ParsedPDB,
-    PreemptionObserver,
-    PreemptionRecord,
     Victims,
     filter_pods_with_pdb_violation,
     parse_pdbs,
     pick_one_node_for_preemption,
 )
-from kubesched.framework.registry import in_tree_registry, merge
-from kubesched.framework.runtime import Framework, HandleContext
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.metrics import Metrics
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins.default_preemption import DefaultPreemption, pod_terminating_by_preemption
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.utils.clock import VIRTUAL_EPOCH, ManualClock, rfc3339
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}

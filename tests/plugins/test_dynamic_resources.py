@@ -8,15 +8,15 @@ import asyncio
 import pytest
 
 from kubesched.api.kinds import kind_named
-from kubesched.config.args import DynamicResourcesArgs
-from kubesched.features import FeatureGates
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.diagnosis import NodeToStatus
-from kubesched.framework.events import ActionType, QueueingHint, Resource
-from kubesched.framework.status import Code, Status, StatusError
-from kubesched.framework.types import PodInfo
-from kubesched.plugins._dra_allocator import FINALIZER
-from kubesched.plugins.dynamic_resources import STATE_KEY
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.config.args import DynamicResourcesArgs
+from kubesched.scheduler.features import FeatureGates
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.diagnosis import NodeToStatus
+from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
+from kubesched.scheduler.framework.status import Code, Status, StatusError
+from kubesched.scheduler.plugins.dynamicresources._allocator import FINALIZER
+from kubesched.scheduler.plugins.dynamicresources.dynamic_resources import STATE_KEY
 from tests.helpers import make_pod
 from tests.plugins.test_dynamic_resources_support import (
     Env,
@@ -490,7 +490,7 @@ def test_filter_timeout_from_args():
 
 
 def test_filter_timeout_expiry_is_unresolvable(monkeypatch):
-    import kubesched.plugins._dra_allocator as allocator
+    import kubesched.scheduler.plugins.dynamicresources._allocator as allocator
 
     env = env_with(device_class(), WORKER_SLICE, args=DynamicResourcesArgs(filter_timeout=1.0))
     pod = env.pod(pod_with_claims("my-pod", "my-claim"))

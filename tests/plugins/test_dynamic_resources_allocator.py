@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import NodeInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins._dra_allocator import Allocator, Features, SliceInfo, gather_pools
-from kubesched.plugins.dynamic_resources import STATE_KEY
+from kubesched.api.types import NodeInfo
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.dynamicresources._allocator import Allocator, Features, SliceInfo, gather_pools
+from kubesched.scheduler.plugins.dynamicresources.dynamic_resources import STATE_KEY
 from tests.helpers import make_node
 from tests.plugins.test_dynamic_resources_support import (
     Env,

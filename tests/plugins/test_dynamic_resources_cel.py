@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.plugins._dra_cel import CelError, CompiledExpression, Semver, capacity_value, device_input
+from kubesched.scheduler.plugins.dynamicresources._cel import CelError, CompiledExpression, Semver, capacity_value, device_input
 
 DEVICE = device_input(
     "gpu.example.com",

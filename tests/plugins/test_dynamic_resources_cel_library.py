@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kubesched.plugins._dra_cel import (
+from kubesched.scheduler.plugins.dynamicresources._cel import (
     CelCompileError,
     CelError,
     CompiledExpression,
@@ -22,7 +22,7 @@ from kubesched.plugins._dra_cel import (
     UInt,
     evaluate,
 )
-from kubesched.plugins._dra_cel import device_input as build_device
+from kubesched.scheduler.plugins.dynamicresources._cel import device_input as build_device
 
 
 @dataclass(frozen=True)
@@ -297,7 +297,7 @@ def test_function_agrees_with_kubernetes_cel(function, name, expression, want):
 
 def test_every_function_the_interpreter_offers_has_a_case():
     """A function added to the interpreter without a case here fails this test."""
-    from kubesched.plugins._dra_cel import FUNCTIONS
+    from kubesched.scheduler.plugins.dynamicresources._cel import FUNCTIONS
 
     covered = {function for function, *_ in CASES}
     assert set(FUNCTIONS) - covered == set()

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.diagnosis import FitError
-from kubesched.framework.status import Code
-from kubesched.framework.types import PodInfo
-from kubesched.schedule_one import Algorithm
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.diagnosis import FitError
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.schedule_one import Algorithm
 from tests.helpers import make_node, make_pod
 from tests.plugins.test_dynamic_resources_support import (
     Env,

@@ -7,21 +7,22 @@ from collections.abc import Iterable
 from typing import Any
 
 from kubesched.api.kinds import kind_named
-from kubesched.clock import ManualClock
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.informers import Handler
-from kubesched.cluster.store import ADDED, DELETED, ObjectStore, WatchEvent
-from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile
-from kubesched.features import DEFAULT_GATES, FeatureGates
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.registry import Registry
-from kubesched.framework.runtime import Framework, HandleContext
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins.default_binder import DefaultBinder
-from kubesched.plugins.dynamic_resources import DynamicResources
-from kubesched.plugins.node_resources_fit import NodeResourcesFit
-from kubesched.plugins.priority_sort import PrioritySort
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.api.watch import ADDED, DELETED, WatchEvent
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.client.informers import Handler
+from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile
+from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.registry import Registry
+from kubesched.scheduler.framework.runtime import Framework, HandleContext
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.defaultbinder.default_binder import DefaultBinder
+from kubesched.scheduler.plugins.dynamicresources.dynamic_resources import DynamicResources
+from kubesched.scheduler.plugins.noderesources.fit import NodeResourcesFit
+from kubesched.scheduler.plugins.queuesort.priority_sort import PrioritySort
+from kubesched.utils.clock import ManualClock
 from tests.helpers import make_node, make_pod
 
 CLAIM = kind_named("ResourceClaim")

@@ -9,10 +9,10 @@ import random
 
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins.image_locality import (
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.imagelocality.image_locality import (
     MAX_CONTAINER_THRESHOLD,
     MB,
     MIN_THRESHOLD,

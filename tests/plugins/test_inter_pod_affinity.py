@@ -16,25 +16,25 @@ import numpy as np
 import pytest
 
 from kubesched.api.selectors import InvalidSelector
-from kubesched.clock import ManualClock
-from kubesched.config.args import InterPodAffinityArgs
-from kubesched.config.types import PluginRef, PluginSet, Profile
-from kubesched.features import DEFAULT_GATES, FeatureGates
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, QueueingHint, Resource
-from kubesched.framework.registry import in_tree_registry
-from kubesched.framework.runtime import Framework, HandleContext
-from kubesched.framework.status import Code, StatusError
-from kubesched.framework.types import AffinityTerm, NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeBatch, NodeTable
-from kubesched.plugins._pod_groups import MAX_VIEWS, pod_index
-from kubesched.plugins.inter_pod_affinity import (
+from kubesched.api.types import AffinityTerm, NodeInfo, PodInfo
+from kubesched.scheduler.config.args import InterPodAffinityArgs
+from kubesched.scheduler.config.types import PluginRef, PluginSet, Profile
+from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
+from kubesched.scheduler.framework.runtime import Framework, HandleContext
+from kubesched.scheduler.framework.status import Code, StatusError
+from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins._pod_groups import MAX_VIEWS, pod_index
+from kubesched.scheduler.plugins.interpodaffinity.inter_pod_affinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH,
     PRE_FILTER_KEY,
     InterPodAffinity,
 )
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.utils.clock import ManualClock
 from tests.helpers import make_node, make_pod
 
 # ================================================================================================
@@ -730,7 +730,7 @@ def test_hard_pod_affinity_weight_scales_the_symmetric_score() -> None:
 # ================================================================================================
 
 def test_match_label_keys_are_merged_into_the_selector_at_creation() -> None:
-    from kubesched.cluster.admission import apply_label_keys_to_selectors
+    from kubesched.apiserver.admission import apply_label_keys_to_selectors
 
     incoming = pod(labels={"app": "web", "rev": "2"}, aff=affinity(
         required=[term("zone", In("app", "web"), matchLabelKeys=["rev"])],
@@ -752,7 +752,7 @@ def test_match_label_keys_are_merged_into_the_selector_at_creation() -> None:
 
 
 def test_label_keys_leave_nil_selectors_and_missing_labels_alone() -> None:
-    from kubesched.cluster.admission import apply_label_keys_to_selectors
+    from kubesched.apiserver.admission import apply_label_keys_to_selectors
 
     p = pod(labels={"app": "web"}, aff=affinity(required=[
         {"topologyKey": "zone", "matchLabelKeys": ["app"]},
@@ -1215,7 +1215,7 @@ def test_pod_index_evicts_least_recently_used_views_and_rebuilds_them() -> None:
     table, _ = cluster([node("a", {"zone": "z1"})], [pod(node="a", labels={"app": f"v{i % 3}"}) for i in range(9)])
     index = pod_index(table)
     from kubesched.api.selectors import parse_label_selector
-    from kubesched.plugins._pod_groups import Clause
+    from kubesched.scheduler.plugins._pod_groups import Clause
 
     first = frozenset([Clause(None, parse_label_selector({"matchLabels": {"app": "v0"}}))])
     assert index.view_counts(first, True)[0] == 3

@@ -7,13 +7,13 @@ import random
 
 import pytest
 
-from kubesched.config.args import NodeAffinityArgs
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, QueueingHint, Resource
-from kubesched.framework.status import Code
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins.node_affinity import (
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.config.args import NodeAffinityArgs
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.nodeaffinity.node_affinity import (
     ERR_REASON_CONFLICT,
     ERR_REASON_ENFORCED,
     ERR_REASON_POD,

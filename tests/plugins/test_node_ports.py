@@ -7,12 +7,12 @@ import random
 
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, QueueingHint, Resource
-from kubesched.framework.status import Code
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins.node_ports import ERR_REASON, NodePorts, fits_ports
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.nodeports.node_ports import ERR_REASON, NodePorts, fits_ports
 from tests.helpers import make_node, make_pod
 
 

@@ -8,12 +8,12 @@ import random
 
 import pytest
 
-from kubesched.config.args import NodeResourcesBalancedAllocationArgs, ResourceSpec
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.status import Code
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.config.args import NodeResourcesBalancedAllocationArgs, ResourceSpec
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from tests.helpers import make_node
 
 GPU = "nvidia.com/gpu"

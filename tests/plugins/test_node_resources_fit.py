@@ -11,22 +11,22 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from kubesched.config.args import (
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.config.args import (
     NodeResourcesFitArgs,
     RequestedToCapacityRatioParam,
     ResourceSpec,
     ScoringStrategy,
     UtilizationShapePoint,
 )
-from kubesched.features import DEFAULT_GATES
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, QueueingHint, Resource
-from kubesched.framework.runtime import FrameworkOptions
-from kubesched.framework.status import Code, StatusError
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins._resource_allocation import broken_linear
-from kubesched.plugins.node_resources_fit import NodeResourcesFit, fits, insufficient_resources
+from kubesched.scheduler.features import DEFAULT_GATES
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
+from kubesched.scheduler.framework.runtime import FrameworkOptions
+from kubesched.scheduler.framework.status import Code, StatusError
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins._resource_allocation import broken_linear
+from kubesched.scheduler.plugins.noderesources.fit import NodeResourcesFit, fits, insufficient_resources
 from tests.helpers import make_node
 
 EXT_A, EXT_B, HUGE = "example.com/aaa", "example.com/bbb", "hugepages-2Mi"
@@ -483,10 +483,10 @@ def test_batch_verdicts_match_per_node_reference(seed):
 def test_node_local_plugins_run_through_the_framework():
     """The default node-local plugins with their default weights: filters record the first failing
     plugin, scores are normalised and weighted."""
-    from kubesched.clock import ManualClock
-    from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile
-    from kubesched.framework.registry import in_tree_registry
-    from kubesched.framework.runtime import Framework, HandleContext
+    from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile
+    from kubesched.scheduler.framework.runtime import Framework, HandleContext
+    from kubesched.scheduler.plugins.registry import in_tree_registry
+    from kubesched.utils.clock import ManualClock
 
     table = NodeTable()
     table.set_node(NodeInfo(make_node("small", cpu="1", taints=[{"key": "k", "value": "v", "effect": "PreferNoSchedule"}])))

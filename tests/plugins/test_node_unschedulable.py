@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, QueueingHint, Resource
-from kubesched.framework.status import Code
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins.node_unschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.nodeunschedulable.node_unschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
 from tests.helpers import make_node, make_pod
 
 TOLERATE = [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import QueueingHint
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins.node_volume_limits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import QueueingHint
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.nodevolumelimits.node_volume_limits import ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
 from tests.helpers import make_node
 from tests.plugins.test_volume_common import (
     FakeHandle,

@@ -14,16 +14,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kubesched.cluster.informers import InformerFactory
-from kubesched.config.args import LIST_DEFAULTING, SYSTEM_DEFAULTING, PodTopologySpreadArgs
-from kubesched.features import FeatureGates
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, QueueingHint, Resource
-from kubesched.framework.status import Code
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeBatch, NodeTable
-from kubesched.plugins._topology import DomainCounts
-from kubesched.plugins.pod_topology_spread import (
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.client.informers import InformerFactory
+from kubesched.scheduler.config.args import LIST_DEFAULTING, SYSTEM_DEFAULTING, PodTopologySpreadArgs
+from kubesched.scheduler.features import FeatureGates
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins._topology import DomainCounts
+from kubesched.scheduler.plugins.podtopologyspread.pod_topology_spread import (
     DO_NOT_SCHEDULE,
     ERR_REASON_CONSTRAINTS_NOT_MATCH,
     ERR_REASON_NODE_LABEL_NOT_MATCH,
@@ -36,7 +36,7 @@ from kubesched.plugins.pod_topology_spread import (
     ServiceIndex,
     default_selector,
 )
-from kubesched.plugins.taint_toleration import DO_NOT_SCHEDULE_EFFECTS, find_untolerated_taint
+from kubesched.scheduler.plugins.tainttoleration.taint_toleration import DO_NOT_SCHEDULE_EFFECTS, find_untolerated_taint
 from tests.plugins.test_inter_pod_affinity import (
     SKIP,
     FakeHandle,
@@ -706,7 +706,7 @@ def test_events_to_register() -> None:
 
 
 def test_match_label_keys_merged_at_creation() -> None:
-    from kubesched.cluster.admission import apply_label_keys_to_selectors
+    from kubesched.apiserver.admission import apply_label_keys_to_selectors
 
     p = spod("p", spread(1, "zone", sel=FOO, match_label_keys=["rev"]), spread(1, "zone", match_label_keys=["rev"]),
              labels={"foo": "", "rev": "3"})

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.backend.queue.types import QueuedPodInfo
-from kubesched.framework.types import PodInfo
-from kubesched.plugins.priority_sort import PrioritySort
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.queued_pod_info import QueuedPodInfo
+from kubesched.scheduler.plugins.queuesort.priority_sort import PrioritySort
 from tests.helpers import make_pod
 
 

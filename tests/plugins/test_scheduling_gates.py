@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kubesched.framework.events import ActionType, QueueingHint, Resource
-from kubesched.framework.status import Code
-from kubesched.framework.types import PodInfo
-from kubesched.plugins.scheduling_gates import SchedulingGates
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.plugins.schedulinggates.scheduling_gates import SchedulingGates
 from tests.helpers import make_pod
 
 

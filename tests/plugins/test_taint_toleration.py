@@ -8,13 +8,13 @@ import random
 import numpy as np
 import pytest
 
-from kubesched.features import FeatureGates
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import ActionType, QueueingHint, Resource
-from kubesched.framework.status import Code
-from kubesched.framework.types import NodeInfo, PodInfo, Taint
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins.taint_toleration import (
+from kubesched.api.types import NodeInfo, PodInfo, Taint
+from kubesched.scheduler.features import FeatureGates
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, QueueingHint, Resource
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.tainttoleration.taint_toleration import (
     ERR_REASON_UNTOLERATED,
     TaintToleration,
     find_untolerated_taint,

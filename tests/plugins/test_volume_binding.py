@@ -9,18 +9,17 @@ import numpy as np
 import pytest
 
 from kubesched.api.kinds import kind_named, object_key
-from kubesched.clock import run_virtual
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import ObjectStore
-from kubesched.cluster.volumes import FakeVolumeController
-from kubesched.config.args import UtilizationShapePoint, VolumeBindingArgs
-from kubesched.features import FeatureGates
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import QueueingHint
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins._volume_binder import (
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.api.volume import ANN_BIND_COMPLETED, ANN_SELECTED_NODE, bind_volume_to_claim
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.scheduler.config.args import UtilizationShapePoint, VolumeBindingArgs
+from kubesched.scheduler.features import FeatureGates
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import QueueingHint
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.volumebinding._binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_NOT_ENOUGH_SPACE,
@@ -29,8 +28,9 @@ from kubesched.plugins._volume_binder import (
     PodVolumes,
     Provision,
 )
-from kubesched.plugins._volume_helpers import ANN_BIND_COMPLETED, ANN_SELECTED_NODE, bind_volume_to_claim
-from kubesched.plugins.volume_binding import BindingError, VolumeBinding
+from kubesched.scheduler.plugins.volumebinding.volume_binding import BindingError, VolumeBinding
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.simulator.volumes import FakeVolumeController
 from tests.helpers import make_node
 from tests.plugins.test_volume_common import (
     HOSTNAME,
@@ -430,7 +430,7 @@ def _seed(store: ObjectStore, *objects: dict) -> None:
 async def _schedule_one(store: ObjectStore, plugin: VolumeBinding, pod: dict, node_names: list[str]) -> tuple[str, Status | None]:
     table = NodeTable.from_infos([])
     for name in node_names:
-        from kubesched.framework.types import NodeInfo
+        from kubesched.api.types import NodeInfo
 
         table.set_node(NodeInfo(store.get(kind_named("Node"), None, name)))
     state, info = CycleState(), PodInfo(pod)

@@ -11,11 +11,8 @@ import pytest
 
 from kubesched.api.kinds import object_key
 from kubesched.api.selectors import parse_node_selector
-from kubesched.features import DEFAULT_GATES, FeatureGates
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins._volume_batch import ChangeFeed, CSINodeViews, pv_affinity_mask, topology_terms_mask
-from kubesched.plugins._volume_helpers import (
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.api.volume import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     PLUGIN_BY_NAME,
@@ -27,6 +24,9 @@ from kubesched.plugins._volume_helpers import (
     translate_pv,
     volume_handle,
 )
+from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.volumeutil.batch import ChangeFeed, CSINodeViews, pv_affinity_mask, topology_terms_mask
 from tests.helpers import make_node, make_pod
 
 HOSTNAME = "kubernetes.io/hostname"

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import QueueingHint
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.nodetable.table import NodeTable
-from kubesched.plugins.volume_restrictions import (
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import QueueingHint
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.volumerestrictions.volume_restrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_RWOP_CONFLICT,
     VolumeRestrictions,

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.events import QueueingHint
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo
-from kubesched.plugins.volume_zone import ERR_REASON_CONFLICT, VolumeZone
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import QueueingHint
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.plugins.volumezone.volume_zone import ERR_REASON_CONFLICT, VolumeZone
 from tests.helpers import make_node
 from tests.plugins.test_volume_common import FakeHandle, make_pv, make_pvc, make_sc, pod_with, pod_with_claims, table_of
 

@@ -9,13 +9,13 @@ import textwrap
 import pytest
 
 from kubesched.api.errors import KubeschedError
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
 from kubesched.cli import run as run_cmd
 from kubesched.cli.common import registry_from
 from kubesched.cli.main import build_parser, main
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import ObjectStore
-from kubesched.config import default_configuration
-from kubesched.scheduler import Scheduler
+from kubesched.scheduler.config import default_configuration
+from kubesched.scheduler.scheduler import Scheduler
 from tests.run.harness import free_port
 
 CONFIG = """
@@ -106,7 +106,7 @@ def test_kube_scheduler_flags_kubesched_ignores_are_accepted_with_a_warning(capl
 def test_write_config_to_writes_the_effective_configuration_and_exits(tmp_path):
     out = tmp_path / "written.yaml"
     assert main(["run", "--config", config_file(tmp_path), "--leader-elect=false", "--write-config-to", str(out)]) == 0
-    from kubesched.config import load_file
+    from kubesched.scheduler.config import load_file
 
     written = load_file(out)
     assert written.leader_election.leader_elect is False and written.profiles[0].scheduler_name == "kubesched"

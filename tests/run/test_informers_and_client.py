@@ -8,16 +8,17 @@ import contextlib
 
 import pytest
 
+from kubesched.api.apierrors import Gone
 from kubesched.api.kinds import kind_for, kind_named
+from kubesched.api.watch import ADDED, BOOKMARK, WatchEvent
 from kubesched.apiserver import APIServer
-from kubesched.clock import RealClock
-from kubesched.cluster import informers as informers_module
-from kubesched.cluster import kube
-from kubesched.cluster.errors import Gone
-from kubesched.cluster.informers import Handler, Informer
-from kubesched.cluster.kube import KubeClient, StreamBroken, TokenBucket, load_config, rate_limiter
-from kubesched.cluster.recorder import EventSink
-from kubesched.cluster.store import ADDED, BOOKMARK, ObjectStore, WatchEvent
+from kubesched.apiserver.store import ObjectStore
+from kubesched.client import informers as informers_module
+from kubesched.client import kube
+from kubesched.client.informers import Handler, Informer
+from kubesched.client.kube import KubeClient, StreamBroken, TokenBucket, load_config, rate_limiter
+from kubesched.client.recorder import EventSink
+from kubesched.utils.clock import RealClock
 from tests.run.harness import free_port
 
 POD_KIND = kind_named("Pod")

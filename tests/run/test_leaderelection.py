@@ -9,10 +9,9 @@ import time
 import pytest
 
 from kubesched.apiserver import APIServer
-from kubesched.clock import RealClock
-from kubesched.cluster.kube import KubeClient
-from kubesched.cluster.store import ObjectStore
-from kubesched.leaderelection import (
+from kubesched.apiserver.store import ObjectStore
+from kubesched.client.kube import KubeClient
+from kubesched.client.leaderelection import (
     LEASE,
     LeaderElectionConfigError,
     LeaderElector,
@@ -21,6 +20,7 @@ from kubesched.leaderelection import (
     new_identity,
     validate_durations,
 )
+from kubesched.utils.clock import RealClock
 
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 2.0, 1.0, 0.2
 

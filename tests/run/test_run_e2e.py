@@ -216,7 +216,7 @@ def test_the_scheduler_relists_after_an_api_server_restart_and_its_cache_matches
 
 
 def test_deploy_manifests_pass_a_server_side_dry_run_and_carry_a_valid_configuration(api):
-    from kubesched.config import load_text
+    from kubesched.scheduler.config import load_text
 
     api.start()
     out = api.kubectl("apply", "--dry-run=server", "-f", str(REPO / "deploy")).stdout

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.clock import RealClock
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import NODE, POD, ObjectStore
-from kubesched.config.types import PluginRef
-from kubesched.framework.interface import BindPlugin, ReservePlugin
-from kubesched.framework.registry import in_tree_registry, merge
-from kubesched.scheduler import Scheduler
+from kubesched.api.kinds import NODE, POD
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.scheduler.config.types import PluginRef
+from kubesched.scheduler.framework.interface import BindPlugin, ReservePlugin
+from kubesched.scheduler.framework.registry import merge
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.utils.clock import RealClock
 from tests.helpers import make_node, make_pod
 from tests.scheduler.conftest import core_config
 
@@ -31,7 +33,7 @@ async def until(check, timeout: float = 5.0) -> None:
 
 
 async def test_sampled_cycles_observe_plugin_execution_duration_per_plugin_and_point(monkeypatch):
-    import kubesched.scheduler as scheduler_module
+    import kubesched.scheduler.scheduler as scheduler_module
 
     monkeypatch.setattr(scheduler_module, "PLUGIN_METRICS_SAMPLE_PERCENT", 100)
     store = ObjectStore(RealClock())
@@ -51,7 +53,7 @@ async def test_sampled_cycles_observe_plugin_execution_duration_per_plugin_and_p
 
 
 async def test_without_sampling_no_plugin_durations_are_observed(monkeypatch):
-    import kubesched.scheduler as scheduler_module
+    import kubesched.scheduler.scheduler as scheduler_module
 
     monkeypatch.setattr(scheduler_module, "PLUGIN_METRICS_SAMPLE_PERCENT", 0)
     store = ObjectStore(RealClock())

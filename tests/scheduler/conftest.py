@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
+from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
 
 CORE = ["SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "NodeResourcesFit", "DefaultBinder"]
 

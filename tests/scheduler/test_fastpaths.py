@@ -8,8 +8,8 @@ import random
 import pytest
 
 from kubesched.api import resources as res
-from kubesched.config import default_configuration
-from kubesched.simulation import simulate
+from kubesched.scheduler.config import default_configuration
+from kubesched.simulator.simulate import simulate
 from tests.helpers import make_node, make_pod
 
 ZONE = "topology.kubernetes.io/zone"

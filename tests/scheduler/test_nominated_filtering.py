@@ -9,11 +9,11 @@ import random
 import numpy as np
 import pytest
 
-from kubesched.framework.cycle_state import CycleState
-from kubesched.framework.interface import BatchFilterPlugin, FilterPlugin, FilterVerdict
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import NodeInfo, PodInfo
-from kubesched.schedule_one import Algorithm
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import BatchFilterPlugin, FilterPlugin, FilterVerdict
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.schedule_one import Algorithm
 from tests.framework.conftest import build_framework
 from tests.helpers import make_pod
 

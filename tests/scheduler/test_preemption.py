@@ -11,13 +11,14 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from kubesched.api.kinds import kind_named
-from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import EVENT, NODE, POD, PRIORITY_CLASS, ObjectStore
-from kubesched.config import default_configuration
-from kubesched.scheduler import Scheduler
-from kubesched.simulation import SimulationResult, simulate, start_cluster_components
+from kubesched.api.kinds import EVENT, NODE, POD, PRIORITY_CLASS, kind_named
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.scheduler.config import default_configuration
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.simulator.simulate import SimulationResult, simulate, start_cluster_components
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 from tests.helpers import make_node, make_pod
 
 
@@ -147,7 +148,7 @@ def test_explain_records_the_candidates_and_the_deciding_criterion():
     objs = [*CLASSES, make_node("n1", cpu="2"), make_node("n2", cpu="2"),
             p("v1", "2", "mid", node="n1"), p("v2", "2", "low", node="n2"), p("preemptor", "2", "high")]
     result = simulate(objs, default_configuration(), seed=1, explain=True)
-    from kubesched.explain import attempts_to_json, preemption_lines
+    from kubesched.simulator.explain import attempts_to_json, preemption_lines
 
     explained = [a["preemption"] for a in attempts_to_json(result.attempts, result.preemption_of_attempt) if "preemption" in a]
     assert len(explained) == 1

@@ -13,17 +13,20 @@ from typing import Any
 
 import pytest
 
-from kubesched.clock import VIRTUAL_EPOCH, LoopClock, ManualClock, run_virtual
-from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import NODE, POD, ObjectStore
-from kubesched.config.types import SchedulerConfiguration
-from kubesched.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-from kubesched.framework.interface import EnqueueExtensions, FilterPlugin, PermitPlugin
-from kubesched.framework.registry import Registry, in_tree_registry, merge
-from kubesched.framework.runtime import FrameworkError
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo
-from kubesched.scheduler import Scheduler, build_hint_map
+from kubesched.api.kinds import NODE, POD
+from kubesched.api.types import PodInfo
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from kubesched.scheduler.framework.interface import EnqueueExtensions, FilterPlugin, PermitPlugin
+from kubesched.scheduler.framework.registry import Registry, merge
+from kubesched.scheduler.framework.runtime import FrameworkError
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.scheduler.scheduler import Scheduler, build_hint_map
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, ManualClock
 from tests.helpers import make_node, make_pod
 from tests.scheduler.conftest import core_config
 

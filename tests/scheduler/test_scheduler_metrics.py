@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.cluster.store import NODE, POD
-from kubesched.framework.interface import PermitPlugin, PostBindPlugin, PreBindPlugin, ReservePlugin
-from kubesched.framework.registry import in_tree_registry, merge
+from kubesched.api.kinds import NODE, POD
+from kubesched.scheduler.framework.interface import PermitPlugin, PostBindPlugin, PreBindPlugin, ReservePlugin
+from kubesched.scheduler.framework.registry import merge
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from tests.helpers import make_node, make_pod
 from tests.scheduler.conftest import core_config
 from tests.scheduler.test_requeue import SETTLE, Running, run, running

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.cluster.store import EVENT, NODE, POD
-from kubesched.framework.interface import BindPlugin, FilterPlugin, PermitPlugin, ReservePlugin, ScorePlugin
-from kubesched.framework.registry import in_tree_registry, merge
-from kubesched.framework.status import Code, Status
-from kubesched.simulation import simulate
+from kubesched.api.kinds import EVENT, NODE, POD
+from kubesched.scheduler.framework.interface import BindPlugin, FilterPlugin, PermitPlugin, ReservePlugin, ScorePlugin
+from kubesched.scheduler.framework.registry import merge
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.simulator.simulate import simulate
 from tests.helpers import make_node, make_pod
 from tests.scheduler.conftest import core_config
 
@@ -60,10 +61,11 @@ def test_fit_error_counts_each_reason_and_sorts_them():
 
 
 def test_a_pod_rejected_for_resources_is_retried_when_a_node_is_added_not_after_five_minutes():
-    from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-    from kubesched.cluster.client import MemoryClient
-    from kubesched.cluster.store import ObjectStore
-    from kubesched.scheduler import Scheduler
+    from kubesched.apiserver.memory_client import MemoryClient
+    from kubesched.apiserver.store import ObjectStore
+    from kubesched.scheduler.scheduler import Scheduler
+    from kubesched.simulator.virtualtime import run_virtual
+    from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
     async def scenario():
         loop = asyncio.get_running_loop()
@@ -87,10 +89,11 @@ def test_a_pod_rejected_for_resources_is_retried_when_a_node_is_added_not_after_
 
 
 def test_unrelated_events_do_not_requeue_a_resource_rejected_pod():
-    from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-    from kubesched.cluster.client import MemoryClient
-    from kubesched.cluster.store import ObjectStore
-    from kubesched.scheduler import Scheduler
+    from kubesched.apiserver.memory_client import MemoryClient
+    from kubesched.apiserver.store import ObjectStore
+    from kubesched.scheduler.scheduler import Scheduler
+    from kubesched.simulator.virtualtime import run_virtual
+    from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
     async def scenario():
         loop = asyncio.get_running_loop()
@@ -136,7 +139,7 @@ class RecordingReserve(ReservePlugin):
 
 
 def test_bind_failure_unreserves_forgets_and_retries():
-    from kubesched.config.types import PluginRef
+    from kubesched.scheduler.config.types import PluginRef
 
     RecordingReserve.log.clear()
     cfg = core_config("RecordingReserve")
@@ -195,7 +198,7 @@ class FailsEverything(FilterPlugin):
 
 
 def test_the_first_failing_plugin_in_configured_order_is_recorded_for_mixed_styles():
-    from kubesched.config.types import PluginRef
+    from kubesched.scheduler.config.types import PluginRef
 
     registry = merge(in_tree_registry(), {"FailsEverything": FailsEverything})
     messages = {}
@@ -211,7 +214,7 @@ def test_the_first_failing_plugin_in_configured_order_is_recorded_for_mixed_styl
 
 
 def test_explicit_plugins_run_after_multi_point_ones_as_upstream_orders_them():
-    from kubesched.config.types import PluginRef
+    from kubesched.scheduler.config.types import PluginRef
 
     cfg = core_config()
     cfg.profiles[0].plugins.get("filter").enabled = [PluginRef("FailsEverything")]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.config import default_configuration
-from kubesched.simulation import simulate
+from kubesched.scheduler.config import default_configuration
+from kubesched.simulator.simulate import simulate
 from tests.helpers import make_node, make_pod
 
 ROOT = Path(__file__).resolve().parents[2]

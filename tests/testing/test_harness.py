@@ -3,9 +3,9 @@
 import pytest
 
 from kubesched.api.errors import ConfigError
-from kubesched.framework.interface import FilterPlugin, ScorePlugin
-from kubesched.framework.status import Code
-from kubesched.framework.status import Status as FwStatus
+from kubesched.scheduler.framework.interface import FilterPlugin, ScorePlugin
+from kubesched.scheduler.framework.status import Code
+from kubesched.scheduler.framework.status import Status as FwStatus
 from kubesched.testing import PluginHarness, Status
 from tests.helpers import make_node, make_pod
 
@@ -105,7 +105,7 @@ def test_works_for_out_of_tree_classic_plugins():
 
 
 def test_bad_manifests_are_rejected_with_the_field():
-    from kubesched.cluster.errors import Invalid
+    from kubesched.api.apierrors import Invalid
 
     with pytest.raises(Invalid, match=r"spec.containers\[0\].image: Required value"):
         PluginHarness("NodeName", pods=[{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"},

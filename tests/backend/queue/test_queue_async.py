@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from kubesched.backend.queue.testing import make_pod, new_test_queue
-from kubesched.clock import LoopClock, ManualClock, run_virtual
-from kubesched.framework.events import EVENT_UNSCHEDULABLE_TIMEOUT
+from kubesched.scheduler.backend.queue.testing import make_pod, new_test_queue
+from kubesched.scheduler.framework.events import EVENT_UNSCHEDULABLE_TIMEOUT
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.utils.clock import LoopClock, ManualClock
 
 
 def test_pop_does_not_suspend_when_a_pod_is_ready():

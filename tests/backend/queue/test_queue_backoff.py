@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from kubesched.backend.queue import QueuedPodInfo
-from kubesched.backend.queue.backoff_queue import BackoffQueue
-from kubesched.backend.queue.recorder import QueueRecorder
-from kubesched.backend.queue.testing import make_pod, new_test_queue, priority_less
-from kubesched.clock import ManualClock
-from kubesched.framework.events import EVENT_UNSCHEDULABLE_TIMEOUT
+from kubesched.scheduler.backend.queue import QueuedPodInfo
+from kubesched.scheduler.backend.queue.backoff_queue import BackoffQueue
+from kubesched.scheduler.backend.queue.recorder import QueueRecorder
+from kubesched.scheduler.backend.queue.testing import make_pod, new_test_queue, priority_less
+from kubesched.scheduler.framework.events import EVENT_UNSCHEDULABLE_TIMEOUT
+from kubesched.utils.clock import ManualClock
 
 
 def fail(q, qpi: QueuedPodInfo, *plugins: str) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.backend.queue import QueuedPodInfo, QueueProfile
-from kubesched.backend.queue.testing import make_pod, new_test_queue
-from kubesched.clock import ManualClock
-from kubesched.framework.events import (
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.backend.queue import QueuedPodInfo, QueueProfile
+from kubesched.scheduler.backend.queue.testing import make_pod, new_test_queue
+from kubesched.scheduler.framework.events import (
     EVENT_ASSIGNED_POD_ADD,
     EVENT_FORCE_ACTIVATE,
     EVENT_NODE_ADD,
@@ -19,8 +19,8 @@ from kubesched.framework.events import (
     QueueingHint,
     Resource,
 )
-from kubesched.framework.events import ActionType as A
-from kubesched.framework.types import PodInfo
+from kubesched.scheduler.framework.events import ActionType as A
+from kubesched.utils.clock import ManualClock
 
 PV_ADD = ClusterEvent(Resource.PersistentVolume, A.Add)
 PVC_ADD = ClusterEvent(Resource.PersistentVolumeClaim, A.Add)

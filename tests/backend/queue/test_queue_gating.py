@@ -5,21 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.backend.queue import QueueProfile
-from kubesched.backend.queue.testing import make_pod, new_test_queue
-from kubesched.clock import ManualClock
-from kubesched.framework.events import (
-    EVENT_NODE_ADD,
-    EVENT_UNSCHEDULABLE_TIMEOUT,
-    ClusterEvent,
-    QueueingHint,
-    Resource,
-)
-from kubesched.framework.events import ActionType as A
-from kubesched.framework.interface import PreEnqueuePlugin
-from kubesched.framework.status import Code, Status
-from kubesched.framework.types import PodInfo
-from kubesched.metrics import Metrics
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.backend.queue import QueueProfile
+from kubesched.scheduler.backend.queue.testing import make_pod, new_test_queue
+from kubesched.scheduler.framework.events import EVENT_NODE_ADD, EVENT_UNSCHEDULABLE_TIMEOUT, ClusterEvent, QueueingHint, Resource
+from kubesched.scheduler.framework.events import ActionType as A
+from kubesched.scheduler.framework.interface import PreEnqueuePlugin
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.metrics import Metrics
+from kubesched.utils.clock import ManualClock
 
 GATES_ELIMINATED = ClusterEvent(Resource.Pod, A.UpdatePodSchedulingGatesEliminated)
 

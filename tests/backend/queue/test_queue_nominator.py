@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.backend.queue.testing import make_pod, new_test_queue
-from kubesched.clock import ManualClock
-from kubesched.framework.interface import NominatingInfo, NominatingMode
+from kubesched.scheduler.backend.queue.testing import make_pod, new_test_queue
+from kubesched.scheduler.framework.interface import NominatingInfo, NominatingMode
+from kubesched.utils.clock import ManualClock
 
 
 def nominated(q) -> dict[str, list[str]]:

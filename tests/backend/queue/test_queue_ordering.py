@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.backend.queue import QueueProfile
-from kubesched.backend.queue.heap import KeyedHeap
-from kubesched.backend.queue.testing import make_pod, new_test_queue
-from kubesched.clock import ManualClock
-from kubesched.framework.events import EVENT_UNSCHEDULABLE_TIMEOUT, ClusterEvent, Resource
-from kubesched.framework.events import ActionType as A
-from kubesched.metrics import Metrics
+from kubesched.scheduler.backend.queue import QueueProfile
+from kubesched.scheduler.backend.queue.heap import KeyedHeap
+from kubesched.scheduler.backend.queue.testing import make_pod, new_test_queue
+from kubesched.scheduler.framework.events import EVENT_UNSCHEDULABLE_TIMEOUT, ClusterEvent, Resource
+from kubesched.scheduler.framework.events import ActionType as A
+from kubesched.scheduler.metrics import Metrics
+from kubesched.utils.clock import ManualClock
 
 HIGH, MEDIUM, LOW = 1000, 500, 0
 

@@ -1,0 +1,88 @@
+"""The scheduler's client for the embedded cluster: ``ClusterClient``'s verbs as direct calls into
+the API server's ``ObjectStore``, without HTTP or serialisation. It lives with the store (the
+client layer defines only the interface, and never imports the API server)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from kubesched.api.events import core_to_v1, v1_to_core
+from kubesched.api.kinds import EVENT, POD, Kind, kind_for
+from kubesched.api.meta import json_copy, set_condition
+from kubesched.api.watch import WatchEvent
+from kubesched.apiserver.store import ObjectStore
+from kubesched.client.interface import ClusterClient
+
+EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
+
+
+class MemoryClient(ClusterClient):
+    """The embedded cluster: direct calls into an ``ObjectStore``, no serialisation."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+
+    async def list(self, kind: Kind) -> tuple[list[dict], str]:
+        items, rv = self.store.list(kind)
+        return items, str(rv)
+
+    async def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[list[WatchEvent]]:  # type: ignore[override]
+        w = self.store.watch(kind, since=int(resource_version or 0))
+        try:
+            while True:
+                batch = await w.next_batch()
+                if not batch and w.stopped:
+                    return
+                yield batch
+        finally:
+            w.stop()
+
+    async def get(self, kind: Kind, namespace: str | None, name: str) -> dict | None:
+        if kind == EVENTS_V1:
+            core = self.store.try_get(EVENT, namespace, name)
+            return None if core is None else core_to_v1(core)
+        return self.store.try_get(kind, namespace, name)
+
+    async def create(self, kind: Kind, obj: dict) -> dict:
+        if kind == EVENTS_V1:
+            return core_to_v1(self.store.create(EVENT, v1_to_core(json_copy(obj))))
+        return self.store.create(kind, json_copy(obj))
+
+    async def update(self, kind: Kind, obj: dict) -> dict:
+        if kind == EVENTS_V1:
+            return core_to_v1(self.store.update(EVENT, v1_to_core(json_copy(obj))))
+        return self.store.update(kind, json_copy(obj))
+
+    async def update_status(self, kind: Kind, obj: dict) -> dict:
+        return self.store.update(kind, json_copy(obj), status_only=True)
+
+    async def delete(self, kind: Kind, namespace: str | None, name: str, *, uid: str | None = None,
+                     grace_period: int | None = None) -> None:
+        self.store.delete(kind, namespace, name, uid=uid, grace_period=grace_period)
+
+    async def bind(self, pod: dict, node_name: str) -> None:
+        meta = pod["metadata"]
+        self.store.bind(meta.get("namespace", "default"), meta["name"], node_name, uid=meta.get("uid"))
+
+    async def patch_pod_status(self, pod: dict, conditions: list[dict], nominated_node_name: str | None) -> None:
+        meta = pod["metadata"]
+        self.store.mutate(POD, meta.get("namespace"), meta["name"], _status_patch(self.store, conditions, nominated_node_name),
+                          expect_uid=meta.get("uid"))
+
+
+def _status_patch(store: ObjectStore, conditions: list[dict], nominated: str | None) -> Callable[[dict], Any]:
+    def apply(pod: dict) -> None:
+        status = pod.setdefault("status", {})
+        current = status.get("conditions") or []
+        for condition in conditions:
+            current = set_condition(current, condition, store.clock.wall())
+        if conditions:
+            status["conditions"] = current
+        if nominated is not None:
+            if nominated:
+                status["nominatedNodeName"] = nominated
+            else:
+                status.pop("nominatedNodeName", None)
+
+    return apply

@@ -1,0 +1,595 @@
+"""An in-memory Kubernetes object store with resourceVersions and watch streams.
+
+It behaves like kube-apiserver over etcd for what the scheduler can observe: every write gets the
+next resourceVersion, watchers see ADDED/MODIFIED/DELETED in order and can resume from a version
+(or get 410 Gone when it is too old), updates are optimistic (409 on a stale resourceVersion), and
+pods bound to a node are deleted gracefully. The embedded cluster and the HTTP API server both
+sit on it.
+
+Objects handed to ``create``/``update`` become the store's; objects returned are shared and must
+not be mutated (``mutate`` gives a private copy to change).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from kubesched.api.apierrors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
+from kubesched.api.defaults import default_namespace, set_defaults, validate_spec
+from kubesched.api.errors import FieldError
+from kubesched.api.kinds import EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, Kind, kind_for
+from kubesched.api.meta import json_copy, set_condition
+from kubesched.api.pod_update import validate_pod_update
+from kubesched.api.timeutil import parse_time
+from kubesched.api.validation import validate
+from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
+from kubesched.apiserver import admission
+from kubesched.utils.clock import Clock, RealClock, rfc3339
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+Predicate = Callable[[dict], bool]
+
+
+#: The version (4) and variant (RFC 4122) bits of a random UUID.
+_UUID_KEEP = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)
+_UUID_V4 = (0x4000 << 64) | (0x8000 << 48)
+
+
+class Watch:
+    """One watcher's stream: ``await next_batch()`` for events; ``stop()`` ends it."""
+
+    def __init__(self, store: ObjectStore, kind: Kind, namespace: str | None, predicate: Predicate | None) -> None:
+        self.store = store
+        self.kind = kind
+        self.namespace = namespace
+        self.predicate = predicate
+        self.pending: deque[WatchEvent] = deque()
+        self.stopped = False
+        self._wakeup: asyncio.Event | None = None
+
+    def _visible(self, obj: dict | None) -> bool:
+        if obj is None:
+            return False
+        if self.namespace and obj["metadata"].get("namespace") != self.namespace:
+            return False
+        return self.predicate is None or self.predicate(obj)
+
+    def offer(self, event: WatchEvent) -> None:
+        """Deliver ``event`` as this watcher sees it: selector changes become ADDED or DELETED."""
+        new_visible = event.type != DELETED and self._visible(event.object)
+        old_visible = self._visible(event.old) if event.type == MODIFIED else (event.type == DELETED and self._visible(event.object))
+        if event.type == ADDED:
+            kind = ADDED if new_visible else None
+        elif event.type == DELETED:
+            kind = DELETED if old_visible else None
+        elif new_visible and old_visible:
+            kind = MODIFIED
+        elif new_visible:
+            kind = ADDED
+        elif old_visible:
+            kind = DELETED
+        else:
+            kind = None
+        if kind is None:
+            return
+        self.pending.append(event if kind == event.type else WatchEvent(kind, event.object, event.old))
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def push(self, event: WatchEvent) -> None:
+        self.pending.append(event)
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def drain(self) -> list[WatchEvent]:
+        events = list(self.pending)
+        self.pending.clear()
+        return events
+
+    async def next_batch(self) -> list[WatchEvent]:
+        """Every pending event, waiting for at least one; [] once stopped."""
+        while not self.pending and not self.stopped:
+            if self._wakeup is None:
+                self._wakeup = asyncio.Event()
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        return self.drain()
+
+    def stop(self) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self.store._watches.get(self.kind, set()).discard(self)
+            if self._wakeup is not None:
+                self._wakeup.set()
+
+
+class ObjectStore:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        clock: Clock | None = None,
+        *,
+        seed: int | None = None,
+        history_limit: int = 200_000,
+        auto_create_namespaces: bool = False,
+        graceful_pod_deletion: bool = True,
+        feature_gates: Mapping[str, bool] | None = None,
+    ) -> None:
+        self.clock = clock or RealClock()
+        self.rv = 0
+        self._objects: dict[Kind, dict[tuple[str, str], dict]] = {}
+        self._history: deque[tuple[int, Kind, WatchEvent]] = deque()
+        self._history_limit = history_limit
+        self._watches: dict[Kind, set[Watch]] = {}
+        self._rng = random.Random(seed)
+        self._seeded = seed is not None
+        self.auto_create_namespaces = auto_create_namespaces
+        self.graceful_pod_deletion = graceful_pod_deletion
+        self.feature_gates = feature_gates
+        self.pending_timers = 0
+        self.write_count = 0
+        #: Counts of the writes that make progress in a simulation: creations (events aside),
+        #: bindings, deletions.
+        self.progress = [0, 0, 0]
+        #: Called as hook(rv, kind, event) after each committed write (persistence, metrics).
+        self.write_hooks: list[Callable[[int, Kind, WatchEvent], None]] = []
+        for ns in DEFAULT_NAMESPACES:
+            self._bootstrap(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for pc in admission.SYSTEM_PRIORITY_CLASSES:
+            self._bootstrap(PRIORITY_CLASS, json_copy(pc))
+
+    # --- reading ----------------------------------------------------------------------------
+    def kinds(self) -> Iterable[Kind]:
+        return self._objects.keys()
+
+    def get(self, kind: Kind, namespace: str | None, name: str) -> dict:
+        obj = self._objects.get(kind, {}).get((namespace or "", name))
+        if obj is None:
+            raise NotFound.of(kind.resource, name, kind.group)
+        return obj
+
+    def try_get(self, kind: Kind, namespace: str | None, name: str) -> dict | None:
+        return self._objects.get(kind, {}).get((namespace or "", name))
+
+    def list(self, kind: Kind, namespace: str | None = None, predicate: Predicate | None = None) -> tuple[list[dict], int]:
+        items = [
+            obj for (ns, _), obj in self._objects.get(kind, {}).items()
+            if (not namespace or ns == namespace) and (predicate is None or predicate(obj))
+        ]
+        return items, self.rv
+
+    def iter_all(self, kind: Kind) -> Iterator[dict]:
+        return iter(self._objects.get(kind, {}).values())
+
+    def count(self, kind: Kind) -> int:
+        return len(self._objects.get(kind, {}))
+
+    def watch_events_pending(self) -> bool:
+        """Whether some watcher has events it has not consumed yet."""
+        return any(w.pending for watches in self._watches.values() for w in watches)
+
+    # --- watching -----------------------------------------------------------------------------
+    def watch(self, kind: Kind, since: int | None = None, namespace: str | None = None,
+              predicate: Predicate | None = None) -> Watch:
+        """Changes after resourceVersion ``since``; with None, every current object as ADDED first."""
+        w = Watch(self, kind, namespace, predicate)
+        if since is None:
+            for obj in self._objects.get(kind, {}).values():
+                if w._visible(obj):
+                    w.pending.append(WatchEvent(ADDED, obj))
+        else:
+            oldest = self._history[0][0] if self._history else self.rv + 1
+            if since < oldest - 1 and since < self.rv:
+                raise Gone(f"too old resource version: {since} ({oldest - 1})")
+            for rv, k, event in self._history:
+                if rv > since and k == kind:
+                    w.offer(event)
+        self._watches.setdefault(kind, set()).add(w)
+        return w
+
+    # --- writing ------------------------------------------------------------------------------
+    def create(self, kind: Kind, obj: dict, namespace: str | None = None, *, dry_run: bool = False) -> dict:
+        """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``)."""
+        meta = obj.setdefault("metadata", {})
+        if kind.namespaced:
+            ns = meta.get("namespace") or namespace or "default"
+            if namespace and meta.get("namespace") and meta["namespace"] != namespace:
+                raise Invalid("the namespace of the provided object does not match the namespace sent on the request",
+                              kind=kind.kind, name=meta.get("name", ""))
+            meta["namespace"] = ns
+            self._require_namespace(ns)
+        else:
+            meta.pop("namespace", None)
+        obj.setdefault("apiVersion", kind.api_version)
+        obj.setdefault("kind", kind.kind)
+        set_defaults(kind, obj, self.feature_gates)
+        self._admit_create(kind, obj)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = self._generate_name(kind, meta.get("namespace", ""), meta["generateName"])
+            if kind == NAMESPACE:
+                default_namespace(obj)  # the strategy's Canonicalize: the name label, now there is a name
+        self._validate(kind, obj)
+        key = (meta.get("namespace", ""), meta["name"])
+        bucket = self._objects.setdefault(kind, {})
+        if key in bucket:
+            raise AlreadyExists.of(kind.resource, meta["name"], kind.group)
+        meta["uid"] = self._uid()
+        meta["creationTimestamp"] = rfc3339(self.clock.wall())
+        meta.setdefault("generation", 1)
+        meta.pop("resourceVersion", None)
+        meta.pop("deletionTimestamp", None)
+        if dry_run:
+            return obj
+        if kind != EVENT:
+            self.progress[0] += 1
+        return self._commit(kind, ADDED, obj, None)
+
+    def update(self, kind: Kind, obj: dict, *, status_only: bool = False, dry_run: bool = False) -> dict:
+        """Replace an object; a set ``metadata.resourceVersion`` must match (optimistic concurrency)."""
+        meta = obj.get("metadata") or {}
+        current = self.get(kind, meta.get("namespace"), meta.get("name", ""))
+        rv = meta.get("resourceVersion")
+        if rv and rv != current["metadata"]["resourceVersion"]:
+            raise Conflict.of(kind.resource, meta["name"], "the object has been modified; please apply your changes to the latest version and try again", kind.group)
+        if meta.get("uid") and meta["uid"] != current["metadata"]["uid"]:
+            raise Conflict.of(kind.resource, meta["name"], f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {current['metadata']['uid']}", kind.group)
+        new = self._carry_over(kind, current, obj, status_only)
+        if not status_only:
+            set_defaults(kind, new, self.feature_gates)
+            self._admit_update(kind, new, current)
+        elif kind == NODE:
+            set_defaults(kind, new, self.feature_gates)  # SetDefaults_NodeStatus: what the kubelet reports
+        self._validate(kind, new, current, status_only=status_only)
+        if new.get("spec") != current.get("spec") and not status_only:
+            new["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
+        if dry_run:
+            return new
+        result = self._commit(kind, MODIFIED, new, current)
+        self._finish_deletion_if_released(kind, result)
+        return result
+
+    def mutate(self, kind: Kind, namespace: str | None, name: str, change: Callable[[dict], Any], *,
+               expect_rv: str | None = None, expect_uid: str | None = None) -> dict:
+        """Apply ``change`` to a private copy of the current object and store it (a guaranteed update).
+
+        Written as a client must write it: the status through the status subresource, the rest
+        through the main resource (two writes, main first, when both changed)."""
+        current = self.get(kind, namespace, name)
+        if expect_uid and current["metadata"].get("uid") != expect_uid:
+            raise Conflict.of(kind.resource, name, f"Precondition failed: UID in precondition: {expect_uid}, UID in object meta: {current['metadata'].get('uid')}", kind.group)
+        if expect_rv and current["metadata"]["resourceVersion"] != expect_rv:
+            raise Conflict.of(kind.resource, name, "the object has been modified; please apply your changes to the latest version and try again", kind.group)
+        new = json_copy(current)
+        change(new)
+        if new == current:
+            return current
+        split = "status" in kind.subresources
+        result = current
+        if not split or _without_status(new) != _without_status(current):
+            result = self.update(kind, _with_version(new, current))
+        if split and new.get("status") != current.get("status"):
+            latest = self.try_get(kind, namespace, name)
+            if latest is None or latest["metadata"].get("uid") != current["metadata"].get("uid"):
+                return result  # the main write finished a deletion
+            result = self.update(kind, _with_version(new, latest), status_only=True)
+        return result
+
+    def delete(self, kind: Kind, namespace: str | None, name: str, *, grace_period: int | None = None,
+               uid: str | None = None, resource_version: str | None = None, dry_run: bool = False) -> dict:
+        """Delete, gracefully for pods on a node (deletionTimestamp now, removal after the grace period).
+
+        A namespace first turns Terminating (its contents go), then disappears on the next loop turn,
+        as the namespace controller would finish it.
+        """
+        current = self.get(kind, namespace, name)
+        meta = current["metadata"]
+        if uid and meta.get("uid") != uid:
+            raise Conflict.of(kind.resource, name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}", kind.group)
+        if resource_version and meta.get("resourceVersion") != resource_version:
+            raise Conflict.of(kind.resource, name, f"Precondition failed: ResourceVersion in precondition: {resource_version}, ResourceVersion in object meta: {meta.get('resourceVersion')}", kind.group)
+        grace = self._grace_period(kind, current, grace_period)
+        if dry_run:
+            return current
+        if kind == NAMESPACE:
+            return self._terminate_namespace(current)
+        if grace > 0 or meta.get("finalizers"):
+            return self._mark_terminating(kind, current, grace)
+        return self._remove(kind, current)
+
+    def bind(self, namespace: str, name: str, node_name: str, uid: str | None = None,
+             annotations: dict | None = None, *, resource_version: str | None = None, dry_run: bool = False) -> dict:
+        """The pods/binding subresource: set ``spec.nodeName`` and PodScheduled=True, once."""
+        pod = self.get(POD, namespace, name)
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        if uid and meta.get("uid") != uid:
+            raise Conflict.of("pods/binding", name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: {meta.get('uid')}")
+        if resource_version and meta.get("resourceVersion") != resource_version:
+            raise Conflict.of("pods/binding", name, "the object has been modified; please apply your changes to the latest version and try again")
+        if meta.get("deletionTimestamp"):
+            raise Conflict.of("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
+        if spec.get("nodeName"):
+            raise Conflict.of("pods/binding", name, f'pod {name} is already assigned to node "{spec["nodeName"]}"')
+        if spec.get("schedulingGates"):
+            raise Conflict.of("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
+        new = dict(pod)
+        new["metadata"] = dict(meta)
+        if annotations:
+            new["metadata"]["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+        new["spec"] = {**spec, "nodeName": node_name}
+        status = dict(pod.get("status") or {})
+        status["conditions"] = set_condition(status.get("conditions") or [], {"type": "PodScheduled", "status": "True"}, self.clock.wall())
+        if (self.feature_gates or {}).get("ClearingNominatedNodeNameAfterBinding", True):
+            status.pop("nominatedNodeName", None)
+        new["status"] = status
+        if dry_run:
+            return new
+        self.progress[1] += 1
+        return self._commit(POD, MODIFIED, new, pod)
+
+    # --- persistence --------------------------------------------------------------------------
+    def restore(self, objects: Iterable[tuple[Kind, dict]], rv: int) -> None:
+        """Replace every object with ``objects`` as last written at resourceVersion ``rv`` (a restart
+        from durable storage). The watch history starts empty, so a watcher resuming from an older
+        version gets 410 Gone and relists, as after an etcd compaction. Graceful deletions in flight
+        are re-armed for what is left of their grace period."""
+        self._objects = {}
+        self._history.clear()
+        for kind, obj in objects:
+            meta = obj["metadata"]
+            self._objects.setdefault(kind, {})[(meta.get("namespace", ""), meta["name"])] = obj
+        self.rv = rv
+        for kind, bucket in self._objects.items():
+            for obj in list(bucket.values()):
+                self._rearm_deletion(kind, obj)
+
+    def _rearm_deletion(self, kind: Kind, obj: dict) -> None:
+        meta = obj["metadata"]
+        if not meta.get("deletionTimestamp"):
+            return
+        if kind == NAMESPACE:
+            self._after(0, lambda: self._finish_namespace(meta["name"]))
+            return
+        if meta.get("deletionGracePeriodSeconds", 0) > 0:
+            remaining = max(0.0, parse_time(meta["deletionTimestamp"]) - self.clock.wall())
+            self._after(remaining, lambda: self._expire(kind, meta.get("namespace"), meta["name"], meta.get("uid")))
+
+    # --- internals ----------------------------------------------------------------------------
+    def _bootstrap(self, kind: Kind, obj: dict) -> None:
+        set_defaults(kind, obj, self.feature_gates)
+        obj["metadata"]["uid"] = self._uid()
+        obj["metadata"]["creationTimestamp"] = rfc3339(self.clock.wall())
+        self._commit(kind, ADDED, obj, None)
+
+    def _uid(self) -> str:
+        """A version-4 UUID, as ``str(uuid.UUID(int=bits, version=4))`` spells it (formatted directly: cheaper)."""
+        bits = self._rng.getrandbits(128) if self._seeded else int.from_bytes(os.urandom(16))
+        bits = (bits & _UUID_KEEP) | _UUID_V4
+        h = f"{bits:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+    def _generate_name(self, kind: Kind, namespace: str, prefix: str) -> str:
+        bucket = self._objects.get(kind, {})
+        for _ in range(100):
+            name = prefix[:58] + "".join(self._rng.choice(_NAME_CHARS) for _ in range(5))
+            if (namespace, name) not in bucket:
+                return name
+        raise AlreadyExists.of(kind.resource, prefix, kind.group)
+
+    def _require_namespace(self, ns: str) -> None:
+        namespaces = self._objects.get(NAMESPACE, {})
+        current = namespaces.get(("", ns))
+        if current is None:
+            if self.auto_create_namespaces:
+                self.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+                return
+            raise NotFound.of("namespaces", ns)
+        if current["metadata"].get("deletionTimestamp"):
+            raise Forbidden(f"unable to create new content in namespace {ns} because it is being terminated",
+                            kind="namespaces", name=ns)
+
+    def _admit_create(self, kind: Kind, obj: dict) -> None:
+        """The mutating admission of a create (the object may have only a generateName yet)."""
+        if kind == POD:
+            admission.default_pod_status(obj, self.feature_gates)
+            admission.apply_label_keys_to_selectors(obj, self.feature_gates)
+            admission.admit_priority(obj, self._priority_class, self._global_default_priority_class())
+            admission.admit_default_toleration_seconds(obj)
+
+    @staticmethod
+    def _admit_update(kind: Kind, new: dict, current: dict) -> None:
+        if kind == POD:
+            admission.keep_priority(new, current)
+            admission.admit_default_toleration_seconds(new)
+
+    def _validate(self, kind: Kind, obj: dict, old: dict | None = None, *, status_only: bool = False) -> None:
+        """Validation (422), then validating admission (403); ``old`` is the object an update replaces."""
+        errors: list[FieldError] = validate(obj)
+        if not status_only:
+            errors += validate_spec(kind, obj)
+            if kind == POD and old is not None:
+                errors += validate_pod_update(obj, old)
+        if errors:
+            raise Invalid.of(kind.kind, obj["metadata"].get("name", ""), errors, kind.group)
+        if kind == PRIORITY_CLASS:
+            admission.admit_priority_class(obj, self._global_default_priority_class())
+
+    def _priority_class(self, name: str) -> dict | None:
+        return self._objects.get(PRIORITY_CLASS, {}).get(("", name))
+
+    def _global_default_priority_class(self) -> dict | None:
+        defaults = [pc for pc in self._objects.get(PRIORITY_CLASS, {}).values() if pc.get("globalDefault")]
+        if not defaults:
+            return None
+        # upstream picks the lowest value if several are marked default
+        return min(defaults, key=lambda pc: pc.get("value", 0))
+
+    def _carry_over(self, kind: Kind, current: dict, obj: dict, status_only: bool) -> dict:
+        """Keep what a client may not change through this verb: metadata identity, and the spec
+        through the status subresource or the status (of a kind that has one) through the main
+        resource."""
+        new = dict(obj)
+        meta = dict(obj.get("metadata") or {})
+        cur_meta = current["metadata"]
+        for field in ("uid", "creationTimestamp", "namespace", "name", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            if field in cur_meta:
+                meta[field] = cur_meta[field]
+            else:
+                meta.pop(field, None)
+        new["metadata"] = meta
+        new["apiVersion"] = current.get("apiVersion", kind.api_version)
+        new["kind"] = current.get("kind", kind.kind)
+        if status_only:
+            for key, value in current.items():
+                if key not in ("status", "metadata"):
+                    new[key] = value
+            meta_keep = dict(cur_meta)
+            meta_keep["resourceVersion"] = meta.get("resourceVersion", cur_meta.get("resourceVersion"))
+            new["metadata"] = meta_keep
+        elif "status" in kind.subresources:
+            if "status" in current:
+                new["status"] = current["status"]
+            else:
+                new.pop("status", None)
+        return new
+
+    def _commit(self, kind: Kind, event_type: str, obj: dict, old: dict | None) -> dict:
+        self.rv += 1
+        self.write_count += 1
+        meta = obj["metadata"]
+        key = (meta.get("namespace", ""), meta["name"])
+        if event_type == DELETED:
+            obj = dict(obj)
+            obj["metadata"] = {**meta, "resourceVersion": str(self.rv)}
+            self._objects.get(kind, {}).pop(key, None)
+        else:
+            meta["resourceVersion"] = str(self.rv)
+            self._objects.setdefault(kind, {})[key] = obj
+        event = WatchEvent(event_type, obj, old)
+        self._history.append((self.rv, kind, event))
+        if len(self._history) > self._history_limit:
+            self._history.popleft()
+        for w in list(self._watches.get(kind, ())):
+            w.offer(event)
+        for hook in self.write_hooks:
+            hook(self.rv, kind, event)
+        return obj
+
+    def _remove(self, kind: Kind, current: dict) -> dict:
+        self.progress[2] += 1
+        return self._commit(kind, DELETED, current, current)
+
+    def _grace_period(self, kind: Kind, obj: dict, requested: int | None) -> int:
+        if kind != POD or not self.graceful_pod_deletion:
+            return 0
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        if not spec.get("nodeName") or status.get("phase") in ("Failed", "Succeeded"):
+            return 0
+        grace = requested if requested is not None else int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+        return 1 if grace < 0 else grace  # upstream turns a negative period into one second
+
+    def _mark_terminating(self, kind: Kind, current: dict, grace: int) -> dict:
+        """``BeforeDelete``: set the deletion timestamp, or move it earlier when a shorter grace
+        period is asked of an object already terminating (a longer one changes nothing)."""
+        meta = current["metadata"]
+        pending = meta.get("deletionGracePeriodSeconds") or 0
+        if meta.get("deletionTimestamp"):
+            if grace == 0 and not meta.get("finalizers"):
+                return self._remove(kind, current)
+            if not 0 < grace < pending:
+                return current
+            due = parse_time(meta["deletionTimestamp"]) - pending + grace
+        else:
+            due = self.clock.wall() + grace
+        new = dict(current)
+        new["metadata"] = {**meta, "deletionTimestamp": rfc3339(due), "deletionGracePeriodSeconds": grace}
+        result = self._commit(kind, MODIFIED, new, current)
+        if grace > 0:
+            self._after(max(0.0, due - self.clock.wall()),
+                        lambda: self._expire(kind, meta.get("namespace"), meta["name"], meta.get("uid")))
+        return result
+
+    def _terminate_namespace(self, current: dict) -> dict:
+        """Phase Terminating with a deletionTimestamp, contents deleted, then gone (``_finish_namespace``)."""
+        meta = current["metadata"]
+        if not meta.get("deletionTimestamp"):
+            new = dict(current)
+            new["metadata"] = {**meta, "deletionTimestamp": rfc3339(self.clock.wall()), "deletionGracePeriodSeconds": 0}
+            new["status"] = {**(current.get("status") or {}), "phase": "Terminating"}
+            current = self._commit(NAMESPACE, MODIFIED, new, current)
+        self._delete_namespace_contents(meta["name"])
+        name = meta["name"]
+        self._after(0, lambda: self._finish_namespace(name))
+        return current
+
+    def _finish_namespace(self, name: str) -> None:
+        namespace = self.try_get(NAMESPACE, None, name)
+        if namespace is None or not namespace["metadata"].get("deletionTimestamp"):
+            return
+        self._delete_namespace_contents(name)
+        if not namespace["metadata"].get("finalizers") and self.try_get(NAMESPACE, None, name) is not None:
+            self._remove(NAMESPACE, namespace)
+
+    def _expire(self, kind: Kind, namespace: str | None, name: str, uid: str | None) -> None:
+        """The grace period is over: the kubelet has stopped the pod, so the object goes."""
+        current = self.try_get(kind, namespace, name)
+        if current is None or current["metadata"].get("uid") != uid:
+            return
+        if current["metadata"].get("finalizers"):
+            return
+        self._remove(kind, current)
+
+    def _finish_deletion_if_released(self, kind: Kind, obj: dict) -> None:
+        meta = obj["metadata"]
+        if not meta.get("deletionTimestamp") or meta.get("finalizers"):
+            return
+        if kind == NAMESPACE and ((obj.get("spec") or {}).get("finalizers")):
+            return
+        if kind == POD and meta.get("deletionGracePeriodSeconds", 0) > 0:
+            return
+        self._remove(kind, obj)
+
+    def _delete_namespace_contents(self, ns: str) -> None:
+        for kind in list(self._objects):
+            if not kind.namespaced:
+                continue
+            for (obj_ns, name), _obj in list(self._objects[kind].items()):
+                if obj_ns == ns and (ns, name) in self._objects[kind]:
+                    self.delete(kind, ns, name, grace_period=0)
+
+    def _after(self, seconds: float, action: Callable[[], None]) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            action()
+            return
+        self.pending_timers += 1
+
+        def fire() -> None:
+            self.pending_timers -= 1
+            action()
+
+        loop.call_later(seconds, fire)
+
+
+def _without_status(obj: dict) -> dict:
+    return {k: v for k, v in obj.items() if k != "status"}
+
+
+def _with_version(obj: dict, current: dict) -> dict:
+    """``obj`` as an update of ``current`` (guarded by its resourceVersion)."""
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+
+
+def kind_of(obj: dict) -> Kind:
+    kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
+    if kind is None:
+        raise NotFound(f'no matches for kind "{obj.get("kind")}" in version "{obj.get("apiVersion")}"')
+    return kind

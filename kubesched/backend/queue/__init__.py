@@ -1,6 +1,0 @@
-"""The scheduling queue: activeQ, backoffQ, unschedulablePods and the nominator (upstream ``backend/queue``)."""
-
-from kubesched.backend.queue.scheduling_queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, QueueProfile, SchedulingQueue
-from kubesched.backend.queue.types import QueuedPodInfo
-
-__all__ = ["DEFAULT_POD_MAX_IN_UNSCHEDULABLE", "QueueProfile", "QueuedPodInfo", "SchedulingQueue"]

@@ -1,0 +1,270 @@
+"""Informers: list, then watch from the list's resourceVersion, keep a local cache, and tell
+handlers about every change (client-go's SharedInformer, reflector and DeltaFIFO in one).
+
+The reflector's rules, which keep the cache right across API-server restarts and network trouble:
+
+* the watch asks for bookmarks, so the informer's resourceVersion keeps moving even when nothing of
+  its kind changes, and a re-watch starts from the newest version seen;
+* a stream the server ends (its timeout) is simply watched again from that version;
+* a broken stream or an unreachable server (``ConnectionError``/``OSError``, ``TimeoutError``, 429)
+  backs off exponentially (0.8s doubling to 30s, with jitter) and watches again from the same
+  version: nothing is relisted when the server comes back with its history intact;
+* ``410 Gone`` (history compacted, or a restarted server that lost it) relists at once, and any
+  other error relists after the backoff. A relist updates the cache *in place* and reports the
+  difference (adds, updates, deletes, and delete + add for an object recreated under the same
+  name), so handlers never miss a change and holders of the cache dict keep seeing the live one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kubesched.api.apierrors import Gone, TooManyRequests
+from kubesched.api.kinds import Kind, kind_named, object_key
+from kubesched.api.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
+from kubesched.client.interface import ClusterClient
+
+log = logging.getLogger(__name__)
+
+INITIAL_BACKOFF = 0.8
+MAX_BACKOFF = 30.0
+#: Errors after which the informer watches again from its resourceVersion instead of relisting.
+RETRIABLE_WATCH_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError, TooManyRequests)
+
+
+@dataclass
+class Handler:
+    on_add: Callable[[dict, bool], None] | None = None
+    on_update: Callable[[dict, dict], None] | None = None
+    on_delete: Callable[[dict], None] | None = None
+
+
+class Backoff:
+    """Exponential backoff with jitter (client-go's reflector: 800ms doubling to 30s, jitter 1.0)."""
+
+    def __init__(self, initial: float | None = None, maximum: float | None = None) -> None:
+        self.initial = INITIAL_BACKOFF if initial is None else initial
+        self.maximum = MAX_BACKOFF if maximum is None else maximum
+        self.current = self.initial
+
+    def next(self) -> float:
+        delay = self.current * (1.0 + random.random())
+        self.current = min(self.current * 2, self.maximum)
+        return min(delay, self.maximum)
+
+    def reset(self) -> None:
+        self.current = self.initial
+
+
+class Informer:
+    def __init__(self, client: ClusterClient, kind: Kind) -> None:
+        self.client = client
+        self.kind = kind
+        self.store: dict[str, dict] = {}
+        self.handlers: list[Handler] = []
+        self.synced = asyncio.Event()
+        self.resource_version = ""
+        #: Counters for ``/debug/cache`` and tests: relists after the first list, watches (re)started
+        #: after an interruption, and the last error seen.
+        self.relists = 0
+        self.rewatches = 0
+        self.last_error = ""
+        self._lists = 0
+        self._task: asyncio.Task | None = None
+
+    def add_handler(self, handler: Handler) -> None:
+        self.handlers.append(handler)
+        if self.synced.is_set() and handler.on_add is not None:
+            for obj in list(self.store.values()):
+                handler.on_add(obj, True)
+
+    def start(self) -> asyncio.Task:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self.run(), name=f"informer-{self.kind.resource}")
+        return self._task
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def run(self) -> None:
+        """List and watch until cancelled (the reflector's ListAndWatch loop)."""
+        backoff = Backoff()
+        while True:
+            try:
+                await self._list()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                self._failed("list", e)
+                await asyncio.sleep(backoff.next())
+                continue
+            backoff.reset()
+            await self._watch_until_relist(backoff)
+
+    async def _watch_until_relist(self, backoff: Backoff) -> None:
+        """Watch, re-watching from the newest resourceVersion after normal ends and retriable
+        errors; return when the informer must relist."""
+        while True:
+            try:
+                delivered = await self._watch()
+            except asyncio.CancelledError:
+                raise
+            except Gone as e:
+                log.info("watch of %s at resourceVersion %s expired (%s), relisting", self.kind.resource,
+                         self.resource_version, e)
+                return
+            except RETRIABLE_WATCH_ERRORS as e:
+                self._failed("watch", e)
+                self.rewatches += 1
+                await asyncio.sleep(backoff.next())
+                continue
+            except Exception as e:
+                self._failed("watch", e)
+                await asyncio.sleep(backoff.next())
+                return
+            if delivered:
+                backoff.reset()
+            else:  # a stream that ended without a single event (not even a bookmark): don't spin
+                await asyncio.sleep(backoff.next())
+
+    def _failed(self, what: str, error: BaseException) -> None:
+        self.last_error = f"{what}: {error or type(error).__name__}"
+        log.warning("%s of %s failed: %s", what, self.kind.resource, error or type(error).__name__)
+
+    async def _list(self) -> None:
+        items, rv = await self.client.list(self.kind)
+        first = not self.synced.is_set()
+        if self._lists:
+            self.relists += 1
+        self._lists += 1
+        self.resource_version = rv
+        self._replace({object_key(o): o for o in items}, first)
+        self.synced.set()
+
+    def _replace(self, fresh: dict[str, dict], initial: bool) -> None:
+        """Make the cache equal ``fresh`` in place, telling handlers what changed."""
+        store = self.store
+        for key in [k for k in store if k not in fresh]:
+            self._emit_delete(store.pop(key))
+        for key, obj in fresh.items():
+            previous = store.get(key)
+            store[key] = obj
+            if previous is None:
+                self._emit_add(obj, initial)
+            elif _uid(previous) != _uid(obj):
+                self._emit_delete(previous)
+                self._emit_add(obj, False)
+            elif _rv(previous) != _rv(obj):
+                self._emit_update(previous, obj)
+
+    async def _watch(self) -> int:
+        """One watch call until its stream ends; returns how many events it delivered."""
+        delivered = 0
+        async for batch in self.client.watch(self.kind, self.resource_version):
+            for event in batch:
+                self._apply(event)
+            delivered += len(batch)
+        return delivered
+
+    def _apply(self, event: WatchEvent) -> None:
+        obj = event.object
+        if event.type == BOOKMARK:
+            self.resource_version = obj["metadata"].get("resourceVersion", self.resource_version)
+            return
+        key = object_key(obj)
+        self.resource_version = obj["metadata"].get("resourceVersion", self.resource_version)
+        if event.type == DELETED:
+            self.store.pop(key, None)
+            self._emit_delete(obj)  # the final state the event carries, as client-go hands it over
+            return
+        previous = self.store.get(key)
+        self.store[key] = obj
+        if previous is None:
+            self._emit_add(obj, False)
+        elif event.type in (MODIFIED, ADDED):
+            self._emit_update(previous, obj)
+
+    def _emit_add(self, obj: dict, initial: bool) -> None:
+        for h in self.handlers:
+            if h.on_add is not None:
+                _guard(h.on_add, obj, initial)
+
+    def _emit_update(self, old: dict, new: dict) -> None:
+        for h in self.handlers:
+            if h.on_update is not None:
+                _guard(h.on_update, old, new)
+
+    def _emit_delete(self, obj: dict) -> None:
+        for h in self.handlers:
+            if h.on_delete is not None:
+                _guard(h.on_delete, obj)
+
+    def stats(self) -> dict:
+        """What ``/debug/cache`` shows about this informer."""
+        return {"resourceVersion": self.resource_version, "objects": len(self.store), "synced": self.synced.is_set(),
+                "relists": self.relists, "rewatches": self.rewatches, "lastError": self.last_error}
+
+
+def _uid(obj: dict) -> str | None:
+    return (obj.get("metadata") or {}).get("uid")
+
+
+def _rv(obj: dict) -> str | None:
+    return (obj.get("metadata") or {}).get("resourceVersion")
+
+
+def _guard(fn: Callable, *args: object) -> None:
+    try:
+        fn(*args)
+    except Exception:
+        log.exception("event handler %s failed", getattr(fn, "__qualname__", fn))
+
+
+class InformerFactory:
+    """One informer per kind, shared by every consumer (SharedInformerFactory)."""
+
+    def __init__(self, client: ClusterClient) -> None:
+        self.client = client
+        self.informers: dict[str, Informer] = {}
+
+    def informer(self, kind_name: str) -> Informer:
+        inf = self.informers.get(kind_name)
+        if inf is None:
+            kind = kind_named(kind_name)
+            if kind is None:
+                raise KeyError(f"unknown kind {kind_name}")
+            inf = self.informers[kind_name] = Informer(self.client, kind)
+        return inf
+
+    def store(self, kind_name: str) -> dict[str, dict]:
+        """The informer cache for ``kind_name`` (starting the informer if it was not watched yet)."""
+        inf = self.informers.get(kind_name)
+        if inf is None:
+            inf = self.informer(kind_name)
+            with contextlib.suppress(RuntimeError):
+                inf.start()
+        return inf.store
+
+    def start(self) -> None:
+        for inf in self.informers.values():
+            inf.start()
+
+    async def wait_for_sync(self) -> None:
+        await asyncio.gather(*(inf.synced.wait() for inf in self.informers.values()))
+
+    def has_synced(self) -> bool:
+        return all(inf.synced.is_set() for inf in self.informers.values())
+
+    def stats(self) -> dict[str, dict]:
+        return {name: inf.stats() for name, inf in sorted(self.informers.items())}
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(inf.stop() for inf in self.informers.values()))

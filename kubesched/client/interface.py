@@ -1,0 +1,54 @@
+"""The scheduler's view of the API: the few verbs it needs, whichever cluster is behind them.
+
+``kubesched.apiserver.memory_client.MemoryClient`` talks to the embedded ``ObjectStore``
+directly; ``kubesched.client.kube`` talks HTTP to ``kubesched apiserver`` or a real cluster. Everything above this interface (informers,
+cache, queue, scheduler, plugins) is the same for both.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator
+
+from kubesched.api.kinds import Kind
+from kubesched.api.watch import WatchEvent
+
+
+class ClusterClient(abc.ABC):
+    """Async API verbs. Objects are plain dicts shaped as the Kubernetes JSON API shapes them."""
+
+    @abc.abstractmethod
+    async def list(self, kind: Kind) -> tuple[list[dict], str]:
+        """Every object of ``kind`` and the list's resourceVersion."""
+
+    @abc.abstractmethod
+    def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[list[WatchEvent]]:
+        """Batches of changes after ``resource_version``; raises ``Gone`` when it is too old."""
+
+    @abc.abstractmethod
+    async def get(self, kind: Kind, namespace: str | None, name: str) -> dict | None: ...
+
+    @abc.abstractmethod
+    async def create(self, kind: Kind, obj: dict) -> dict: ...
+
+    @abc.abstractmethod
+    async def update(self, kind: Kind, obj: dict) -> dict: ...
+
+    @abc.abstractmethod
+    async def update_status(self, kind: Kind, obj: dict) -> dict: ...
+
+    @abc.abstractmethod
+    async def delete(self, kind: Kind, namespace: str | None, name: str, *, uid: str | None = None,
+                     grace_period: int | None = None) -> None: ...
+
+    @abc.abstractmethod
+    async def bind(self, pod: dict, node_name: str) -> None:
+        """POST pods/binding; raises Conflict when the pod is already bound, deleted or gated."""
+
+    @abc.abstractmethod
+    async def patch_pod_status(self, pod: dict, conditions: list[dict], nominated_node_name: str | None) -> None:
+        """Merge ``conditions`` into the pod's status (by type) and set ``nominatedNodeName`` when
+        not None, as ``util.PatchPodStatus`` does with a strategic merge patch."""
+
+    async def close(self) -> None:
+        return None

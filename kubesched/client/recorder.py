@@ -1,0 +1,206 @@
+"""The event recorder: ``events.k8s.io/v1`` events with client-go's ``tools/events`` aggregation.
+
+An event isomorphic to one seen before (same regarding object, related object, action, reason
+and reporting controller) is not written again: the second occurrence turns it into a series
+(count 2, written at once), later ones only bump the count in memory until the 30-minute refresh
+writes it; a series idle for 6 minutes is finished, after which a new event starts. Writing
+never blocks scheduling: events go through a queue drained by one task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from collections import deque
+from typing import Any
+
+from kubesched.api.events import object_reference
+from kubesched.api.kinds import kind_for
+from kubesched.utils.clock import Clock, rfc3339_micro
+
+log = logging.getLogger(__name__)
+
+NOTE_LENGTH_LIMIT = 1024
+REFRESH_INTERVAL = 30 * 60.0
+FINISH_INTERVAL = 6 * 60.0
+EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
+
+
+def truncate_note(message: str) -> str:
+    if len(message) <= NOTE_LENGTH_LIMIT:
+        return message
+    return message[: NOTE_LENGTH_LIMIT - 4] + " ..."
+
+
+class EventSink:
+    """Writes events; the client implementation decides the wire shape."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def create(self, event: dict) -> None:
+        await self.client.create(EVENTS_V1, event)
+
+    async def update_series(self, event: dict) -> None:
+        meta = event["metadata"]
+        patch = getattr(self.client, "patch", None)
+        if patch is not None:  # an HTTP client: one merge patch of the series, as client-go's sink sends
+            from kubesched.api.apierrors import NotFound
+
+            try:
+                await patch(EVENTS_V1, meta.get("namespace"), meta["name"], {"series": dict(event["series"])})
+            except NotFound:
+                await self.client.create(EVENTS_V1, event)  # the event was removed meanwhile: write it anew
+            return
+        current = await self.client.get(EVENTS_V1, meta.get("namespace"), meta["name"])
+        if current is None:
+            await self.client.create(EVENTS_V1, event)
+            return
+        updated = dict(current)
+        updated["series"] = dict(event["series"])
+        await self.client.update(EVENTS_V1, updated)
+
+
+class Broadcaster:
+    """Shared by every profile's recorder (client-go's EventBroadcaster)."""
+
+    def __init__(self, sink: EventSink, clock: Clock) -> None:
+        self.sink = sink
+        self.clock = clock
+        self._cache: dict[tuple, dict] = {}
+        self._pending: deque[tuple[str, dict]] = deque()
+        self._wakeup: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._timers: list[asyncio.Task] = []
+        self.written = 0
+
+    def recorder(self, controller: str) -> Recorder:
+        return Recorder(self, controller, f"{controller}-{socket.gethostname()}")
+
+    def record(self, event: dict) -> None:
+        key = _key(event)
+        existing = self._cache.get(key)
+        now = rfc3339_micro(self.clock.wall())
+        if existing is None:
+            self._cache[key] = event
+            self._enqueue("create", event)
+            return
+        series = existing.get("series")
+        if series is not None:
+            series["count"] += 1
+            series["lastObservedTime"] = now
+            return
+        existing["series"] = {"count": 2, "lastObservedTime": now}
+        self._enqueue("series", dict(existing))
+
+    def _enqueue(self, verb: str, event: dict) -> None:
+        self._pending.append((verb, event))
+        if self._wakeup is not None:
+            self._wakeup.set()
+
+    def start(self) -> None:
+        if self._task is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._wakeup = asyncio.Event()
+        self._task = loop.create_task(self._drain(), name="event-broadcaster")
+        self._timers = [loop.create_task(self._every(REFRESH_INTERVAL, self._refresh)),
+                        loop.create_task(self._every(FINISH_INTERVAL, self._finish))]
+
+    async def stop(self) -> None:
+        await self.flush()
+        for task in [self._task, *self._timers]:
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(*(t for t in [self._task, *self._timers] if t is not None), return_exceptions=True)
+        self._task = None
+        self._timers = []
+
+    async def flush(self) -> None:
+        while self._pending:
+            verb, event = self._pending.popleft()
+            await self._write(verb, event)
+
+    def idle(self) -> bool:
+        return not self._pending
+
+    async def _drain(self) -> None:
+        assert self._wakeup is not None
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            await self.flush()
+
+    async def _write(self, verb: str, event: dict) -> None:
+        try:
+            if verb == "create":
+                await self.sink.create(event)
+            else:
+                await self.sink.update_series(event)
+            self.written += 1
+        except Exception as e:
+            log.warning("could not record event %s: %s", event["metadata"].get("name"), e)
+
+    async def _every(self, seconds: float, action: Any) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            action()
+
+    def _refresh(self) -> None:
+        for event in self._cache.values():
+            if event.get("series"):
+                self._enqueue("series", dict(event))
+
+    def _finish(self) -> None:
+        now = self.clock.wall()
+        horizon = now - FINISH_INTERVAL
+        stale = [k for k, e in self._cache.items() if _last_seen(e) < horizon]
+        for key in stale:
+            event = self._cache.pop(key)
+            if event.get("series"):
+                self._enqueue("series", dict(event))
+
+
+class Recorder:
+    """What plugins and the scheduler call (``fwk.EventRecorder``)."""
+
+    def __init__(self, broadcaster: Broadcaster, controller: str, instance: str) -> None:
+        self.broadcaster = broadcaster
+        self.controller = controller
+        self.instance = instance
+
+    def eventf(self, regarding: dict, related: dict | None, event_type: str, reason: str, action: str, note: str) -> None:
+        clock = self.broadcaster.clock
+        wall = clock.wall()
+        ref = object_reference(regarding)
+        event = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{ref['name']}.{int(wall * 1e9):x}", "namespace": ref.get("namespace") or "default"},
+            "eventTime": rfc3339_micro(wall),
+            "reportingController": self.controller,
+            "reportingInstance": self.instance,
+            "action": action,
+            "reason": reason,
+            "regarding": ref,
+            "note": truncate_note(note),
+            "type": event_type,
+        }
+        if related is not None:
+            event["related"] = object_reference(related)
+        self.broadcaster.record(event)
+
+
+def _key(event: dict) -> tuple:
+    regarding = event.get("regarding") or {}
+    related = event.get("related") or {}
+    return (event.get("action"), event.get("reason"), event.get("reportingController"),
+            tuple(sorted(regarding.items())), tuple(sorted(related.items())))
+
+
+def _last_seen(event: dict) -> float:
+    from kubesched.api.timeutil import parse_time
+
+    series = event.get("series")
+    return parse_time((series or {}).get("lastObservedTime") or event.get("eventTime"))

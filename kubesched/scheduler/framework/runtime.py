@@ -1,0 +1,862 @@
+"""The framework runtime: one profile's plugins, instantiated and run at each extension point
+(upstream ``framework/runtime/framework.go``).
+
+Filter and Score run batch plugins over the whole node batch at once and classic plugins node by
+node on the nodes still feasible, keeping upstream's rule that a node's recorded failure is the
+first failing plugin in configured order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import random
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kubesched.api.errors import KubeschedError
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
+from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ClusterEventWithHint, unroll_wildcard
+from kubesched.scheduler.framework.interface import (
+    EXTENSION_POINTS,
+    INTERFACE_NAMES,
+    MAX_NODE_SCORE,
+    MAX_TOTAL_SCORE,
+    MIN_NODE_SCORE,
+    BatchFilterPlugin,
+    BatchScorePlugin,
+    EnqueueExtensions,
+    FilterPlugin,
+    NodeScore,
+    PermitPlugin,
+    Plugin,
+    PostFilterResult,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    ReservePlugin,
+    ScorePlugin,
+    normalizes,
+)
+from kubesched.scheduler.framework.registry import Registry
+from kubesched.scheduler.framework.status import Code, Status, StatusError, is_success
+from kubesched.scheduler.framework.waiting_pods import WaitingPod, WaitingPods
+from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.utils.clock import Clock
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.framework.preemption_report import PreemptionObserver
+    from kubesched.scheduler.framework.queued_pod_info import QueuedPodInfo
+    from kubesched.scheduler.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+MAX_PERMIT_TIMEOUT = 15 * 60.0
+
+
+class FrameworkError(KubeschedError, ValueError):
+    """A profile that cannot be built (unknown plugin, plugin at a point it does not implement...)."""
+
+
+@dataclass
+class HandleContext:
+    """Services every profile's plugins share (what upstream's Handle exposes)."""
+
+    clock: Clock
+    snapshot: Callable[[], NodeTable]
+    waiting_pods: WaitingPods = field(default_factory=WaitingPods)
+    client: Any = None
+    recorder: Any = None
+    nominator: Any = None
+    activator: Callable[[dict[str, PodInfo]], None] | None = None
+    informers: Any = None
+    feature_gates: FeatureGates = field(default_factory=lambda: DEFAULT_GATES)
+    metrics: Metrics | None = None
+    parallelism: int = 16
+    #: API writes plugins started from synchronous extension points (PostFilter, Unreserve, ...).
+    background: set[asyncio.Task] = field(default_factory=set)
+    #: The run's seeded random source, for plugins that randomise (preemption's start offset).
+    rng: random.Random = field(default_factory=random.Random)
+    #: Told of every preemption decision (the simulator's report); None: nobody listens.
+    preemption_observer: PreemptionObserver | None = None
+
+
+@dataclass(frozen=True)
+class FrameworkOptions:
+    """Choices fixed when a Framework is built, for every profile of a scheduler (upstream passes
+    ``frameworkruntime.Option`` values to ``NewFramework``).
+
+    ``fast_paths``: plugins and the scheduling algorithm may use their optimisations that never move
+    a placement (memoised per-node results, whole-column evaluation, float arithmetic where it is
+    exact); off, each runs its plain counterpart, so tests can compare the two.
+    ``trusted_score_ranges``: plugins whose normalized scores are known to stay in
+    [MIN_NODE_SCORE, MAX_NODE_SCORE], so the framework skips their range check. The scheduler fills
+    it from the registry's declaration (``registry.score_range_trusted``): in-tree plugins only;
+    every other plugin is checked, as upstream checks every plugin's.
+    """
+
+    fast_paths: bool = True
+    trusted_score_ranges: frozenset[str] = frozenset()
+
+
+@dataclass
+class ScoreResult:
+    """Scores of a batch: the weighted total and, per plugin, raw / normalised / weight."""
+
+    total: np.ndarray
+    plugins: list[tuple[str, np.ndarray, np.ndarray, int]]
+
+    def reordered(self, order: np.ndarray) -> ScoreResult:
+        """The same scores for the nodes at ``order`` (positions into this result)."""
+        return ScoreResult(self.total[order], [(n, raw[order], norm[order], w) for n, raw, norm, w in self.plugins])
+
+
+class Framework:
+    """One scheduling profile. Plugins receive it as their ``handle``."""
+
+    def __init__(self, registry: Registry, profile: Profile, ctx: HandleContext,
+                 options: FrameworkOptions | None = None) -> None:
+        self.profile = profile
+        self.options = options or FrameworkOptions()
+        self.profile_name = profile.scheduler_name
+        self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
+        self.ctx = ctx
+        self.plugins: dict[str, Plugin] = {}
+        self.points: dict[str, list[Plugin]] = {p: [] for p in POINTS}
+        self.score_weights: dict[str, int] = {}
+        self.enqueue_extensions: list[tuple[str, list[ClusterEventWithHint]]] = []
+        #: Labelled metric children, cached: labels() costs more than the observation.
+        self._evaluation_counters: dict[tuple[str, str], Any] = {}
+        self._duration_children: dict[tuple[str, str], Any] = {}
+        self._build(registry)
+        self._filters = self.points["filter"]
+        self._range_checked = {p.name for p in self.points["score"] if p.name not in self.options.trusted_score_ranges}
+        #: Classic (per-node) Filter plugins with their configured positions among all filters.
+        self._classic_filters: list[tuple[int, FilterPlugin]] = [
+            (i, p) for i, p in enumerate(self._filters) if not isinstance(p, BatchFilterPlugin)]  # type: ignore[misc]
+
+    # --- construction ------------------------------------------------------------------------
+    def _build(self, registry: Registry) -> None:
+        plugins = self.profile.plugins
+        needed: list[str] = []
+        for point in ("multiPoint", *POINTS):
+            for ref in plugins.get(point).enabled:
+                if ref.name not in needed:
+                    needed.append(ref.name)
+        for name in needed:
+            factory = registry.get(name)
+            if factory is None:
+                continue
+            try:
+                plugin = factory(self.profile.plugin_config.get(name), self)
+            except KubeschedError:
+                raise
+            except Exception as e:
+                raise FrameworkError(f'initializing plugin "{name}": {e}') from e
+            self.plugins[name] = plugin
+            self._fill_enqueue_extensions(plugin)
+        for point in POINTS:
+            self._update_point(point, plugins.get(point).enabled)
+        if plugins.multi_point.enabled:
+            self._expand_multi_point()
+        if len(self.points["queueSort"]) != 1:
+            raise FrameworkError(f'only one queue sort plugin required for profile with scheduler name "{self.profile_name}", '
+                                 f"but got {len(self.points['queueSort'])}")
+        if not self.points["bind"]:
+            raise FrameworkError(f'at least one bind plugin is needed for profile with scheduler name "{self.profile_name}"')
+        self._score_weights(plugins.get("score").enabled + plugins.multi_point.enabled)
+
+    def _update_point(self, point: str, enabled: list[PluginRef]) -> None:
+        seen: set[str] = set()
+        for ref in enabled:
+            plugin = self.plugins.get(ref.name)
+            if plugin is None:
+                raise FrameworkError(f'{INTERFACE_NAMES[point]} "{ref.name}" does not exist')
+            if not isinstance(plugin, EXTENSION_POINTS[point]):
+                raise FrameworkError(f'plugin "{ref.name}" does not extend {INTERFACE_NAMES[point]} plugin')
+            if ref.name in seen:
+                raise FrameworkError(f'plugin "{ref.name}" already registered as "{INTERFACE_NAMES[point]}"')
+            seen.add(ref.name)
+            self.points[point].append(plugin)
+
+    def _expand_multi_point(self) -> None:
+        """MultiPoint plugins go to every point they implement, after explicit overrides (upstream order)."""
+        plugins = self.profile.plugins
+        for point in POINTS:
+            pset = plugins.get(point)
+            enabled = [ref.name for ref in pset.enabled]
+            disabled = {ref.name for ref in pset.disabled}
+            if "*" in disabled:
+                continue
+            overrides: list[str] = []
+            multi: list[str] = []
+            for ref in plugins.multi_point.enabled:
+                plugin = self.plugins.get(ref.name)
+                if plugin is None:
+                    raise FrameworkError(f'{INTERFACE_NAMES["preFilter"]} "{ref.name}" does not exist')
+                if not isinstance(plugin, EXTENSION_POINTS[point]) or ref.name in disabled:
+                    continue
+                if ref.name in enabled:
+                    overrides.append(ref.name)
+                    continue
+                if ref.name in multi:
+                    raise FrameworkError(f'plugin "{ref.name}" already registered as "{INTERFACE_NAMES[point]}"')
+                multi.append(ref.name)
+            ordered = [n for n in enabled if n in overrides] + multi + [n for n in enabled if n not in overrides]
+            self.points[point] = [self.plugins[n] for n in ordered]
+
+    def _score_weights(self, refs: list[PluginRef]) -> None:
+        total = 0
+        for ref in refs:
+            plugin = self.plugins.get(ref.name)
+            if not isinstance(plugin, (ScorePlugin, BatchScorePlugin)) or ref.name in self.score_weights:
+                continue
+            weight = ref.weight or 1
+            self.score_weights[ref.name] = weight
+            if weight * MAX_NODE_SCORE > MAX_TOTAL_SCORE - total:
+                raise FrameworkError("total score of Score plugins could overflow")
+            total += weight * MAX_NODE_SCORE
+        for plugin in self.points["score"]:
+            if not self.score_weights.get(plugin.name):
+                raise FrameworkError(f'score plugin "{plugin.name}" is not configured with weight')
+
+    def _fill_enqueue_extensions(self, plugin: Plugin) -> None:
+        if not isinstance(plugin, (PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, BatchFilterPlugin, ReservePlugin, PermitPlugin)):
+            return
+        if isinstance(plugin, EnqueueExtensions):
+            self.enqueue_extensions.append((plugin.name, plugin.events_to_register()))
+        else:
+            self.enqueue_extensions.append((plugin.name, [ClusterEventWithHint(e) for e in unroll_wildcard()]))
+
+    # --- handle ------------------------------------------------------------------------------
+    @property
+    def snapshot(self) -> NodeTable:
+        return self.ctx.snapshot()
+
+    @property
+    def client(self) -> Any:
+        return self.ctx.client
+
+    @property
+    def event_recorder(self) -> Any:
+        return self.ctx.recorder
+
+    @property
+    def clock(self) -> Clock:
+        return self.ctx.clock
+
+    @property
+    def feature_gates(self) -> FeatureGates:
+        return self.ctx.feature_gates
+
+    def objects(self, kind: str) -> dict[str, dict]:
+        """Informer cache of ``kind`` (e.g. "PersistentVolumeClaim"), keyed ``namespace/name``."""
+        if self.ctx.informers is None:
+            return {}
+        return self.ctx.informers.store(kind)
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        if self.ctx.nominator is None:
+            return []
+        return self.ctx.nominator.nominated_pods_for_node(node_name)
+
+    def activate(self, pods: dict[str, PodInfo]) -> None:
+        if self.ctx.activator is not None:
+            self.ctx.activator(pods)
+
+    def run_in_background(self, coro: Coroutine[Any, Any, Any], what: str) -> None:
+        """Run an API call from a synchronous extension point without blocking the cycle (upstream
+        does such writes asynchronously too); failures are logged, and the scheduler counts the
+        task as work in flight until it ends."""
+
+        async def guarded() -> None:
+            try:
+                await coro
+            except Exception as e:
+                log.warning("%s failed: %s", what, e)
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # called outside the scheduler's loop (tools, tests): just run it
+            asyncio.run(guarded())
+            return
+        task = loop.create_task(guarded(), name=what)
+        self.ctx.background.add(task)
+        task.add_done_callback(self.ctx.background.discard)
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.ctx.waiting_pods.get(uid)
+
+    def iterate_waiting_pods(self, callback: Callable[[WaitingPod], None]) -> None:
+        self.ctx.waiting_pods.iterate(callback)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        wp = self.ctx.waiting_pods.get(uid)
+        if wp is None:
+            return False
+        wp.reject("", "removed")
+        return True
+
+    # --- queueing ------------------------------------------------------------------------------
+    def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
+        return self.points["queueSort"][0].less  # type: ignore[attr-defined]
+
+    def pre_enqueue_plugins(self) -> list[PreEnqueuePlugin]:
+        return self.points["preEnqueue"]  # type: ignore[return-value]
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self._filters)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.points["postFilter"])
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.points["score"])
+
+    # --- PreFilter -----------------------------------------------------------------------------
+    def run_pre_filter(self, state: CycleState, pod: PodInfo) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """PreFilter plugins; Skip-ping ones are recorded so Filter skips them too."""
+        start = time.perf_counter()
+        skip: set[str] = set()
+        try:
+            out = self._pre_filter(state, pod, skip)
+        finally:
+            state.skip_filter_plugins = skip
+        self.observe("PreFilter", out[1], start)
+        return out
+
+    def _pre_filter(self, state: CycleState, pod: PodInfo, skip: set[str]) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        result: PreFilterResult | None = None
+        with_nodes: set[str] = set()
+        returned: Status | None = None
+        nodes = self.snapshot.all_rows()
+        for pl in self.points["preFilter"]:
+            t = time.perf_counter()
+            self._evaluated(pl.name, "PreFilter", 1)
+            r, s = pl.pre_filter(state, pod, nodes)  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "PreFilter", s, t)
+            if s is not None and s.code == Code.Skip:
+                skip.add(pl.name)
+                continue
+            if not is_success(s):
+                assert s is not None
+                s.plugin = pl.name
+                if s.code == Code.UnschedulableAndUnresolvable:
+                    return None, s, set()
+                if s.code == Code.Unschedulable:
+                    returned = s
+                    continue
+                return None, _wrap(s, f'running PreFilter plugin "{pl.name}"', pl.name), set()
+            if r is not None and not r.all_nodes():
+                with_nodes.add(pl.name)
+            result = r if result is None else result.merge(r)
+            if result is not None and not result.all_nodes() and not result.node_names:
+                names = sorted(with_nodes)
+                msg = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1
+                       else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
+                return result, Status(Code.UnschedulableAndUnresolvable, msg), with_nodes
+        return result, returned, with_nodes
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node: NodeInfo) -> Status | None:
+        return self._run_pre_filter_extensions("AddPod", state, pod, to_add, node)
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node: NodeInfo) -> Status | None:
+        return self._run_pre_filter_extensions("RemovePod", state, pod, to_remove, node)
+
+    def _run_pre_filter_extensions(self, op: str, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status | None:
+        for pl in self.points["preFilter"]:
+            ext = pl.pre_filter_extensions()  # type: ignore[attr-defined]
+            if ext is None or pl.name in state.skip_filter_plugins:
+                continue
+            s = ext.add_pod(state, pod, other, node) if op == "AddPod" else ext.remove_pod(state, pod, other, node)
+            if not is_success(s):
+                return Status.from_error(RuntimeError(f'running {op} on PreFilter plugin "{pl.name}": {s.message()}'))  # type: ignore[union-attr]
+        return None
+
+    # --- Filter --------------------------------------------------------------------------------
+    def run_batch_filters(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray, list[Status]]:
+        """Run the batch Filter plugins on every node of ``batch``.
+
+        Returns (first failing filter position per node or a large number, status id per node,
+        statuses). Raises StatusError when a plugin returns an Error.
+        """
+        size = len(batch)
+        first_pos = np.full(size, np.iinfo(np.int32).max, dtype=np.int32)
+        ids = np.full(size, -1, dtype=np.int32)
+        statuses: list[Status] = []
+        skip = state.skip_filter_plugins
+        for position, pl in enumerate(self._filters):
+            if pl.name in skip or not isinstance(pl, BatchFilterPlugin):
+                continue
+            self._evaluated(pl.name, "Filter", size if not statuses else int(np.count_nonzero(ids < 0)))
+            if pl.feasible_only:
+                t = time.perf_counter()
+                codes, verdict_statuses = self._filter_feasible_only(pl, state, pod, batch, ids)
+                self._observe_plugin(state, pl.name, "Filter", verdict_statuses[0] if verdict_statuses else None, t)
+            else:
+                t = time.perf_counter()
+                verdict = pl.filter_nodes(state, pod, batch)
+                self._observe_plugin(state, pl.name, "Filter", verdict.statuses[0] if verdict is not None and verdict.statuses else None, t)
+                if verdict is None:
+                    continue
+                codes, verdict_statuses = verdict.codes, verdict.statuses
+            newly = (codes >= 0) & (ids < 0)
+            if not newly.any():
+                continue
+            base = len(statuses)
+            # Only statuses of nodes no earlier plugin rejected count: upstream never runs this
+            # plugin on the others, so an Error there is not raised.
+            counted = set(np.unique(codes[newly]).tolist())
+            for i, s in enumerate(verdict_statuses):
+                statuses.append(self._filter_status(pl.name, s) if i in counted else s)
+            ids[newly] = codes[newly] + base
+            first_pos[newly] = position
+        return first_pos, ids, statuses
+
+    @staticmethod
+    def _filter_feasible_only(pl: BatchFilterPlugin, state: CycleState, pod: PodInfo, batch: NodeBatch,
+                              ids: np.ndarray) -> tuple[np.ndarray, list[Status]]:
+        """Run an expensive plugin only on the nodes no earlier plugin rejected."""
+        codes = np.full(len(ids), -1, dtype=np.int32)
+        alive = np.flatnonzero(ids < 0)
+        if len(alive) == 0:
+            return codes, []
+        verdict = pl.filter_nodes(state, pod, batch if len(alive) == len(ids) else batch.subset(alive))
+        if verdict is None:
+            return codes, []
+        codes[alive] = verdict.codes
+        return codes, verdict.statuses
+
+    def _filter_status(self, plugin: str, status: Status) -> Status:
+        if not status.is_rejected():
+            raise StatusError(_wrap(status, f'running "{plugin}" filter plugin', plugin))
+        if status.plugin != plugin:
+            status = status.copy()
+            status.plugin = plugin
+        return status
+
+    def classic_filters(self, state: CycleState) -> list[tuple[int, FilterPlugin]]:
+        """The classic Filter plugins this cycle runs (PreFilter did not skip them), with their positions."""
+        skip = state.skip_filter_plugins
+        if not skip:
+            return self._classic_filters
+        return [(i, pl) for i, pl in self._classic_filters if pl.name not in skip]
+
+    def classic_filters_before(self, position: int, state: CycleState) -> list[tuple[int, FilterPlugin]]:
+        """Classic Filter plugins configured before ``position`` (all of them for a large position)."""
+        return [(i, pl) for i, pl in self.classic_filters(state) if i < position]
+
+    @property
+    def has_classic_filters(self) -> bool:
+        return bool(self._classic_filters)
+
+    def run_classic_filters(self, classic: list[tuple[int, FilterPlugin]], before: int, state: CycleState, pod: PodInfo,
+                            node: NodeInfo) -> Status | None:
+        """The status of the first of ``classic`` (from ``classic_filters``) configured before
+        position ``before`` that rejects ``node``; None if none does."""
+        for i, pl in classic:
+            if i >= before:
+                break
+            s = self.run_classic_filter(pl, state, pod, node)
+            if s is not None:
+                return s
+        return None
+
+    def run_classic_filter(self, pl: FilterPlugin, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        t = time.perf_counter()
+        self._evaluated(pl.name, "Filter", 1)
+        s = pl.filter(state, pod, node)
+        self._observe_plugin(state, pl.name, "Filter", s, t)
+        if is_success(s):
+            return None
+        return self._filter_status(pl.name, s)  # type: ignore[arg-type]
+
+    def run_filters_on_node_info(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        """All Filter plugins on one (possibly modified) node, in configured order (upstream RunFilterPlugins)."""
+        table = NodeTable.from_infos([node])
+        first_pos, ids, statuses = self.run_batch_filters(state, pod, table.all_rows())
+        s = self.run_classic_filters(self.classic_filters(state), int(first_pos[0]), state, pod, node)
+        if s is not None:
+            return s
+        return None if ids[0] < 0 else statuses[ids[0]]
+
+    def run_filters_with_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
+        """Upstream RunFilterPluginsWithNominatedPods: also require fitting beside higher-or-equal
+        priority pods nominated to the node."""
+        added, state_with, node_with = self.add_nominated_pods(state, pod, node)
+        if added:
+            s = self.run_filters_on_node_info(state_with, pod, node_with)
+            if not is_success(s):
+                return s
+        return self.run_filters_on_node_info(state, pod, node)
+
+    def add_nominated_pods(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[bool, CycleState, NodeInfo]:
+        nominated = self._nominees(pod, node.name)
+        if not nominated:
+            return False, state, node
+        node_out = node.clone()
+        state_out = state.clone()
+        for p in nominated:
+            node_out.add_pod(p)
+            s = self.run_pre_filter_extension_add_pod(state_out, pod, p, node_out)
+            if not is_success(s):
+                raise StatusError(s)  # type: ignore[arg-type]
+        return True, state_out, node_out
+
+    def has_active_pre_filter_extensions(self, state: CycleState) -> bool:
+        """Whether some PreFilter plugin that ran (did not Skip) updates its state on AddPod/RemovePod:
+        if none does, one cycle state serves every node, whatever pods are added or removed."""
+        return any(pl.name not in state.skip_filter_plugins and pl.pre_filter_extensions() is not None  # type: ignore[attr-defined]
+                   for pl in self.points["preFilter"])
+
+    def filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
+        """The first half of ``RunFilterPluginsWithNominatedPods`` on many nodes at once: per node,
+        the batch filters' failure with its higher-or-equal priority nominated pods added (None
+        where it fits with them or has none). Only for a state no PreFilter extension updates (see
+        ``has_active_pre_filter_extensions``): then the nodes share one scratch table and one pass."""
+        out: list[Status | None] = [None] * len(nodes)
+        positions, clones = [], []
+        for position, node in enumerate(nodes):
+            nominated = self._nominees(pod, node.name)
+            if nominated:
+                clone = node.clone()
+                for p in nominated:
+                    clone.add_pod(p)
+                positions.append(position)
+                clones.append(clone)
+        if clones:
+            _, ids, statuses = self.run_batch_filters(state, pod, NodeTable.from_infos(clones).all_rows())
+            for position, sid in zip(positions, ids.tolist(), strict=True):
+                out[position] = None if sid < 0 else statuses[sid]
+        return out
+
+    def _nominees(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
+        return [p for p in self.nominated_pods_for_node(node_name) if p.priority >= pod.priority and p.uid != pod.uid]
+
+    # --- PostFilter ----------------------------------------------------------------------------
+    def run_post_filter(self, state: CycleState, pod: PodInfo, statuses: Any) -> tuple[PostFilterResult | None, Status]:
+        start = time.perf_counter()
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        status: Status | None = None
+        try:
+            for pl in self.points["postFilter"]:
+                t = time.perf_counter()
+                r, s = pl.post_filter(state, pod, statuses)  # type: ignore[attr-defined]
+                self._observe_plugin(state, pl.name, "PostFilter", s, t)
+                if is_success(s):
+                    status = s or Status()
+                    return r, status
+                assert s is not None
+                if s.code == Code.UnschedulableAndUnresolvable:
+                    s.plugin = pl.name
+                    status = s
+                    return r, s
+                if not s.is_rejected():
+                    status = Status.from_error(s.as_error() or RuntimeError(s.message()), plugin=pl.name)
+                    return None, status
+                if r is not None and r.nominating_info is not None and r.nominating_info.mode.value != 0:
+                    result = r
+                reasons += s.reasons
+                rejector = rejector or pl.name
+            status = Status(Code.Unschedulable, *reasons, plugin=rejector)
+            return result, status
+        finally:
+            self.observe("PostFilter", status, start)
+
+    # --- Score ---------------------------------------------------------------------------------
+    def run_pre_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> Status | None:
+        start = time.perf_counter()
+        skip: set[str] = set()
+        status: Status | None = None
+        try:
+            for pl in self.points["preScore"]:
+                t = time.perf_counter()
+                self._evaluated(pl.name, "PreScore", 1)
+                s = pl.pre_score(state, pod, batch)  # type: ignore[attr-defined]
+                self._observe_plugin(state, pl.name, "PreScore", s, t)
+                if s is not None and s.code == Code.Skip:
+                    skip.add(pl.name)
+                    continue
+                if not is_success(s):
+                    status = _wrap(s, f'running PreScore plugin "{pl.name}"', pl.name)  # type: ignore[arg-type]
+                    return status
+            return None
+        finally:
+            state.skip_score_plugins = skip
+            self.observe("PreScore", status, start)
+
+    def run_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch, keep_parts: bool = False) -> ScoreResult:
+        """Score, normalise and weight every node of ``batch``. Raises StatusError on plugin errors."""
+        start = time.perf_counter()
+        total = np.zeros(len(batch), dtype=np.int64)
+        parts: list[tuple[str, np.ndarray, np.ndarray, int]] = []
+        status: Status | None = None
+        try:
+            for pl in self.points["score"]:
+                if pl.name in state.skip_score_plugins:
+                    continue
+                t = time.perf_counter()
+                self._evaluated(pl.name, "Score", len(batch))
+                raw, normalized = self.score_one(pl, state, pod, batch)
+                self._observe_plugin(state, pl.name, "Score", None, t)
+                if pl.name in self._range_checked and len(normalized) and \
+                        (normalized.max() > MAX_NODE_SCORE or normalized.min() < MIN_NODE_SCORE):
+                    bad = normalized[(normalized > MAX_NODE_SCORE) | (normalized < MIN_NODE_SCORE)][0]
+                    raise StatusError(Status.from_error(RuntimeError(
+                        f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an invalid score {bad}, '
+                        f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")))
+                weight = self.score_weights[pl.name]
+                total += normalized * weight
+                if keep_parts:  # copies: plugins may hand out memoised arrays they update later
+                    parts.append((pl.name, raw.copy(), normalized.copy(), weight))
+            return ScoreResult(total, parts)
+        except StatusError as e:
+            status = e.status
+            raise
+        finally:
+            self.observe("Score", status, start)
+
+    def score_one(self, pl: Plugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
+        """One Score plugin over ``batch``: raw and normalised scores, unweighted."""
+        if isinstance(pl, BatchScorePlugin):
+            try:
+                raw = np.asarray(pl.score_nodes(state, pod, batch), dtype=np.int64)
+            except StatusError as e:
+                raise StatusError(_wrap(e.status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name)) from e
+            if not normalizes(pl):
+                return raw, raw
+            try:
+                out = pl.normalize_scores(state, pod, batch, raw.copy())
+            except StatusError as e:
+                raise StatusError(_wrap(e.status, f'running Normalize on Score plugins: plugin "{pl.name}" failed with',
+                                        pl.name)) from e
+            return raw, (raw if out is None else np.asarray(out, dtype=np.int64))
+        assert isinstance(pl, ScorePlugin)
+        scores = []
+        for name in batch.names():
+            result = pl.score(state, pod, name)
+            value, status = result if isinstance(result, tuple) else (result, None)
+            if not is_success(status):
+                raise StatusError(_wrap(status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name))  # type: ignore[arg-type]
+            scores.append(NodeScore(name, int(value)))
+        raw = np.array([s.score for s in scores], dtype=np.int64)
+        if not normalizes(pl):
+            return raw, raw
+        s = pl.normalize_score(state, pod, scores)
+        if not is_success(s):
+            raise StatusError(_wrap(s, f'running Normalize on Score plugins: plugin "{pl.name}" failed with', pl.name))  # type: ignore[arg-type]
+        return raw, np.array([x.score for x in scores], dtype=np.int64)
+
+    # --- Reserve, Permit -----------------------------------------------------------------------
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status = self._reserve(state, pod, node_name)
+        self.observe("Reserve", status, start)
+        return status
+
+    def _reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for pl in self.points["reserve"]:
+            t = time.perf_counter()
+            s = pl.reserve(state, pod, node_name)  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "Reserve", s, t)
+            if not is_success(s):
+                if s.is_rejected():
+                    s.plugin = pl.name
+                    return s
+                return _wrap(s, f'running Reserve plugin "{pl.name}"', pl.name)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        start = time.perf_counter()
+        for pl in reversed(self.points["reserve"]):
+            try:
+                t = time.perf_counter()
+                pl.unreserve(state, pod, node_name)  # type: ignore[attr-defined]
+                self._observe_plugin(state, pl.name, "Unreserve", None, t)
+            except Exception:
+                log.exception("Unreserve of plugin %s failed for pod %s", pl.name, pod.key)
+        self.observe("Unreserve", None, start)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status = self._permit(state, pod, node_name)
+        self.observe("Permit", status, start)
+        return status
+
+    def _permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        waits: dict[str, float] = {}
+        for pl in self.points["permit"]:
+            t = time.perf_counter()
+            s, timeout = pl.permit(state, pod, node_name)  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "Permit", s, t)
+            if is_success(s):
+                continue
+            if s.is_rejected():
+                s.plugin = pl.name
+                return s
+            if s.code == Code.Wait:
+                waits[pl.name] = min(float(timeout), MAX_PERMIT_TIMEOUT)
+                continue
+            return _wrap(s, f'running Permit plugin "{pl.name}"', pl.name)
+        if waits:
+            self.ctx.waiting_pods.add(WaitingPod(pod, waits))
+            return Status(Code.Wait, f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"')
+        return None
+
+    def will_wait_on_permit(self, pod: PodInfo) -> bool:
+        return self.ctx.waiting_pods.get(pod.uid) is not None
+
+    async def wait_on_permit(self, pod: PodInfo) -> Status | None:
+        wp = self.ctx.waiting_pods.get(pod.uid)
+        if wp is None:
+            return None
+        start = self.ctx.clock.now()
+        try:
+            s = await wp.wait()
+        finally:
+            self.ctx.waiting_pods.remove(pod.uid)
+        if self.ctx.metrics is not None:
+            code = "Success" if s is None else s.code.name
+            self.ctx.metrics.permit_wait_duration.labels(code).observe(self.ctx.clock.now() - start)
+        if is_success(s):
+            return None
+        assert s is not None
+        if s.is_rejected():
+            return s
+        return Status.from_error(RuntimeError(f"waiting on permit for pod: {s.message()}"), plugin=s.plugin)
+
+    # --- Bind ------------------------------------------------------------------------------------
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        """Success if some PreBind plugin has work to do for the pod, Skip if none has; the plugins
+        that answered Skip are recorded and PreBind does not run them."""
+        start = time.perf_counter()
+        status = self._pre_bind_pre_flights(state, pod, node_name)
+        self.observe("PreBindPreFlight", status, start)
+        return status
+
+    def _pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        result: Status | None = Status(Code.Skip)
+        skip: set[str] = set()
+        for pl in self.points["preBind"]:
+            t = time.perf_counter()
+            s = pl.pre_bind_pre_flight(state, pod, node_name)  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "PreBindPreFlight", s, t)
+            if s is not None and s.code == Code.Error:
+                return _wrap(s, f'running PreBindPreFlight "{pl.name}"', pl.name)
+            if is_success(s):
+                result = None
+            elif s.code == Code.Skip:  # type: ignore[union-attr]
+                skip.add(pl.name)
+            else:
+                return Status.from_error(RuntimeError(
+                    f'PreBindPreFlight {pl.name} returned "{s.code.name}", which is unsupported. '  # type: ignore[union-attr]
+                    "It is supposed to return Success, Skip, or Error status"))
+        state.skip_pre_bind_plugins = skip
+        return result
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status = await self._pre_bind(state, pod, node_name)
+        self.observe("PreBind", status, start)
+        return status
+
+    async def _pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        for pl in self.points["preBind"]:
+            if pl.name in state.skip_pre_bind_plugins:
+                continue
+            t = time.perf_counter()
+            s = await _maybe_await(pl.pre_bind(state, pod, node_name))  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "PreBind", s, t)
+            if not is_success(s):
+                if s.is_rejected():
+                    s.plugin = pl.name
+                    return s
+                return _wrap(s, f'running PreBind plugin "{pl.name}"', pl.name)
+        return None
+
+    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status = await self._bind(state, pod, node_name)
+        self.observe("Bind", status, start)
+        return status
+
+    async def _bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        status: Status | None = Status(Code.Skip, "")
+        for pl in self.points["bind"]:
+            t = time.perf_counter()
+            status = await _maybe_await(pl.bind(state, pod, node_name))  # type: ignore[attr-defined]
+            self._observe_plugin(state, pl.name, "Bind", status, t)
+            if status is not None and status.code == Code.Skip:
+                continue
+            if not is_success(status):
+                if status.is_rejected():
+                    status.plugin = pl.name
+                    return status
+                return _wrap(status, f'running Bind plugin "{pl.name}"', pl.name)
+            return status
+        return status
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        start = time.perf_counter()
+        for pl in self.points["postBind"]:
+            try:
+                t = time.perf_counter()
+                pl.post_bind(state, pod, node_name)  # type: ignore[attr-defined]
+                self._observe_plugin(state, pl.name, "PostBind", None, t)
+            except Exception:
+                log.exception("PostBind of plugin %s failed for pod %s", pl.name, pod.key)
+        self.observe("PostBind", None, start)
+
+    # --- metrics --------------------------------------------------------------------------------
+    def _observe_plugin(self, state: CycleState, plugin: str, point: str, status: Status | None, start: float) -> None:
+        """``plugin_execution_duration_seconds`` for cycles sampled by ``state.record_plugin_metrics``
+        (upstream samples 10% of cycles). Batch Filter plugins are observed once per batch, with the
+        code of their first failure, where upstream observes each plugin once per node."""
+        metrics = self.ctx.metrics
+        if state.record_plugin_metrics and metrics is not None:
+            code = "Success" if status is None else status.code.name
+            metrics.plugin_execution_duration.labels(plugin, point, code).observe(time.perf_counter() - start)
+
+    def observe(self, point: str, status: Status | None, start: float) -> None:
+        """``framework_extension_point_duration_seconds`` of one run of ``point`` since ``start``
+        (``time.perf_counter()``), labelled with the code it returned."""
+        metrics = self.ctx.metrics
+        if metrics is None:
+            return
+        code = "Success" if status is None else status.code.name
+        child = self._duration_children.get((point, code))
+        if child is None:
+            child = self._duration_children[(point, code)] = metrics.framework_extension_point_duration.labels(point, code, self.profile_name)
+        child.observe(time.perf_counter() - start)
+
+    def _evaluated(self, plugin: str, point: str, count: int) -> None:
+        """``plugin_evaluation_total``: ``plugin`` ran at ``point`` for ``count`` pods or nodes."""
+        metrics = self.ctx.metrics
+        if metrics is None or not count:
+            return
+        child = self._evaluation_counters.get((plugin, point))
+        if child is None:
+            child = self._evaluation_counters[(plugin, point)] = metrics.plugin_evaluation.labels(plugin, point, self.profile_name)
+        child.inc(count)
+
+
+def _wrap(status: Status, context: str, plugin: str) -> Status:
+    error = status.as_error()
+    message = status.message() if error is None else str(error)
+    return Status(Code.Error, f"{context}: {message}", plugin=plugin, error=RuntimeError(f"{context}: {message}"))
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value

@@ -1,0 +1,231 @@
+"""Counts per topology domain (the values of one node label key), shared by InterPodAffinity and
+PodTopologySpread, with their Filter verdicts and AddPod / RemovePod extensions.
+
+A ``DomainCounts`` is indexed by the label column codes of the node table PreFilter/PreScore saw,
+so on that table a Filter or Score is one fancy-indexing operation. Scratch tables (preemption,
+nominated pods) have their own vocabularies: their codes are translated through the values,
+which is cheap because such tables hold a node or two. Values never seen in the column (a pod
+added by AddPod on a node the table does not know) live in ``extra``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import FilterVerdict, PreFilterExtensions
+from kubesched.scheduler.framework.status import Status
+from kubesched.scheduler.nodetable.table import LabelColumn, NodeBatch, NodeTable
+
+MAX_INT32 = 2**31 - 1
+
+
+def row_sums_by_code(codes: np.ndarray, counts: np.ndarray, rows: np.ndarray | None, size: int) -> np.ndarray | None:
+    """Σ counts per label code (rows without the label ignored), or None when nothing counted.
+
+    ``rows`` None means ``counts`` is dense over the table rows; otherwise ``counts[i]`` belongs to
+    row ``rows[i]``. Counts are non-negative, so an all-zero result means nothing counted.
+    """
+    if rows is not None:
+        if len(rows) == 0:
+            return None
+        codes = codes[rows]
+    elif not counts.any():
+        return None
+    # Shift codes by one so that rows without the label (code -1) land in a bucket that is dropped.
+    sums = np.bincount(codes + 1, weights=counts, minlength=size + 1)[1:]
+    if not sums.any():
+        return None
+    return sums.astype(np.int64)
+
+
+class VerdictBuilder:
+    """Builds a FilterVerdict from failure masks marked in reverse order of precedence: a later
+    mark overrides an earlier one on the nodes both cover. One Status per reason, built on first use."""
+
+    __slots__ = ("codes", "index", "size", "statuses", "templates")
+
+    def __init__(self, size: int, templates: Mapping[int, Callable[[], Status]]) -> None:
+        self.size = size
+        self.templates = templates
+        self.codes: np.ndarray | None = None
+        self.statuses: list[Status] = []
+        self.index: dict[int, int] = {}
+
+    def mark(self, failed: np.ndarray, reason: int) -> None:
+        if not failed.any():
+            return
+        if self.codes is None:
+            self.codes = np.full(self.size, -1, dtype=np.int32)
+        idx = self.index.get(reason)
+        if idx is None:
+            idx = self.index[reason] = len(self.statuses)
+            self.statuses.append(self.templates[reason]())
+        self.codes[failed] = idx
+
+    def verdict(self) -> FilterVerdict | None:
+        if self.codes is None:
+            return None
+        return FilterVerdict(self.codes, self.statuses)
+
+
+class DomainCounts:
+    """An int64 per value of label ``key``; with ``present`` it also says which values are domains.
+
+    ``counts`` has one slot per column code plus a trailing sentinel slot (always 0, absent) that
+    absent labels and unknown values index.
+    """
+
+    __slots__ = ("column", "counts", "extra", "key", "present")
+
+    def __init__(self, key: str, column: LabelColumn | None, counts: np.ndarray, present: np.ndarray | None = None) -> None:
+        self.key = key
+        self.column = column
+        self.counts = counts
+        self.present = present
+        self.extra: dict[str, int] = {}
+
+    @classmethod
+    def zeros(cls, table: NodeTable, key: str, with_presence: bool = False) -> DomainCounts:
+        column = table.label_column(key)
+        size = (len(column.values) if column is not None else 0) + 1
+        present = np.zeros(size, dtype=bool) if with_presence else None
+        return cls(key, column, np.zeros(size, dtype=np.int64), present)
+
+    @classmethod
+    def from_sums(cls, table: NodeTable, key: str, sums: np.ndarray | None, present: np.ndarray | None = None) -> DomainCounts:
+        """Wrap per-code sums (``row_sums_by_code`` output, possibly None) for ``key`` of ``table``."""
+        out = cls.zeros(table, key, with_presence=present is not None)
+        if sums is not None:
+            out.counts[: len(sums)] = sums
+        if present is not None:
+            out.present[: len(present)] = present  # type: ignore[index]
+        return out
+
+    # --- reading ------------------------------------------------------------------------------
+    def _code(self, value: str) -> int | None:
+        if self.column is None:
+            return None
+        code = self.column.vocab.get(value)
+        return code if code is not None and code < len(self.counts) - 1 else None
+
+    def get(self, value: str) -> int:
+        code = self._code(value)
+        if code is not None:
+            return int(self.counts[code])
+        return self.extra.get(value, 0)
+
+    def is_domain(self, value: str) -> bool:
+        code = self._code(value)
+        if code is not None:
+            return bool(self.present[code]) if self.present is not None else bool(self.counts[code])
+        return value in self.extra if self.present is not None else bool(self.extra.get(value))
+
+    def any_nonzero(self) -> bool:
+        return bool(self.counts.any()) or any(self.extra.values())
+
+    def domain_values(self) -> np.ndarray:
+        """Counts of the domains (present values), for minimum and domain-number computations."""
+        assert self.present is not None
+        values = self.counts[self.present]
+        if self.extra:
+            values = np.concatenate([values, np.fromiter(self.extra.values(), dtype=np.int64, count=len(self.extra))])
+        return values
+
+    def as_dict(self) -> dict[str, int]:
+        """Domains (or non-zero values without presence) and their counts; for tests and explanations."""
+        out: dict[str, int] = {}
+        values = self.column.values if self.column is not None else []
+        for code in range(len(self.counts) - 1):
+            keep = self.present[code] if self.present is not None else self.counts[code] != 0
+            if keep:
+                out[values[code]] = int(self.counts[code])
+        for value, count in self.extra.items():
+            if self.present is not None or count:
+                out[value] = count
+        return out
+
+    def lookup(self, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
+        """Per node of ``batch``: (has the label, count of its value; 0 without the label)."""
+        codes = batch.labels(self.key)
+        column = batch.table.label_column(self.key)
+        if column is not None and column is self.column and not self.extra and len(column.values) == len(self.counts) - 1:
+            return codes >= 0, self.counts[codes]  # code -1 reads the trailing 0
+        counts, _ = self._extended()
+        return codes >= 0, counts[self._indices(batch, codes)]
+
+    def _extended(self) -> tuple[np.ndarray, np.ndarray]:
+        present = self.present if self.present is not None else self.counts != 0
+        if not self.extra:
+            return self.counts, present
+        extra_counts = np.fromiter(self.extra.values(), dtype=np.int64, count=len(self.extra))
+        extra_present = np.ones(len(self.extra), dtype=bool) if self.present is not None else extra_counts != 0
+        # Keep the sentinel last so that index -1 still means "absent".
+        return (np.concatenate([self.counts[:-1], extra_counts, self.counts[-1:]]),
+                np.concatenate([present[:-1], extra_present, present[-1:]]))
+
+    def _indices(self, batch: NodeBatch, codes: np.ndarray) -> np.ndarray:
+        """Indices into the extended arrays; -1 (the sentinel) for absent labels and unknown values."""
+        column = batch.table.label_column(self.key)
+        known = len(self.counts) - 1
+        if column is not None and column is self.column and not self.extra:
+            beyond = codes >= known
+            if not beyond.any():
+                return codes
+            return np.where(beyond, -1, codes)
+        if column is None:
+            return np.full(len(codes), -1, dtype=np.int64)
+        positions = {value: known + i for i, value in enumerate(self.extra)}
+        trans = np.fromiter((self._position(v, positions) for v in column.values), dtype=np.int64, count=len(column.values))
+        trans = np.append(trans, -1)  # code -1 -> sentinel
+        return trans[codes]
+
+    def _position(self, value: str, extra_positions: dict[str, int]) -> int:
+        code = self._code(value)
+        if code is not None:
+            return code
+        return extra_positions.get(value, -1)
+
+    # --- writing ------------------------------------------------------------------------------
+    def add(self, value: str, delta: int) -> None:
+        """Add ``delta`` to ``value``'s count; with presence, the value becomes a domain."""
+        code = self._code(value)
+        if code is not None:
+            self.counts[code] += delta
+            if self.present is not None:
+                self.present[code] = True
+            return
+        self.extra[value] = self.extra.get(value, 0) + delta
+
+    def clone(self) -> DomainCounts:
+        copy = DomainCounts(self.key, self.column, self.counts.copy(), None if self.present is None else self.present.copy())
+        copy.extra = dict(self.extra)
+        return copy
+
+
+class StateUpdates(PreFilterExtensions):
+    """AddPod / RemovePod for a PreFilter state kept under ``key`` whose ``update_with_pod(pod,
+    node_info, delta)`` accounts a pod added (+1) or removed (-1); ``missing`` is the error message
+    when PreFilter stored no state."""
+
+    __slots__ = ("key", "missing")
+
+    def __init__(self, key: str, missing: str) -> None:
+        self.key = key
+        self.missing = missing
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo) -> Status | None:
+        return self._update(state, pod_to_add, node_info, 1)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_info: NodeInfo) -> Status | None:
+        return self._update(state, pod_to_remove, node_info, -1)
+
+    def _update(self, state: CycleState, other: PodInfo, node_info: NodeInfo, delta: int) -> Status | None:
+        s = state.get(self.key)
+        if s is None:
+            return Status.from_error(RuntimeError(self.missing))
+        s.update_with_pod(other, node_info, delta)
+        return None

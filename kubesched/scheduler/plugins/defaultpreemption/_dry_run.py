@@ -1,0 +1,430 @@
+"""Victim selection on many nodes at once: upstream's ``SelectVictimsOnNode`` for a chunk of nodes.
+
+Per node, as upstream: remove every pod the preemptor may evict, check the preemptor fits (with
+higher-or-equal priority nominated pods added, then without), then put victims back one by one,
+PDB-violating ones first and most important first within each group, keeping those without which
+the preemptor still fits.
+
+Nodes where even evicting every potential victim leaves too few resources (by NodeResourcesFit's
+own test on the node's totals) are answered ``DEFERRED`` without a dry run unless the caller
+needs their status: in a full cluster most nodes visited are such, typically because an earlier
+preemptor is nominated there.
+
+What makes the rest fast is that all nodes of the chunk live in one scratch node table (plus a
+second one holding the nodes with nominated pods added), changed incrementally as pods are
+removed and put back, and that each step runs the Filter plugins once over every node still in
+play. That is
+only equivalent to upstream's per-node dry runs when no PreFilter extension updates the cycle
+state on AddPod/RemovePod (the common case: InterPodAffinity, PodTopologySpread and
+VolumeRestrictions skip for pods that do not use them). Otherwise each node gets its own clone of
+the cycle state, updated through the extensions exactly as upstream does, and is filtered alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.status import Code, Status, StatusError
+from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.defaultpreemption.preemption import (
+    DEFERRED,
+    ParsedPDB,
+    VictimSelection,
+    filter_pods_with_pdb_violation,
+)
+
+if TYPE_CHECKING:
+    from kubesched.scheduler.framework.runtime import Framework
+
+NO_VICTIMS = "No preemption victims found for incoming pod"
+_EMPTY = NodeTable()
+
+#: May ``victim`` (of lower priority) on ``node`` be evicted for the preemptor? (the plugin's IsEligiblePod)
+Allowed = Callable[[NodeInfo, PodInfo], bool]
+#: Orders pods most important first (the plugin's MoreImportantPod, as a sort).
+Sorter = Callable[[list[PodInfo]], list[PodInfo]]
+
+
+def filter_rows(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rows: list[int]) -> list[Status | None]:
+    """Every Filter plugin on the given rows of a scratch table, in configured order (upstream
+    ``RunFilterPlugins`` per node). A plugin error only fails the node it happened on."""
+    try:
+        return _filter_batch(fw, state, pod, table, rows)
+    except StatusError as e:
+        if len(rows) == 1:
+            return [e.status]
+    out: list[Status | None] = []
+    for row in rows:
+        try:
+            out.extend(_filter_batch(fw, state, pod, table, [row]))
+        except StatusError as e:
+            out.append(e.status)
+    return out
+
+
+def _filter_batch(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rows: list[int]) -> list[Status | None]:
+    batch = table.batch(np.asarray(rows, dtype=np.int64))
+    first_pos, ids, statuses = fw.run_batch_filters(state, pod, batch)
+    if not fw.has_classic_filters:
+        return [None if i < 0 else statuses[i] for i in ids.tolist()]
+    out: list[Status | None] = []
+    for position, info in enumerate(batch.infos()):
+        status = None
+        for _, plugin in fw.classic_filters_before(int(first_pos[position]), state):
+            status = fw.run_classic_filter(plugin, state, pod, info)
+            if status is not None:
+                break
+        if status is None and ids[position] >= 0:
+            status = statuses[ids[position]]
+        out.append(status)
+    return out
+
+
+def copy_without(info: NodeInfo, victims: list[PodInfo]) -> NodeInfo:
+    """A copy of ``info`` without ``victims``: a clone minus the victims, or, when most pods go,
+    an empty copy of the node plus the pods that stay (cheaper)."""
+    if 2 * len(victims) <= len(info.pods):
+        clone = info.clone()
+        for victim in victims:
+            clone.remove_pod(victim.uid)
+        return clone
+    gone = {v.uid for v in victims}
+    copy = NodeInfo()
+    copy.node, copy.name, copy.allocatable = info.node, info.name, info.allocatable
+    copy.generation = info.generation
+    for uid, pod in info.pods.items():
+        if uid not in gone:
+            copy.add_pod(pod)
+    return copy
+
+
+class PriorityTotals:
+    """Per node, how many pods of each priority it runs and what they request, recomputed only when
+    the node's pods change (its NodeInfo's generation moves), so that the nodes a dry run cannot
+    help are recognised without looking at their pods."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[NodeInfo, int, list[tuple[int, int, dict[str, int]]]]] = {}
+
+    def below(self, info: NodeInfo, priority: int) -> tuple[int, dict[str, int]]:
+        """Count and total requests of the node's pods with a priority lower than ``priority``."""
+        entry = self._entries.get(info.name)
+        if entry is None or entry[0] is not info or entry[1] != info.generation:
+            entry = (info, info.generation, self._levels(info))
+            self._entries[info.name] = entry
+        count = 0
+        requests: dict[str, int] = {}
+        for level, n, totals in entry[2]:
+            if level >= priority:
+                break
+            count += n
+            for name, amount in totals.items():
+                requests[name] = requests.get(name, 0) + amount
+        return count, requests
+
+    @staticmethod
+    def _levels(info: NodeInfo) -> list[tuple[int, int, dict[str, int]]]:
+        levels: dict[int, tuple[list[int], dict[str, int]]] = {}
+        for pod in info.pods.values():
+            count, totals = levels.setdefault(pod.priority, ([0], {}))
+            count[0] += 1
+            for name, amount in pod.requests.items():
+                totals[name] = totals.get(name, 0) + amount
+        return sorted((level, count[0], totals) for level, (count, totals) in levels.items())
+
+    def prune(self, present: dict[str, int]) -> None:
+        """Forget nodes that left the cluster, once they outnumber the nodes in it."""
+        if len(self._entries) > 2 * len(present) + 64:
+            for name in [n for n in self._entries if n not in present]:
+                del self._entries[name]
+
+
+class ResourceCheck:
+    """NodeResourcesFit's test on a node's totals with the victims gone and the nominated pods
+    added: when it fails, the dry run would fail the node too (NodeResourcesFit is one of the
+    filters it runs), so the node can be answered without one."""
+
+    def __init__(self, checked: list[tuple[str, int]]) -> None:
+        self.checked = checked
+
+    @classmethod
+    def of(cls, fw: Framework, state: CycleState, pod: PodInfo) -> ResourceCheck | None:
+        """The check for the profile's NodeResourcesFit, if it filters in this cycle."""
+        from kubesched.scheduler.plugins import names
+        from kubesched.scheduler.plugins.noderesources.fit import NodeResourcesFit, checked_resources, pod_fit_request
+
+        plugin = fw.plugins.get(names.NodeResourcesFit)
+        if not isinstance(plugin, NodeResourcesFit) or plugin.name in state.skip_filter_plugins \
+                or plugin not in fw.points["filter"]:
+            return None
+        request = pod_fit_request(pod, plugin.pod_level)
+        return cls(checked_resources(request, plugin.ignored, plugin.ignored_groups))
+
+    def hopeless(self, info: NodeInfo, num_victims: int, victim_requests: dict[str, int], nominees: list[PodInfo]) -> bool:
+        """The test with ``num_victims`` pods requesting ``victim_requests`` gone and ``nominees`` added."""
+        allocatable, requested = info.allocatable, info.requested
+        if len(info.pods) - num_victims + len(nominees) + 1 > allocatable.get("pods", 0):
+            return True
+        for name, amount in self.checked:
+            used = requested.get(name, 0) - victim_requests.get(name, 0)
+            for nominee in nominees:
+                used += nominee.requests.get(name, 0)
+            if amount > allocatable.get(name, 0) - used:
+                return True
+        return False
+
+    def rejects(self, info: NodeInfo, pod: PodInfo) -> bool:
+        """Whether the preemptor fails the test on ``info`` once ``pod`` is added to it."""
+        allocatable, requested, extra = info.allocatable, info.requested, pod.requests
+        if len(info.pods) + 2 > allocatable.get("pods", 0):
+            return True
+        return any(amount > allocatable.get(name, 0) - requested.get(name, 0) - extra.get(name, 0)
+                   for name, amount in self.checked)
+
+
+@dataclass(eq=False)
+class _Node:
+    """One node's dry run."""
+
+    index: int
+    info: NodeInfo  # the clone the victims are removed from (row ``row`` of the main table)
+    state: CycleState | None  # its own cycle state, when extensions are active
+    potential: list[PodInfo]
+    nominees: list[PodInfo]
+    with_nominees: NodeInfo | None  # ``info`` plus the nominated pods (row ``row1`` of the second table)
+    row: int = -1
+    row1: int = -1
+    order: list[PodInfo] = field(default_factory=list)
+    num_violating_candidates: int = 0
+    victims: list[PodInfo] = field(default_factory=list)
+    num_violating: int = 0
+    mixed: bool = False
+    failed: bool = False
+
+
+class VictimSelector:
+    """Dry runs of one preemptor, in the scheduling cycle's state (which it never modifies)."""
+
+    def __init__(self, fw: Framework, state: CycleState, pod: PodInfo, allowed: Allowed | None, sort: Sorter,
+                 pdbs: list[ParsedPDB], thorough: bool = True, totals: PriorityTotals | None = None) -> None:
+        self.fw = fw
+        self.state = state
+        self.pod = pod
+        self.allowed = allowed
+        self.sort = sort
+        self.pdbs = pdbs
+        self.shared = not fw.has_active_pre_filter_extensions(state)
+        self.thorough = thorough
+        self.totals = totals if totals is not None and allowed is None else None
+        self.resource_check = ResourceCheck.of(fw, state, pod)
+        nominator = fw.ctx.nominator
+        names = getattr(nominator, "nominated_node_names", None)
+        #: Nodes with nominated pods (None: ask for every node).
+        self.nominated_nodes: set[str] | None = set(names()) if names is not None else None
+        self.no_victims = Status(Code.UnschedulableAndUnresolvable, NO_VICTIMS)
+        self.main: NodeTable = _EMPTY
+        self.nominated: NodeTable = _EMPTY
+
+    def select(self, nodes: list[NodeInfo]) -> list[VictimSelection]:
+        results: list[VictimSelection | None] = [None] * len(nodes)
+        work = []
+        for index, info in enumerate(nodes):
+            node = self._prepare(index, info, results)
+            if node is not None:
+                work.append(node)
+        if work:
+            self._build_tables(work)
+            alive = []
+            for node, status in zip(work, self._evaluate(work), strict=True):
+                if status is None:
+                    alive.append(node)
+                else:
+                    results[node.index] = VictimSelection([], 0, status)
+            self._reprieve(alive, results)
+        return results  # type: ignore[return-value]
+
+    # --- preparation ------------------------------------------------------------------------
+    def _prepare(self, index: int, info: NodeInfo, results: list[VictimSelection | None]) -> _Node | None:
+        """The node's copy without its potential victims, or its answer when there is no need for one."""
+        nominees = self._nominees(info.name)
+        potential = None if self.totals is not None else self._potential_victims(info)
+        status = self._shortcut(info, nominees, potential)
+        if status is None:
+            potential = potential if potential is not None else self._potential_victims(info)
+            if potential:
+                return self._copy(index, info, potential, nominees, results)
+            status = self.no_victims
+        results[index] = VictimSelection([], 0, status)
+        return None
+
+    def _potential_victims(self, info: NodeInfo) -> list[PodInfo]:
+        priority, allowed = self.pod.priority, self.allowed
+        return [p for p in info.pods.values() if p.priority < priority and (allowed is None or allowed(info, p))]
+
+    def _shortcut(self, info: NodeInfo, nominees: list[PodInfo], potential: list[PodInfo] | None) -> Status | None:
+        """"No victims", or (unless thorough) DEFERRED when even without every potential victim
+        NodeResourcesFit's test fails; None when the node needs a dry run. ``potential`` is None
+        when the victims are counted from the per-priority totals instead."""
+        if potential is None:
+            assert self.totals is not None
+            count, requests = self.totals.below(info, self.pod.priority)
+        else:
+            count, requests = len(potential), {}
+            for victim in potential:
+                for name, amount in victim.requests.items():
+                    requests[name] = requests.get(name, 0) + amount
+        if count == 0:
+            return self.no_victims
+        check = self.resource_check
+        if not self.thorough and check is not None and check.hopeless(info, count, requests, nominees):
+            return DEFERRED
+        return None
+
+    def _copy(self, index: int, info: NodeInfo, potential: list[PodInfo], nominees: list[PodInfo],
+              results: list[VictimSelection | None]) -> _Node | None:
+        """Remove the potential victims (through RemovePod when extensions are active) from a copy."""
+        state = None if self.shared else self.state.clone()
+        if state is None:
+            clone = copy_without(info, potential)
+        else:
+            clone = info.clone()
+            for victim in potential:
+                clone.remove_pod(victim.uid)
+                status = self.fw.run_pre_filter_extension_remove_pod(state, self.pod, victim, clone)
+                if status is not None:
+                    results[index] = VictimSelection([], 0, status)
+                    return None
+        with_nominees = None
+        if nominees:
+            with_nominees = clone.clone()
+            for nominee in nominees:
+                with_nominees.add_pod(nominee)
+        return _Node(index, clone, state, potential, nominees, with_nominees)
+
+    def _nominees(self, node_name: str) -> list[PodInfo]:
+        """Pods nominated to the node with at least the preemptor's priority (other than itself)."""
+        if self.nominated_nodes is not None and node_name not in self.nominated_nodes:
+            return []
+        return [p for p in self.fw.nominated_pods_for_node(node_name)
+                if p.priority >= self.pod.priority and p.uid != self.pod.uid]
+
+    def _build_tables(self, work: list[_Node]) -> None:
+        self.main = NodeTable.from_infos([n.info for n in work])
+        for row, node in enumerate(work):
+            node.row = row
+        nominated = [n for n in work if n.with_nominees is not None]
+        if nominated:
+            self.nominated = NodeTable.from_infos([n.with_nominees for n in nominated])  # type: ignore[misc]
+            for row, node in enumerate(nominated):
+                node.row1 = row
+
+    # --- filtering --------------------------------------------------------------------------
+    def _evaluate(self, nodes: list[_Node]) -> list[Status | None]:
+        """``RunFilterPluginsWithNominatedPods`` on each node: the failure with nominated pods
+        added if any, else the failure without them."""
+        if not self.shared:
+            return [self._evaluate_alone(n) for n in nodes]
+        out = filter_rows(self.fw, self.state, self.pod, self.main, [n.row for n in nodes])
+        with_nominees = [k for k, n in enumerate(nodes) if n.with_nominees is not None]
+        if with_nominees:
+            statuses = filter_rows(self.fw, self.state, self.pod, self.nominated, [nodes[k].row1 for k in with_nominees])
+            for k, status in zip(with_nominees, statuses, strict=True):
+                if status is not None:
+                    out[k] = status
+        return out
+
+    def _evaluate_alone(self, node: _Node) -> Status | None:
+        assert node.state is not None
+        if node.with_nominees is not None:
+            state_with = node.state.clone()
+            for nominee in node.nominees:
+                status = self.fw.run_pre_filter_extension_add_pod(state_with, self.pod, nominee, node.with_nominees)
+                if status is not None:
+                    return status
+            status = filter_rows(self.fw, state_with, self.pod, self.nominated, [node.row1])[0]
+            if status is not None:
+                return status
+        return filter_rows(self.fw, node.state, self.pod, self.main, [node.row])[0]
+
+    # --- reprieve ---------------------------------------------------------------------------
+    def _reprieve(self, alive: list[_Node], results: list[VictimSelection | None]) -> None:
+        """Put victims back in order on all nodes in step; those without which the preemptor no
+        longer fits stay victims."""
+        for node in alive:
+            ordered = self.sort(node.potential)
+            violating, non_violating = filter_pods_with_pdb_violation(ordered, self.pdbs)
+            node.order = violating + non_violating
+            node.num_violating_candidates = len(violating)
+            node.mixed = bool(violating) and bool(non_violating)
+        step = 0
+        pending = alive
+        while pending:
+            self._reprieve_step(pending, step, results)
+            step += 1
+            pending = [n for n in pending if not n.failed and step < len(n.order)]
+        for node in alive:
+            if not node.failed:
+                victims = self.sort(node.victims) if node.mixed else node.victims
+                results[node.index] = VictimSelection(victims, node.num_violating, None)
+
+    def _reprieve_step(self, nodes: list[_Node], step: int, results: list[VictimSelection | None]) -> None:
+        """Put back each node's next pod. Where NodeResourcesFit's test already says it cannot come
+        back, the filters would say so too: it stays a victim without being added and removed."""
+        added = []
+        check = self.resource_check if self.shared else None  # with extensions, their AddPod/RemovePod run as upstream's
+        for node in nodes:
+            pod = node.order[step]
+            if check is not None and check.rejects(node.with_nominees or node.info, pod):
+                self._keep_victim(node, pod, step)
+                continue
+            status = self._add(node, pod)
+            if status is None:
+                added.append(node)
+            else:
+                self._fail(node, status, results)
+        for node, status in zip(added, self._evaluate(added), strict=True):
+            if status is None:
+                continue
+            pod = node.order[step]
+            error = self._remove(node, pod)
+            if error is not None:
+                self._fail(node, error, results)
+                continue
+            self._keep_victim(node, pod, step)
+
+    @staticmethod
+    def _keep_victim(node: _Node, pod: PodInfo, step: int) -> None:
+        node.victims.append(pod)
+        if step < node.num_violating_candidates:
+            node.num_violating += 1
+
+    @staticmethod
+    def _fail(node: _Node, status: Status, results: list[VictimSelection | None]) -> None:
+        node.failed = True
+        results[node.index] = VictimSelection([], 0, status)
+
+    def _add(self, node: _Node, pod: PodInfo) -> Status | None:
+        node.info.add_pod(pod)
+        self.main.pod_added(node.info, pod)
+        if node.with_nominees is not None:
+            node.with_nominees.add_pod(pod)
+            self.nominated.pod_added(node.with_nominees, pod)
+        if node.state is None:
+            return None
+        return self.fw.run_pre_filter_extension_add_pod(node.state, self.pod, pod, node.info)
+
+    def _remove(self, node: _Node, pod: PodInfo) -> Status | None:
+        node.info.remove_pod(pod.uid)
+        self.main.pod_removed(node.info, pod)
+        if node.with_nominees is not None:
+            node.with_nominees.remove_pod(pod.uid)
+            self.nominated.pod_removed(node.with_nominees, pod)
+        if node.state is None:
+            return None
+        return self.fw.run_pre_filter_extension_remove_pod(node.state, self.pod, pod, node.info)

@@ -1,0 +1,15 @@
+"""PrioritySort: the queue order. Higher priority first; among equals, the pod queued earlier."""
+
+from __future__ import annotations
+
+from kubesched.scheduler.framework.interface import QueueSortPlugin
+from kubesched.scheduler.framework.queued_pod_info import QueuedPodInfo
+from kubesched.scheduler.plugins import names
+
+
+class PrioritySort(QueueSortPlugin):
+    name = names.PrioritySort
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        pa, pb = a.pod_info.priority, b.pod_info.priority
+        return pa > pb or (pa == pb and a.timestamp < b.timestamp)

@@ -1,0 +1,301 @@
+"""Finding a node for one pod: PreFilter, Filter, Score and host selection over the node table
+(upstream ``schedule_one.go``: schedulePod, findNodesThatFitPod, prioritizeNodes, selectHost).
+
+Filtering is vectorised: batch Filter plugins evaluate every candidate node at once; the result is
+then read in upstream's visiting order (round-robin over zones, rotated by the start index) to take
+the first ``numFeasibleNodesToFind`` feasible nodes, exactly as the parallel upstream loop would
+settle if it ran sequentially.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
+from kubesched.scheduler.framework.runtime import Framework, ScoreResult
+from kubesched.scheduler.framework.status import Code, Status, StatusError
+from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+@dataclass
+class ScheduleResult:
+    suggested_host: str = ""
+    evaluated_nodes: int = 0
+    feasible_nodes: int = 0
+
+
+@dataclass
+class Attempt:
+    """What one scheduling attempt saw, kept when explanations are on (``--explain``)."""
+
+    pod: str
+    node_names: list[str] = field(default_factory=list)
+    filter_status: dict[str, Status] = field(default_factory=dict)
+    feasible: list[str] = field(default_factory=list)
+    scores: ScoreResult | None = None
+    chosen: str = ""
+    pre_filter_status: Status | None = None
+
+
+def num_feasible_nodes_to_find(percentage: int | None, global_percentage: int, num_all: int) -> int:
+    """``numFeasibleNodesToFind``: every node below 100 nodes, else a percentage (adaptive when 0)."""
+    if num_all < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all
+    pct = percentage if percentage is not None else global_percentage
+    if pct == 0:
+        pct = max(50 - num_all // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    count = num_all * pct // 100
+    return max(count, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+class Algorithm:
+    """The node-selection half of the scheduler; holds the rotating start index."""
+
+    def __init__(self, global_percentage: int, rng: random.Random) -> None:
+        self.global_percentage = global_percentage
+        self.rng = rng
+        self.next_start_node_index = 0
+
+    def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                     attempt: Attempt | None = None) -> ScheduleResult:
+        """Pick a node or raise FitError / NoNodesAvailable / StatusError."""
+        if table.n == 0:
+            raise NoNodesAvailable()
+        feasible, diagnosis = self.find_nodes_that_fit(fw, state, pod, table, attempt)
+        if len(feasible) == 0:
+            raise FitError(pod.key, table.n, diagnosis)
+        evaluated = len(feasible) + len(diagnosis.node_to_status)
+        if len(feasible) == 1:
+            host = table.names[int(feasible[0])]
+            if attempt is not None:
+                attempt.chosen = host
+            return ScheduleResult(host, evaluated, 1)
+        if len(feasible) == table.n and fw.options.fast_paths:
+            # Every node is feasible: score whole columns in row order, then read totals in visiting order.
+            totals = self.prioritize(fw, state, pod, table.all_rows(), attempt)[feasible]
+            if attempt is not None and attempt.scores is not None:
+                attempt.scores = attempt.scores.reordered(feasible)
+        else:
+            totals = self.prioritize(fw, state, pod, table.batch(feasible), attempt)
+        host = table.names[int(feasible[self.select_host(totals)])]
+        if attempt is not None:
+            attempt.chosen = host
+        return ScheduleResult(host, evaluated, len(feasible))
+
+    # --- filtering -------------------------------------------------------------------------------
+    def find_nodes_that_fit(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                            attempt: Attempt | None = None) -> tuple[np.ndarray, Diagnosis]:
+        diagnosis = Diagnosis(table.names, table.n)
+        pre_result, status, plugins = fw.run_pre_filter(state, pod)
+        diagnosis.unschedulable_plugins = set(plugins)
+        if status is not None and not status.is_success():
+            if not status.is_rejected():
+                raise StatusError(status)
+            diagnosis.node_to_status.absent = status
+            diagnosis.pre_filter_msg = status.message()
+            diagnosis.add_plugin_status(status)
+            if attempt is not None:
+                attempt.pre_filter_status = status
+            return np.empty(0, dtype=np.int64), diagnosis
+        if pod.nominated_node_name:
+            feasible = self._evaluate_nominated_node(fw, state, pod, table, diagnosis, attempt)
+            if len(feasible):
+                return feasible, diagnosis
+        candidates = table.order()
+        if pre_result is not None and not pre_result.all_nodes():
+            wanted = {table.row_of[n] for n in pre_result.node_names or () if n in table.row_of}
+            candidates = candidates[np.isin(candidates, list(wanted))] if wanted else np.empty(0, dtype=np.int64)
+            names = " ".join(sorted(plugins))
+            diagnosis.node_to_status.absent = Status(Code.UnschedulableAndUnresolvable, f"node(s) didn't satisfy plugin(s) [{names}]")
+        feasible, processed = self.find_nodes_that_pass_filters(fw, state, pod, table, candidates, diagnosis, attempt)
+        if table.n:
+            self.next_start_node_index = (self.next_start_node_index + processed) % table.n
+        return feasible, diagnosis
+
+    def _evaluate_nominated_node(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                                 diagnosis: Diagnosis, attempt: Attempt | None = None) -> np.ndarray:
+        """``evaluateNominatedNode``: the nominated node alone; the explanation shows that one node
+        (a failing one is then overwritten by the full pass)."""
+        row = table.row_of.get(pod.nominated_node_name)
+        if row is None:
+            return np.empty(0, dtype=np.int64)
+        feasible, _ = self.find_nodes_that_pass_filters(fw, state, pod, table, np.array([row], dtype=np.int64), diagnosis,
+                                                        attempt)
+        return feasible
+
+    def find_nodes_that_pass_filters(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                                     candidates: np.ndarray, diagnosis: Diagnosis,
+                                     attempt: Attempt | None = None) -> tuple[np.ndarray, int]:
+        """The first feasible nodes in visiting order, and how many nodes were processed."""
+        n_all = len(candidates)
+        if n_all == 0:
+            return candidates, 0
+        to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, n_all)
+        if not fw.has_score_plugins():
+            to_find = 1
+        start = self.next_start_node_index % n_all
+        rotated = np.concatenate([candidates[start:], candidates[:start]]) if start else candidates
+        if not fw.has_filter_plugins():
+            return rotated[:to_find], min(to_find, n_all)
+        start_filter = time.perf_counter()
+        error: Status | None = None
+        try:
+            return self._filter(fw, state, pod, table, rotated, to_find, diagnosis, attempt)
+        except StatusError as e:
+            error = e.status
+            raise
+        finally:
+            fw.observe("Filter", error, start_filter)  # one observation per pass, as upstream
+
+    def _filter(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray, to_find: int,
+                diagnosis: Diagnosis, attempt: Attempt | None) -> tuple[np.ndarray, int]:
+        n_all = len(rotated)
+        first_pos, ids, statuses = self._run_batch_filters(fw, state, pod, table, rotated)
+        statuses = list(statuses)
+        nominees = _positions_with_nominees(fw, pod, table, rotated)
+        if fw.has_classic_filters:
+            passed, processed = self._per_node_pass(fw, state, pod, table, rotated, first_pos, ids, statuses, to_find, nominees)
+        else:
+            passed = ids < 0
+            processed = n_all
+            if nominees:
+                self._nominee_pass(fw, state, pod, table, rotated, passed, ids, statuses, to_find, nominees)
+        positions = np.flatnonzero(passed[:processed])
+        if len(positions) > to_find:
+            processed = int(positions[to_find - 1]) + 1
+            positions = positions[:to_find]
+        failed = np.flatnonzero(ids[:processed] >= 0)
+        if len(failed):
+            diagnosis.node_to_status.set_rows(rotated[failed], ids[failed], statuses)
+            for sid in np.unique(ids[failed]):
+                diagnosis.add_plugin_status(statuses[sid])
+        if attempt is not None:
+            self._record_filters(attempt, table, rotated, ids, statuses, positions, processed)
+        return rotated[positions], processed
+
+    @staticmethod
+    def _run_batch_filters(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                           rotated: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[Status]]:
+        """Batch filters over ``rotated`` rows. When every node is a candidate the plugins read whole
+        columns (views, no copies) and only the two small result arrays are put in visiting order."""
+        if len(rotated) == table.n and fw.options.fast_paths:
+            first_pos, ids, statuses = fw.run_batch_filters(state, pod, table.all_rows())
+            return first_pos[rotated], ids[rotated], statuses
+        return fw.run_batch_filters(state, pod, table.batch(rotated))
+
+    @staticmethod
+    def _per_node_pass(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
+                       first_pos: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int,
+                       nominees: set[int]) -> tuple[np.ndarray, int]:
+        """Node by node in visiting order: classic Filter plugins, each only where no earlier plugin
+        failed, or every filter with and without the nominated pods on nodes that have some; stop
+        once enough nodes passed everything."""
+        classic = fw.classic_filters(state)
+        infos = table.infos
+        passed = np.zeros(len(rotated), dtype=bool)
+        found = 0
+        for position in range(len(rotated)):
+            info = infos[rotated[position]]
+            if position in nominees:
+                ids[position] = -1
+                status = fw.run_filters_with_nominated_pods(state, pod, info)
+            else:
+                status = fw.run_classic_filters(classic, int(first_pos[position]), state, pod, info)
+            if status is not None:
+                _record(position, status, ids, statuses)
+            elif ids[position] < 0:
+                passed[position] = True
+                found += 1
+                if found >= to_find:
+                    return passed, position + 1
+        return passed, len(rotated)
+
+    @staticmethod
+    def _nominee_pass(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
+                      passed: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int, nominees: set[int]) -> None:
+        """Re-check, with and without their nominated pods, the nodes that have some, in visiting
+        order until enough nodes pass before the next one (upstream would never reach it). With a
+        cycle state no PreFilter extension updates, the main pass already is the check without
+        nominees, and one batch over a scratch table of all those nodes is the check with them."""
+        ordered = sorted(nominees)
+        batched = None
+        if fw.options.fast_paths and not fw.has_active_pre_filter_extensions(state):
+            batched = fw.filter_with_nominated_pods(state, pod, [table.infos[rotated[p]] for p in ordered])
+        feasible_before = np.cumsum(passed) - passed
+        lost = 0
+        for k, position in enumerate(ordered):
+            if feasible_before[position] - lost >= to_find:
+                return
+            if batched is None:
+                status = fw.run_filters_with_nominated_pods(state, pod, table.infos[rotated[position]])
+            elif batched[k] is not None:
+                status = batched[k]
+            else:
+                continue  # fits beside its nominees: the main pass's verdict stands
+            lost += int(passed[position]) - (status is None)
+            passed[position] = status is None
+            if status is None:
+                ids[position] = -1
+            else:
+                _record(position, status, ids, statuses)
+
+    @staticmethod
+    def _record_filters(attempt: Attempt, table: NodeTable, rotated: np.ndarray, ids: np.ndarray,
+                        statuses: list[Status], positions: np.ndarray, processed: int) -> None:
+        attempt.node_names = [table.names[r] for r in rotated]
+        attempt.filter_status = {}
+        for i in range(processed):
+            if ids[i] >= 0:
+                attempt.filter_status[table.names[rotated[i]]] = statuses[ids[i]]
+        attempt.feasible = [table.names[rotated[p]] for p in positions]
+
+    # --- scoring ---------------------------------------------------------------------------------
+    def prioritize(self, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch,
+                   attempt: Attempt | None = None) -> np.ndarray:
+        if not fw.has_score_plugins():
+            return np.ones(len(batch), dtype=np.int64)
+        status = fw.run_pre_score(state, pod, batch)
+        if status is not None and not status.is_success():
+            raise StatusError(status)
+        result = fw.run_score(state, pod, batch, keep_parts=attempt is not None)
+        if attempt is not None:
+            attempt.scores = result
+        return result.total
+
+    def select_host(self, totals: np.ndarray) -> int:
+        """Index of a highest total; ties broken uniformly at random."""
+        best = totals.max()
+        ties = np.flatnonzero(totals == best)
+        if len(ties) == 1:
+            return int(ties[0])
+        return int(ties[self.rng.randrange(len(ties))])
+
+
+def _record(position: int, status: Status, ids: np.ndarray, statuses: list[Status]) -> None:
+    statuses.append(status)
+    ids[position] = len(statuses) - 1
+
+
+def _positions_with_nominees(fw: Framework, pod: PodInfo, table: NodeTable, rotated: np.ndarray) -> set[int]:
+    """Positions in ``rotated`` of the nodes with other pods of higher or equal priority nominated
+    to them: the pod must fit there with those pods too."""
+    nominated_node_names = getattr(fw.ctx.nominator, "nominated_node_names", None)
+    names = nominated_node_names() if nominated_node_names is not None else None
+    if not names:
+        return set()
+    rows = [table.row_of[name] for name in names if name in table.row_of and any(
+        p.priority >= pod.priority and p.uid != pod.uid for p in fw.nominated_pods_for_node(name))]
+    if not rows:
+        return set()
+    position_of_row = np.full(table.n, -1, dtype=np.int64)
+    position_of_row[rotated] = np.arange(len(rotated))
+    return {int(p) for p in position_of_row[rows] if p >= 0}

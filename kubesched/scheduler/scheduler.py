@@ -1,0 +1,492 @@
+"""The Scheduler: the loop that pops pods, runs the scheduling cycle synchronously and the binding
+cycle asynchronously, and handles failures (upstream ``scheduler.go`` and ``schedule_one.go``).
+
+It only talks to the cluster through a ``ClusterClient``, so the same object schedules the
+embedded cluster, ``kubesched apiserver`` and a real cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kubesched.api.types import PodInfo
+from kubesched.client.informers import InformerFactory
+from kubesched.client.interface import ClusterClient
+from kubesched.client.recorder import Broadcaster, EventSink
+from kubesched.scheduler.backend.cache import Cache
+from kubesched.scheduler.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, QueueProfile, SchedulingQueue
+from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.eventhandlers import EventHandlers
+from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
+from kubesched.scheduler.framework import events as ev
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
+from kubesched.scheduler.framework.interface import NominatingInfo, NominatingMode
+from kubesched.scheduler.framework.preemption_report import PreemptionObserver
+from kubesched.scheduler.framework.queued_pod_info import QueuedPodInfo
+from kubesched.scheduler.framework.registry import Registry
+from kubesched.scheduler.framework.runtime import Framework, FrameworkError, FrameworkOptions, HandleContext
+from kubesched.scheduler.framework.status import Code, Status, StatusError
+from kubesched.scheduler.metrics import Metrics
+from kubesched.scheduler.plugins.registry import in_tree_registry, trusted_score_ranges
+from kubesched.scheduler.schedule_one import Algorithm, Attempt, ScheduleResult
+from kubesched.utils.clock import Clock, RealClock
+
+log = logging.getLogger(__name__)
+
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.Override)
+
+#: Kinds the scheduler's informers watch: what the cache and the in-tree plugins read.
+WATCHED_KINDS = (
+    "Pod", "Node", "Namespace", "PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode",
+    "CSIDriver", "CSIStorageCapacity", "VolumeAttachment", "PodDisruptionBudget", "PriorityClass", "Service", "ReplicaSet",
+    "StatefulSet", "ReplicationController", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice",
+)
+
+
+#: Builds the scheduling algorithm from the global percentageOfNodesToScore and the run's random
+#: source (``Algorithm`` itself, or a subclass that observes attempts, as the bench's does).
+AlgorithmFactory = Callable[[int, random.Random], Algorithm]
+
+
+@dataclass
+class _Outcome:
+    result: ScheduleResult
+    qpi: QueuedPodInfo
+    status: Status | None
+    nominating: NominatingInfo | None = None
+
+
+class Scheduler:
+    def __init__(
+        self,
+        client: ClusterClient,
+        config: SchedulerConfiguration,
+        *,
+        registry: Registry | None = None,
+        clock: Clock | None = None,
+        seed: int | None = None,
+        feature_gates: FeatureGates | None = None,
+        metrics: Metrics | None = None,
+        assumed_pod_ttl: float = 0.0,
+        pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
+        on_attempt: Callable[[Attempt], None] | None = None,
+        fast_paths: bool = True,
+        algorithm: AlgorithmFactory = Algorithm,
+        preemption_observer: PreemptionObserver | None = None,
+    ) -> None:
+        """``fast_paths``: use the optimisations that never move a placement (off: their plain
+        counterparts, to compare); ``algorithm``: what runs one scheduling attempt;
+        ``preemption_observer``: told of every preemption decision."""
+        self.client = client
+        self.config = config
+        if config.extenders:
+            log.warning("the configuration's %d extender(s) (%s) will not be called: kubesched does not support extenders",
+                        len(config.extenders), ", ".join(str(e.get("urlPrefix", "?")) for e in config.extenders))
+        self.clock = clock or RealClock()
+        self.rng = random.Random(seed)
+        #: Which cycles record plugin metrics; apart from ``rng`` so the sampling never moves placements.
+        self._metrics_sampler = random.Random(seed)
+        self.feature_gates = feature_gates or DEFAULT_GATES
+        self.metrics = metrics or Metrics()
+        self.informers = InformerFactory(client)
+        self.cache = Cache(self.clock, ttl=assumed_pod_ttl)
+        self.broadcaster = Broadcaster(EventSink(client), self.clock)
+        self.algorithm = algorithm(config.percentage_of_nodes_to_score, self.rng)
+        self.on_attempt = on_attempt
+        self.binding_tasks: set[asyncio.Task] = set()
+        self.api_tasks: set[asyncio.Task] = set()
+        self._stopping = False
+        #: Set once the informers synced and their handlers saw the initial lists (``/readyz``).
+        self.handlers_synced = False
+        base = HandleContext(clock=self.clock, snapshot=lambda: self.cache.table, client=client,
+                             activator=self._activate, informers=self.informers, feature_gates=self.feature_gates,
+                             metrics=self.metrics, parallelism=config.parallelism, rng=self.rng,
+                             preemption_observer=preemption_observer)
+        registry = registry if registry is not None else in_tree_registry()
+        options = FrameworkOptions(fast_paths=fast_paths, trusted_score_ranges=trusted_score_ranges(registry))
+        self.frameworks: dict[str, Framework] = {}
+        for profile in config.profiles:
+            ctx = replace(base, recorder=self.broadcaster.recorder(profile.scheduler_name))
+            self.frameworks[profile.scheduler_name] = Framework(registry, profile, ctx, options)
+        if not self.frameworks:
+            raise FrameworkError("at least one profile is required")
+        first = next(iter(self.frameworks.values()))
+        self.queue_profiles = {name: QueueProfile(fw.pre_enqueue_plugins(), build_hint_map(fw)) for name, fw in self.frameworks.items()}
+        self.queue = SchedulingQueue(
+            self.clock, first.queue_sort_less(), self.queue_profiles,
+            initial_backoff=float(config.pod_initial_backoff_seconds),
+            max_backoff=float(config.pod_max_backoff_seconds),
+            max_in_unschedulable=pod_max_in_unschedulable,
+            pop_from_backoff=self.feature_gates.enabled("SchedulerPopFromBackoffQ"),
+            metrics=self.metrics,
+            pod_lister=self._lookup_pod,
+        )
+        for fw in self.frameworks.values():
+            fw.ctx.nominator = self.queue
+        self.handlers = EventHandlers(self)
+        self._background: list[asyncio.Task] = []
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+    def registered_resources(self) -> set[str]:
+        """Resources some profile's queueing hints are registered for (upstream ``unionedGVKs``)."""
+        return {event.resource for profile in self.queue_profiles.values() for event in profile.hints}
+
+    async def start(self) -> None:
+        """Start informers, wait for them to sync, and start the queue's timers (not the loop)."""
+        await self.start_informers()
+        self.start_scheduling()
+
+    async def start_informers(self) -> None:
+        """Informers, event handlers and the event broadcaster, until synced: what a standby replica
+        runs too (upstream starts informers before leader election, so a new leader has a warm cache)."""
+        for kind in WATCHED_KINDS:
+            self.informers.informer(kind)
+        self.handlers.register()
+        self.informers.start()
+        await self.informers.wait_for_sync()
+        self.broadcaster.start()
+        self.handlers_synced = True
+
+    def start_scheduling(self) -> None:
+        """The queue's timers and the assumed-pod cleanup: what only the leader runs (then ``run()``)."""
+        loop = asyncio.get_running_loop()
+        self._background.append(loop.create_task(self.queue.run(), name="scheduling-queue"))
+        if self.cache.ttl > 0:
+            self._background.append(loop.create_task(self._cleanup_assumed(), name="cache-cleanup"))
+
+    async def run(self) -> None:
+        """Schedule pods until ``stop()``."""
+        while not self._stopping:
+            qpi = await self.queue.pop()
+            if qpi is None:
+                break
+            self.schedule_one(qpi)
+            await asyncio.sleep(0)  # let binding cycles and informers run between pods
+
+    async def stop(self, binding_timeout: float | None = None) -> None:
+        """Stop taking pods, let in-flight binding cycles finish (those still running after
+        ``binding_timeout`` seconds are cancelled, which rolls them back), flush API writes and
+        events, then stop the informers."""
+        self._stopping = True
+        self.queue.close()
+        if self.binding_tasks:
+            _, pending = await asyncio.wait(set(self.binding_tasks), timeout=binding_timeout)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self.api_tasks:
+            await asyncio.gather(*self.api_tasks, return_exceptions=True)
+        background = next(iter(self.frameworks.values())).ctx.background
+        if background:
+            await asyncio.gather(*background, return_exceptions=True)
+        await self.broadcaster.stop()
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.informers.stop()
+
+    def busy(self) -> bool:
+        """Whether anything is in flight: pods to pop, bindings, API writes or events to send."""
+        background = next(iter(self.frameworks.values())).ctx.background
+        return bool(not self.queue.is_idle() or self.binding_tasks or self.api_tasks or background
+                    or not self.broadcaster.idle())
+
+    async def _cleanup_assumed(self) -> None:
+        """Expire assumed pods (upstream's cache only forgets them: no queue event)."""
+        while True:
+            await asyncio.sleep(1.0)
+            self.cache.cleanup_assumed_pods()
+
+    def _lookup_pod(self, namespace: str, name: str) -> dict | None:
+        return self.informers.store("Pod").get(f"{namespace}/{name}")
+
+    def _activate(self, pods: dict[str, PodInfo]) -> None:
+        self.queue.activate(pods)
+
+    # --- scheduleOne -------------------------------------------------------------------------------
+    def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        pod = qpi.pod_info
+        fw = self.frameworks.get(pod.scheduler_name)
+        if fw is None:
+            log.error("profile not found for scheduler name %r", pod.scheduler_name)
+            self.queue.done(pod.uid)
+            return
+        if self._skip(fw, pod):
+            self.queue.done(pod.uid)
+            return
+        start = self.clock.now()
+        state = CycleState()
+        state.record_plugin_metrics = self._metrics_sampler.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+        outcome = self._scheduling_cycle(state, fw, qpi, start)
+        if outcome.status is not None and not outcome.status.is_success():
+            self._handle_failure(fw, outcome.qpi, outcome.status, outcome.nominating, start)
+            return
+        task = asyncio.get_running_loop().create_task(self._binding_cycle(state, fw, outcome.result, outcome.qpi, start))
+        self.binding_tasks.add(task)
+        task.add_done_callback(self.binding_tasks.discard)
+
+    def _skip(self, fw: Framework, pod: PodInfo) -> bool:
+        if pod.deletion_timestamp:
+            fw.event_recorder.eventf(pod.pod, None, "Warning", "FailedScheduling", "Scheduling",
+                                     f"skip schedule deleting pod: {pod.namespace}/{pod.name}")
+            return True
+        return self.cache.is_assumed(pod.uid)
+
+    def _scheduling_cycle(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, start: float) -> _Outcome:
+        pod = qpi.pod_info
+        table = self.cache.update_snapshot()
+        attempt = Attempt(pod.key) if self.on_attempt is not None else None
+        try:
+            result = self.algorithm.schedule_pod(fw, state, pod, table, attempt)
+        except (NoNodesAvailable, FitError, StatusError) as e:
+            self._report_attempt(attempt)
+            outcome = self._schedule_failure(state, fw, qpi, e)
+            # As upstream's deferred observation: failed attempts count too, PostFilter included.
+            self.metrics.scheduling_algorithm_duration.observe(self.clock.now() - start)
+            return outcome
+        self.metrics.scheduling_algorithm_duration.observe(self.clock.now() - start)
+        self._report_attempt(attempt)
+        host = result.suggested_host
+        assumed = pod.bound_to(host)
+        assumed_qpi = qpi.snapshot()
+        assumed_qpi.pod_info = assumed
+        try:
+            self.cache.assume_pod(assumed)
+        except Exception as e:
+            return _Outcome(result, assumed_qpi, Status.from_error(e), CLEAR_NOMINATED_NODE)
+        self.queue.delete_nominated_pod_if_exists(assumed)
+        status = fw.run_reserve(state, assumed, host)
+        if status is not None:
+            return self._undo_assume(state, fw, result, assumed_qpi, status)
+        status = fw.run_permit(state, assumed, host)
+        if status is not None and not status.is_wait():
+            return self._undo_assume(state, fw, result, assumed_qpi, status)
+        if state.pods_to_activate:
+            self.queue.activate(dict(state.pods_to_activate))
+            state.pods_to_activate.clear()
+        return _Outcome(result, assumed_qpi, None)
+
+    def _schedule_failure(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, error: Exception) -> _Outcome:
+        if isinstance(error, NoNodesAvailable):
+            status = Status(Code.UnschedulableAndUnresolvable, str(error), error=error)
+            return _Outcome(ScheduleResult(), qpi, status, CLEAR_NOMINATED_NODE)
+        if isinstance(error, FitError):
+            return self._post_filter(state, fw, qpi, error)
+        assert isinstance(error, StatusError)
+        log.error("Error selecting node for pod %s: %s", qpi.pod_info.key, error)
+        return _Outcome(ScheduleResult(), qpi, error.status, CLEAR_NOMINATED_NODE)
+
+    def _report_attempt(self, attempt: Attempt | None) -> None:
+        if attempt is not None and self.on_attempt is not None:
+            self.on_attempt(attempt)
+
+    def _post_filter(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, fit_error: FitError) -> _Outcome:
+        if not fw.has_post_filter_plugins():
+            return _Outcome(ScheduleResult(), qpi, Status(Code.Unschedulable, str(fit_error), error=fit_error), CLEAR_NOMINATED_NODE)
+        result, status = fw.run_post_filter(state, qpi.pod_info, fit_error.diagnosis.node_to_status)
+        fit_error.diagnosis.post_filter_msg = status.message()
+        if status.code == Code.Error:
+            log.error("Status after running PostFilter plugins for pod %s: %s", qpi.pod_info.key, status.message())
+        nominating = result.nominating_info if result is not None else None
+        return _Outcome(ScheduleResult(), qpi, Status(Code.Unschedulable, str(fit_error), error=fit_error), nominating)
+
+    def _undo_assume(self, state: CycleState, fw: Framework, result: ScheduleResult, qpi: QueuedPodInfo,
+                     status: Status) -> _Outcome:
+        pod = qpi.pod_info
+        fw.run_unreserve(state, pod, result.suggested_host)
+        try:
+            self.cache.forget_pod(pod)
+        except Exception as e:
+            log.error("Scheduler cache ForgetPod failed: %s", e)
+        if status.is_rejected():
+            error = _single_node_fit_error(pod, result.suggested_host, status)
+            return _Outcome(result, qpi, Status(status.code, str(error), plugin=status.plugin, error=error), CLEAR_NOMINATED_NODE)
+        return _Outcome(result, qpi, status, CLEAR_NOMINATED_NODE)
+
+    # --- binding cycle -----------------------------------------------------------------------------
+    async def _binding_cycle(self, state: CycleState, fw: Framework, result: ScheduleResult, qpi: QueuedPodInfo,
+                             start: float) -> None:
+        try:
+            status = await self._bind_pod(state, fw, result, qpi, start)
+        except asyncio.CancelledError:
+            # Shutdown cut the cycle short: roll it back (Unreserve, forget the assumed pod, requeue).
+            self._handle_binding_error(state, fw, qpi, result, Status(Code.Error, "binding cycle cancelled: scheduler is shutting down"),
+                                       start)
+            raise
+        except Exception as e:
+            log.exception("binding cycle of %s failed", qpi.pod_info.key)
+            status = Status.from_error(e)
+        if status is not None and not status.is_success():
+            self._handle_binding_error(state, fw, qpi, result, status, start)
+
+    async def _bind_pod(self, state: CycleState, fw: Framework, result: ScheduleResult, qpi: QueuedPodInfo,
+                        start: float) -> Status | None:
+        pod = qpi.pod_info
+        host = result.suggested_host
+        if self.feature_gates.enabled("NominatedNodeNameForExpectation"):
+            preflight = fw.run_pre_bind_pre_flights(state, pod, host)
+            if preflight is not None and (preflight.code == Code.Error or preflight.is_rejected()):
+                return preflight
+            if preflight is None or fw.will_wait_on_permit(pod):
+                self._patch_status(pod, None, NominatingInfo(host, NominatingMode.Override))
+        status = await fw.wait_on_permit(pod)
+        if status is not None and not status.is_success():
+            if status.is_rejected():
+                error = _single_node_fit_error(pod, host, status)
+                error.diagnosis.unschedulable_plugins = {status.plugin}
+                return Status(status.code, str(error), plugin=status.plugin, error=error)
+            return status
+        self.queue.done(pod.uid)
+        status = await fw.run_pre_bind(state, pod, host)
+        if status is not None and not status.is_success():
+            return status
+        status = await fw.run_bind(state, pod, host)
+        self._finish_binding(fw, pod, host, status)
+        if status is not None and not status.is_success():
+            return status
+        profile = fw.profile_name
+        now = self.clock.now()
+        self.metrics.pod_scheduled(profile, now - start)
+        self.metrics.pod_scheduling_attempts.observe(qpi.attempts)
+        if qpi.initial_attempt_timestamp is not None:
+            attempts = "15+" if qpi.attempts >= 15 else str(qpi.attempts)
+            self.metrics.pod_scheduling_sli_duration.labels(attempts).observe(now - qpi.initial_attempt_timestamp)
+        fw.run_post_bind(state, pod, host)
+        if state.pods_to_activate:
+            self.queue.activate(dict(state.pods_to_activate))
+        return None
+
+    def _finish_binding(self, fw: Framework, pod: PodInfo, host: str, status: Status | None) -> None:
+        self.cache.finish_binding(pod)
+        if status is not None and not status.is_success():
+            log.info("Failed to bind pod %s", pod.key)
+            return
+        fw.event_recorder.eventf(pod.pod, None, "Normal", "Scheduled", "Binding",
+                                 f"Successfully assigned {pod.namespace}/{pod.name} to {host}")
+
+    def _handle_binding_error(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, result: ScheduleResult,
+                              status: Status, start: float) -> None:
+        """Roll the cycle back. Forgetting the assumed pod frees what it held, an AssignedPodDelete
+        for the others; after a rejection that event is sent only once the failure handler has
+        taken the pod back, or the queue would keep it as an in-flight event of the pod itself
+        (still in flight after a WaitOnPermit rejection) and send it to backoff."""
+        pod = qpi.pod_info
+        fw.run_unreserve(state, pod, result.suggested_host)
+        forgotten = True
+        try:
+            self.cache.forget_pod(pod)
+        except Exception as e:
+            log.error("scheduler cache ForgetPod failed: %s", e)
+            forgotten = False
+        rejected = status.is_rejected()
+        if forgotten and not rejected:
+            self.queue.move_all_to_active_or_backoff_queue(ev.EVENT_ASSIGNED_POD_DELETE, pod.pod, None)
+        self._handle_failure(fw, qpi, status, CLEAR_NOMINATED_NODE, start)
+        if forgotten and rejected:
+            self.queue.move_all_to_active_or_backoff_queue(ev.EVENT_ASSIGNED_POD_DELETE, pod.pod, None, lambda p: p.uid != pod.uid)
+
+    # --- failures ----------------------------------------------------------------------------------
+    def _handle_failure(self, fw: Framework, qpi: QueuedPodInfo, status: Status, nominating: NominatingInfo | None,
+                        start: float) -> None:
+        """``handleSchedulingFailure``: requeue, record the event and the PodScheduled condition."""
+        pod = qpi.pod_info
+        rejected = status.is_rejected()
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        elapsed = self.clock.now() - start
+        if rejected:
+            self.metrics.pod_unschedulable(fw.profile_name, elapsed)
+        else:
+            self.metrics.pod_schedule_error(fw.profile_name, elapsed)
+        error = status.error
+        message = status.message()
+        if isinstance(error, FitError):
+            qpi.unschedulable_plugins = set(error.diagnosis.unschedulable_plugins)
+            qpi.pending_plugins = set(error.diagnosis.pending_plugins)
+        elif not isinstance(error, NoNodesAvailable):
+            log.error("Error scheduling pod %s; retrying: %s", pod.key, message)
+        cached = self.informers.store("Pod").get(pod.key)
+        requeued = False
+        if cached is None:
+            log.info("Pod %s doesn't exist in informer cache", pod.key)
+        elif (cached.get("spec") or {}).get("nodeName"):
+            log.info("Pod %s has been assigned to node %s. Abort adding it back to queue.", pod.key, cached["spec"]["nodeName"])
+        else:
+            qpi.pod_info = PodInfo(cached)
+            self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+            requeued = True
+        if not requeued:
+            self.queue.done(pod.uid)
+        self.queue.add_nominated_pod(qpi.pod_info, nominating)
+        target = cached or pod.pod
+        fw.event_recorder.eventf(target, None, "Warning", "FailedScheduling", "Scheduling", message)
+        condition = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+        generation = (target.get("metadata") or {}).get("generation")
+        if generation:
+            condition["observedGeneration"] = generation
+        self._patch_status(PodInfo(target), condition, nominating)
+
+    def _patch_status(self, pod: PodInfo, condition: dict | None, nominating: NominatingInfo | None) -> None:
+        """``updatePod``: patch the condition and/or nominatedNodeName only when they change."""
+        status = pod.status
+        nominated = None
+        if nominating is not None and nominating.mode == NominatingMode.Override and \
+                (status.get("nominatedNodeName") or "") != nominating.nominated_node_name:
+            nominated = nominating.nominated_node_name
+        condition_changes = condition is not None and not _condition_current(status, condition)
+        if not condition_changes and nominated is None:
+            return
+        conditions = [condition] if condition_changes and condition is not None else []
+        task = asyncio.get_running_loop().create_task(self._patch(pod, conditions, nominated))
+        self.api_tasks.add(task)
+        task.add_done_callback(self.api_tasks.discard)
+
+    async def _patch(self, pod: PodInfo, conditions: list[dict], nominated: str | None) -> None:
+        try:
+            await self.client.patch_pod_status(pod.pod, conditions, nominated)
+        except Exception as e:
+            log.warning("Error updating pod %s: %s", pod.key, e)
+
+
+def _condition_current(status: dict, condition: dict) -> bool:
+    for existing in status.get("conditions") or []:
+        if existing.get("type") == condition["type"]:
+            return all(existing.get(k) == v for k, v in condition.items())
+    return False
+
+
+def _single_node_fit_error(pod: PodInfo, node: str, status: Status) -> FitError:
+    diagnosis = Diagnosis([node])
+    diagnosis.node_to_status.set(node, status)
+    diagnosis.add_plugin_status(status)
+    return FitError(pod.key, 1, diagnosis)
+
+
+_NODE_TAINT_UPDATE = ev.ClusterEvent(ev.Resource.Node, ev.ActionType.UpdateNodeTaint)
+
+
+def build_hint_map(fw: Framework) -> dict[ev.ClusterEvent, list[tuple[str, Any]]]:
+    """``buildQueueingHintMap``: registered events to (plugin, queueing hint) lists.
+
+    A plugin registered for Node/Add but not Node/UpdateNodeTaint also gets Node/UpdateNodeTaint
+    with an always-Queue hint, as upstream does: a node often arrives tainted
+    not-ready, and the taint's removal is what makes it usable.
+    """
+    hints: dict[ev.ClusterEvent, list[tuple[str, Any]]] = {}
+    for plugin, events in fw.enqueue_extensions:
+        node_added = node_taint_updated = False
+        for registered in events:
+            event = registered.event
+            if event.resource == ev.Resource.Node:
+                node_added |= bool(event.action & ev.ActionType.Add)
+                node_taint_updated |= bool(event.action & ev.ActionType.UpdateNodeTaint)
+            hints.setdefault(event, []).append((plugin, registered.hint))
+        if node_added and not node_taint_updated:
+            hints.setdefault(_NODE_TAINT_UPDATE, []).append((plugin, None))
+    return hints

@@ -1,0 +1,324 @@
+"""Simulation: build an embedded cluster from manifests, run the scheduler on virtual time until no
+pod can make progress, and report what happened (placements, and each preemption: preemptor,
+node, victims, and with ``explain`` the candidates weighed).
+
+"No progress" is decided the way an operator would: the queue is drained and nothing is in flight
+with no pod left unschedulable, or two full flushes of the unschedulable pods (five minutes each,
+which virtual time makes instant) went by without a pod created, bound or deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from kubesched.api.kinds import EVENT, POD, Kind, kind_for
+from kubesched.api.watch import DELETED, WatchEvent
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.scheduler.backend.queue.scheduling_queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, UNSCHEDULABLE_FLUSH_PERIOD
+from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.features import FeatureGates
+from kubesched.scheduler.framework.preemption_report import PreemptionObserver, PreemptionRecord
+from kubesched.scheduler.framework.registry import Registry
+from kubesched.scheduler.schedule_one import Attempt
+from kubesched.scheduler.scheduler import WATCHED_KINDS, Scheduler
+from kubesched.simulator.controllers import start_all
+from kubesched.simulator.kubelet import FakeKubelet
+from kubesched.simulator.resourceclaims import FakeResourceClaimController
+from kubesched.simulator.virtualtime import run_virtual
+from kubesched.simulator.volumes import FakeVolumeController
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
+
+#: Creation order: what others refer to first, pods last (as ``kubectl apply`` of a well-formed
+#: directory would end up), so that the scheduler starts with the whole cluster in view.
+_ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSIDriver", "PersistentVolume", "Node", "CSINode",
+          "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "PersistentVolumeClaim", "ResourceClaimTemplate",
+          "ResourceClaim", "Service", "PodDisruptionBudget", "ReplicationController", "ReplicaSet", "StatefulSet",
+          "Deployment", "Pod")
+#: The longest a pod can sit in unschedulablePods before a retry: the maximum stay, plus up to one
+#: period of the flush that checks it, plus a second for the backoff flush to move it on.
+UNSCHEDULABLE_FLUSH = DEFAULT_POD_MAX_IN_UNSCHEDULABLE + UNSCHEDULABLE_FLUSH_PERIOD + 1.0
+POLL = 0.1
+#: The store's kinds, typed as always there (the store asserts it).
+POD_KIND, EVENT_KIND = cast(Kind, POD), cast(Kind, EVENT)
+#: Kinds something in the simulation reads: the scheduler's informers, and the controllers (which
+#: read Deployments on top of what the scheduler watches). Other objects are kept, not acted on.
+ACTED_ON = frozenset(WATCHED_KINDS) | {"Deployment"}
+#: Why a served kind is not acted on, when there is more to say than "nothing reads it".
+NOT_ACTED_ON_BECAUSE = {
+    "DaemonSet": "the simulation runs no DaemonSet controller, so its pods are not created",
+    "Job": "the simulation runs no Job controller, so its pods are not created",
+    "CronJob": "the simulation runs no CronJob controller, so no Job is created",
+}
+#: Warning events that other parts of the report already say: the pending pods' messages.
+REPORTED_ELSEWHERE = frozenset({"FailedScheduling"})
+#: Warnings that mean the input asked for pods the API cannot create (an error in the input).
+INPUT_ERRORS = frozenset({"FailedCreate"})
+#: The DisruptionTarget reason preemption gives its victims (those are reported as preemptions).
+PREEMPTED = "PreemptionByScheduler"
+
+
+class SimulationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a simulation, carrying what was done so far (``None`` before the cluster existed)."""
+
+    def __init__(self, result: SimulationResult | None) -> None:
+        super().__init__()
+        self.result = result
+
+    def summary(self) -> str:
+        """One line: how many pods were bound so far, out of how many."""
+        if self.result is None:
+            return "stopped before scheduling began"
+        pods = self.result.pods()
+        bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+        return f"{bound}/{len(pods)} pods scheduled so far"
+
+
+@dataclass(frozen=True)
+class RemovedPod:
+    """A pod deleted during the run by the cluster itself (not by preemption): it would otherwise
+    vanish from the output without a word."""
+
+    key: str
+    node: str
+    #: The DisruptionTarget condition's reason (DeletionByPodGC, DeletionByTaintManager), or "".
+    reason: str
+    message: str
+
+    def explanation(self, node_exists: bool) -> str:
+        where = f'bound to node "{self.node}"' if self.node else "not bound"
+        if self.node and not node_exists:
+            where += ", which does not exist"
+        if self.reason == "DeletionByPodGC":
+            return f"{where}: no kubelet runs it, so PodGC deleted it (as kube-controller-manager does after 40s)"
+        why = f"{self.reason}: {self.message}" if self.reason else "deleted during the simulation"
+        return f"{where}; removed ({why})"
+
+
+@dataclass(frozen=True)
+class ClusterWarning:
+    """Warning events about one object with one reason, counted (controller failures above all)."""
+
+    kind: str
+    key: str
+    reason: str
+    message: str
+    count: int
+
+    def line(self) -> str:
+        times = f" ({self.count} times)" if self.count > 1 else ""
+        return f"{self.kind} {self.key}: {self.reason}{times}: {self.message}"
+
+
+@dataclass
+class SimulationResult:
+    store: ObjectStore
+    attempts: list[Attempt] = field(default_factory=list)
+    virtual_seconds: float = 0.0
+    ignored: list[dict] = field(default_factory=list)
+    #: Every PostFilter run of a preemption plugin, in order (those with a ``node`` evicted pods).
+    preemption_attempts: list[PreemptionRecord] = field(default_factory=list)
+    #: Index in ``attempts`` -> the preemption that followed that failed attempt (with ``explain``).
+    preemption_of_attempt: dict[int, PreemptionRecord] = field(default_factory=dict)
+    #: Pods the cluster deleted during the run, other than preemption victims.
+    removed: list[RemovedPod] = field(default_factory=list)
+
+    @property
+    def preemptions(self) -> list[PreemptionRecord]:
+        """Preemptions that chose a node and evicted victims."""
+        return [r for r in self.preemption_attempts if r.node]
+
+    def pods(self) -> list[dict]:
+        return sorted(self.store.iter_all(POD_KIND), key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
+
+    def warnings(self) -> list[ClusterWarning]:
+        """Warning events not said elsewhere in the report, grouped by object and reason, with the
+        first message (later ones differ only by generated names)."""
+        grouped: dict[tuple[str, str, str], list[dict]] = {}
+        for event in self.store.iter_all(EVENT_KIND):
+            if event.get("type") != "Warning" or event.get("reason") in REPORTED_ELSEWHERE:
+                continue
+            involved = event.get("involvedObject") or {}
+            key = f"{involved.get('namespace')}/{involved.get('name')}" if involved.get("namespace") else str(involved.get("name"))
+            grouped.setdefault((str(involved.get("kind")), key, str(event.get("reason"))), []).append(event)
+        out = []
+        for (kind, key, reason), events in sorted(grouped.items()):
+            events.sort(key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"]))
+            count = sum(int(e.get("count") or 1) for e in events)
+            out.append(ClusterWarning(kind, key, reason, str(events[0].get("message", "")), count))
+        return out
+
+    def input_errors(self) -> list[ClusterWarning]:
+        """Warnings that mean the input is wrong: a controller could not create what it asks for."""
+        return [w for w in self.warnings() if w.reason in INPUT_ERRORS]
+
+    def not_acted_on(self) -> dict[str, list[str]]:
+        """Kind -> keys of the objects kept but not acted on (unserved kinds, and served kinds that
+        nothing in the simulation reads)."""
+        out: dict[str, list[str]] = {}
+        for obj in self.ignored:
+            out.setdefault(str(obj.get("kind")), []).append(_key(obj))
+        for kind in self.store.kinds():
+            if kind.kind in ACTED_ON or kind.kind == "Event":
+                continue
+            keys = [_key(o) for o in self.store.iter_all(kind)]
+            if keys:
+                out.setdefault(kind.kind, []).extend(keys)
+        return out
+
+
+def _key(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+
+
+def creation_order(objects: Iterable[dict]) -> tuple[list[dict], list[dict]]:
+    """Objects the store serves, in creation order, and those it does not (kept for the report)."""
+    rank = {k: i for i, k in enumerate(_ORDER)}
+    served, ignored = [], []
+    for index, obj in enumerate(objects):
+        if kind_for(obj.get("apiVersion", ""), obj.get("kind", "")) is None:
+            ignored.append(obj)
+        else:
+            served.append((rank.get(obj["kind"], len(_ORDER) - 1), index, obj))
+    return [obj for _, _, obj in sorted(served, key=lambda t: (t[0], t[1]))], ignored
+
+
+#: ``progress(phase, done, total)``: how far a phase of the run has got.
+ProgressCallback = Callable[[str, int, int], None]
+
+
+def simulate(
+    objects: list[dict],
+    config: SchedulerConfiguration,
+    *,
+    seed: int = 0,
+    registry: Registry | None = None,
+    feature_gates: FeatureGates | None = None,
+    explain: bool = False,
+    progress: ProgressCallback | None = None,
+    fast_paths: bool = True,
+) -> SimulationResult:
+    """Schedule ``objects`` (already validated manifests) on an embedded cluster. ``fast_paths``
+    off runs the scheduler's plain code paths (same placements, slower: for comparisons).
+
+    Ctrl-C raises ``SimulationInterrupted`` with what was done so far."""
+    started: list[SimulationResult] = []
+    try:
+        return run_virtual(_simulate(objects, config, seed, registry, feature_gates, explain, progress, fast_paths,
+                                     started))
+    except SimulationInterrupted:
+        raise
+    except KeyboardInterrupt as e:
+        raise SimulationInterrupted(started[0] if started else None) from e
+
+
+async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: int, registry: Registry | None,
+                    gates: FeatureGates | None, explain: bool, progress: ProgressCallback | None,
+                    fast_paths: bool, started: list[SimulationResult]) -> SimulationResult:
+    loop = asyncio.get_running_loop()
+    clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
+    store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates)
+    ordered, ignored = creation_order(objects)
+    for index, obj in enumerate(ordered):
+        store.create(kind_for(obj["apiVersion"], obj["kind"]), obj)  # type: ignore[arg-type]
+        if progress is not None and index % 1024 == 0:
+            progress("creating objects", index, len(ordered))
+    result = SimulationResult(store, ignored=ignored)
+    started.append(result)
+    store.write_hooks.append(lambda _rv, kind, event: _record_removal(result, kind, event))
+    if progress is not None:
+        _report_progress(store, progress)
+    components = start_cluster_components(store)
+    sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
+                      on_attempt=result.attempts.append if explain else None, fast_paths=fast_paths,
+                      preemption_observer=preemption_recorder(result, explain))
+    await sched.start()
+    start = loop.time()
+    runner = loop.create_task(sched.run(), name="scheduler")
+    try:
+        await settle(sched, store, components)
+    finally:
+        result.virtual_seconds = loop.time() - start
+        await sched.stop()
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
+        for component in components:
+            await component.stop()
+    return result
+
+
+def _record_removal(result: SimulationResult, kind: object, event: WatchEvent) -> None:
+    """Keep a pod the cluster deleted, unless preemption did (preemptions are reported apart)."""
+    if kind != POD or event.type != DELETED:
+        return
+    pod = event.object
+    target: dict = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "DisruptionTarget"), {})
+    if target.get("reason") == PREEMPTED:
+        return
+    result.removed.append(RemovedPod(_key(pod), (pod.get("spec") or {}).get("nodeName") or "",
+                                     str(target.get("reason") or ""), str(target.get("message") or "")))
+
+
+def preemption_recorder(result: SimulationResult, explain: bool) -> PreemptionObserver:
+    """An observer that files every preemption decision into ``result`` (with every candidate and
+    its criteria when explaining), each tied to the failed attempt it followed."""
+
+    def on_preemption(record: PreemptionRecord) -> None:
+        result.preemption_attempts.append(record)
+        if explain and result.attempts and result.attempts[-1].pod == record.preemptor:
+            result.preemption_of_attempt[len(result.attempts) - 1] = record
+
+    return PreemptionObserver(on_preemption, record_candidates=explain)
+
+
+def start_cluster_components(store: ObjectStore) -> list[Any]:
+    """What runs beside the scheduler in a real cluster: the kubelet, the workload controllers, the
+    PV controller with a provisioner, and the ResourceClaim controller. Owner references from
+    exported manifests cannot match new uids, so dangling dependents are not collected."""
+    kubelet = FakeKubelet(store)
+    volumes = FakeVolumeController(store)
+    claims = FakeResourceClaimController(store)
+    for component in (kubelet, volumes, claims):
+        component.start()
+    return [kubelet, volumes, claims, start_all(store, collect_dangling=False)]
+
+
+async def settle(sched: Scheduler, store: ObjectStore, components: list[Any]) -> None:
+    """Return once nothing can change any more: the cluster is quiet with no pod left
+    unschedulable, or nothing was created, bound or deleted for two unschedulable flushes, whether
+    the cluster went quiet meanwhile or work kept going (pods failing with errors retry forever, as
+    upstream's do)."""
+    loop = asyncio.get_running_loop()
+    marker, changed_at = tuple(store.progress), loop.time()
+    while True:
+        await asyncio.sleep(POLL)
+        if tuple(store.progress) != marker:
+            marker, changed_at = tuple(store.progress), loop.time()
+        if loop.time() - changed_at > 2 * UNSCHEDULABLE_FLUSH:
+            return
+        if not _quiet(sched, store, components):
+            continue
+        if not sched.queue.counts().get("unschedulable"):
+            return
+        await asyncio.sleep(UNSCHEDULABLE_FLUSH)
+
+
+def _quiet(sched: Scheduler, store: ObjectStore, components: list[Any]) -> bool:
+    return not (sched.busy() or store.pending_timers or store.watch_events_pending()
+                or any(not c.idle() for c in components))
+
+
+def _report_progress(store: ObjectStore, progress: ProgressCallback) -> None:
+    """Call ``progress("scheduling", bound pods, pods)`` every few hundred writes while the scheduler works."""
+    bound_at_start = sum(1 for p in store.iter_all(POD_KIND) if (p.get("spec") or {}).get("nodeName"))
+    progress("scheduling", bound_at_start, store.count(POD_KIND))
+
+    def hook(rv: int, _kind: object, _event: object) -> None:
+        if rv % 256 == 0:
+            progress("scheduling", store.progress[1] + bound_at_start, store.count(POD_KIND))
+
+    store.write_hooks.append(hook)
