@@ -50,6 +50,7 @@ _META = ("io.k8s.apimachinery.pkg.apis.meta.v1.Status", "io.k8s.apimachinery.pkg
 _STATUS = "io.k8s.apimachinery.pkg.apis.meta.v1.Status"
 _DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 _PATCH = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
+_INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 
 V2_REF = "#/definitions/"
 V3_REF = "#/components/schemas/"
@@ -135,6 +136,8 @@ def _definition(name: str, ref_prefix: str, v3: bool) -> dict[str, Any]:
     """A top-level definition; kubernetes-validate's one-value ``apiVersion``/``kind`` enums go
     (kube-apiserver has none there, and a kind with several group-versions cannot have them)."""
     converted = _convert(definition(name), ref_prefix, v3)
+    if name == _INT_OR_STRING:
+        converted["format"] = "int-or-string"  # kube-openapi's format for it; kubernetes-validate drops it
     if converted.get("x-kubernetes-group-version-kind"):
         for field in ("apiVersion", "kind"):
             converted.get("properties", {}).get(field, {}).pop("enum", None)
