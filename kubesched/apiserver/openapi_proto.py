@@ -135,7 +135,7 @@ def _extensions(number: int, value: Mapping[str, Any]) -> bytes:
     return _named(_any)(number, {k: v for k, v in value.items() if k.startswith("x-")})
 
 
-_PRIMITIVE_PARAMETER = {"type": _string, "format": _string, "collectionFormat": _string, "default": _any,
+_PRIMITIVE_PARAMETER: dict[str, Writer] = {"type": _string, "format": _string, "collectionFormat": _string, "default": _any,
                         "maximum": _double, "exclusiveMaximum": _bool, "minimum": _double, "exclusiveMinimum": _bool,
                         "maxLength": _int, "minLength": _int, "pattern": _string, "maxItems": _int, "minItems": _int,
                         "uniqueItems": _bool, "enum": _anys, "multipleOf": _double}
@@ -146,8 +146,9 @@ _PRIMITIVE_ORDER = ("type", "format", "items", "collectionFormat", "default", "m
 
 def _sub_schema(head: tuple[str, ...], first: int) -> dict[str, tuple[int, Writer]]:
     """A parameter sub-schema: its own leading fields, then the primitive fields from ``first`` on."""
-    heads = {"required": _bool, "in": _string, "description": _string, "name": _string, "allowEmptyValue": _bool}
-    table = {name: (i + 1, heads[name]) for i, name in enumerate(head)}
+    heads: dict[str, Writer] = {"required": _bool, "in": _string, "description": _string, "name": _string,
+                                "allowEmptyValue": _bool}
+    table: dict[str, tuple[int, Writer]] = {name: (i + 1, heads[name]) for i, name in enumerate(head)}
     for i, name in enumerate(_PRIMITIVE_ORDER):
         table[name] = (first + i, _message("PrimitivesItems") if name == "items" else _PRIMITIVE_PARAMETER[name])
     table["x-"] = (first + len(_PRIMITIVE_ORDER), _extensions)
@@ -155,8 +156,8 @@ def _sub_schema(head: tuple[str, ...], first: int) -> dict[str, tuple[int, Write
 
 
 def _primitives_items() -> dict[str, tuple[int, Writer]]:
-    table = {name: (i + 1, _message("PrimitivesItems") if name == "items" else _PRIMITIVE_PARAMETER[name])
-             for i, name in enumerate(_PRIMITIVE_ORDER) if name != "items"}
+    table: dict[str, tuple[int, Writer]] = {name: (i + 1, _PRIMITIVE_PARAMETER[name])
+                                            for i, name in enumerate(_PRIMITIVE_ORDER) if name != "items"}
     table["items"] = (3, _message("PrimitivesItems"))
     table["x-"] = (18, _extensions)
     return table

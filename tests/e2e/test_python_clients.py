@@ -8,13 +8,15 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import pytest
 
 from .test_kubectl import Up
 
 CAPACITY = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+REQUESTS = {"cpu": "100m"}
+IMAGE = "registry.k8s.io/pause:3.10"
 WATCH_TIMEOUT = 20.0
 
 
@@ -33,38 +35,36 @@ class Smoke(Protocol):
     def node_exists(self, name: str) -> bool: ...
 
 
-def pod_manifest(namespace: str, name: str, node: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace},
-            "spec": {"nodeSelector": {"kubernetes.io/hostname": node},
-                     "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                                     "resources": {"requests": {"cpu": "100m"}}}]}}
-
-
-def node_manifest(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"capacity": CAPACITY, "allocatable": CAPACITY}}
-
-
 class Official:
-    """``kubernetes``: ``config.new_client_from_config`` and the generated CoreV1Api."""
+    """``kubernetes``: ``config.new_client_from_config`` and the generated CoreV1Api and models."""
 
     def __init__(self, kubeconfig: Path) -> None:
         from kubernetes import client, config
 
+        self.models = client
         self.core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig)))
 
     def create_namespace(self, name: str) -> None:
-        self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        self.core.create_namespace(self.models.V1Namespace(metadata=self.models.V1ObjectMeta(name=name)))
 
     def create_node(self, name: str) -> None:
-        self.core.create_node(node_manifest(name))
+        m = self.models
+        self.core.create_node(m.V1Node(metadata=m.V1ObjectMeta(name=name, labels={"kubernetes.io/hostname": name}),
+                                       status=m.V1NodeStatus(capacity=CAPACITY, allocatable=CAPACITY)))
 
     def create_pod(self, namespace: str, name: str, node: str) -> str:
-        return self.core.create_namespaced_pod(namespace, pod_manifest(namespace, name, node)).metadata.uid
+        m = self.models
+        container = m.V1Container(name="c", image=IMAGE, resources=m.V1ResourceRequirements(requests=REQUESTS))
+        pod = m.V1Pod(metadata=m.V1ObjectMeta(name=name, namespace=namespace),
+                      spec=m.V1PodSpec(node_selector={"kubernetes.io/hostname": node}, containers=[container]))
+        created = self.core.create_namespaced_pod(namespace, pod)
+        assert created.metadata is not None and created.metadata.uid is not None
+        return created.metadata.uid
 
     def pod_names(self, namespace: str) -> tuple[list[str], str]:
         listed = self.core.list_namespaced_pod(namespace)
-        return [p.metadata.name for p in listed.items], listed.metadata.resource_version
+        assert listed.metadata is not None and listed.metadata.resource_version is not None
+        return [str(p.metadata.name) for p in listed.items if p.metadata is not None], listed.metadata.resource_version
 
     def watch_pod(self, namespace: str, name: str, since: str) -> Iterator[tuple[str, dict]]:
         from kubernetes import watch
@@ -75,7 +75,9 @@ class Official:
             yield event["type"], self.core.api_client.sanitize_for_serialization(event["object"])
 
     def label_pod(self, namespace: str, name: str, labels: dict[str, str]) -> dict[str, str]:
-        return self.core.patch_namespaced_pod(name, namespace, {"metadata": {"labels": labels}}).metadata.labels
+        patched = self.core.patch_namespaced_pod(name, namespace, {"metadata": {"labels": labels}})
+        assert patched.metadata is not None
+        return dict(patched.metadata.labels or {})
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
@@ -99,7 +101,7 @@ class Official:
 
 
 class Lightkube:
-    """lightkube: ``KubeConfig.from_file`` and its typed resources."""
+    """lightkube: ``KubeConfig.from_file`` and its typed resources and models."""
 
     def __init__(self, kubeconfig: Path) -> None:
         from lightkube import Client, KubeConfig
@@ -107,19 +109,28 @@ class Lightkube:
         self.client = Client(config=KubeConfig.from_file(str(kubeconfig)))
 
     def create_namespace(self, name: str) -> None:
+        from lightkube.models.meta_v1 import ObjectMeta
         from lightkube.resources.core_v1 import Namespace
 
-        self.client.create(Namespace.from_dict({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+        self.client.create(Namespace(metadata=ObjectMeta(name=name)))
 
     def create_node(self, name: str) -> None:
+        from lightkube.models.core_v1 import NodeStatus
+        from lightkube.models.meta_v1 import ObjectMeta
         from lightkube.resources.core_v1 import Node
 
-        self.client.create(Node.from_dict(node_manifest(name)))
+        self.client.create(Node(metadata=ObjectMeta(name=name, labels={"kubernetes.io/hostname": name}),
+                                status=NodeStatus(capacity=CAPACITY, allocatable=CAPACITY)))
 
     def create_pod(self, namespace: str, name: str, node: str) -> str:
+        from lightkube.models.core_v1 import Container, PodSpec, ResourceRequirements
+        from lightkube.models.meta_v1 import ObjectMeta
         from lightkube.resources.core_v1 import Pod
 
-        created = self.client.create(Pod.from_dict(pod_manifest(namespace, name, node)), namespace=namespace)
+        container = Container(name="c", image=IMAGE, resources=ResourceRequirements(requests=REQUESTS))
+        pod = Pod(metadata=ObjectMeta(name=name, namespace=namespace),
+                  spec=PodSpec(nodeSelector={"kubernetes.io/hostname": node}, containers=[container]))
+        created = self.client.create(pod, namespace=namespace)
         assert created.metadata is not None and created.metadata.uid is not None
         return created.metadata.uid
 
@@ -127,7 +138,7 @@ class Lightkube:
         from lightkube.resources.core_v1 import Pod
 
         listed = self.client.list(Pod, namespace=namespace)
-        names = [p.metadata.name for p in listed if p.metadata is not None and p.metadata.name]
+        names = [str(p.metadata.name) for p in listed if p.metadata is not None]
         return names, str(listed.resourceVersion)
 
     def watch_pod(self, namespace: str, name: str, since: str) -> Iterator[tuple[str, dict]]:
