@@ -211,3 +211,20 @@ def test_v3_hash_urls_are_immutable_and_stale_hashes_redirect():
     assert plain.status == 200 and "Cache-Control" not in plain.headers
     assert openapi.serve_v3(path, None, plain.headers["Etag"]).status == 304
     assert openapi.serve_v3("/openapi/v3/apis/apps/v9", None) is None
+
+
+async def test_the_server_serves_v2_in_both_formats_and_v3_with_its_caching_headers(api):
+    status, body, headers = await api.call("GET", "/openapi/v2", accept=PROTOBUF)
+    assert (status, headers["Content-Type"], body) == (200, openapi_proto.MEDIA_TYPES[1], openapi.v2_protobuf())
+    status, body, headers = await api.call("GET", "/openapi/v2", accept="application/json")
+    assert status == 200 and body["swagger"] == "2.0" and headers["Etag"] == f'"{openapi.etag(openapi.v2_json())}"'
+    status, body, _ = await api.call("GET", "/openapi/v2", accept="text/html")
+    assert (status, body["reason"]) == (406, "NotAcceptable")
+    status, root, _ = await api.call("GET", "/openapi/v3")
+    url = root["paths"]["api/v1"]["serverRelativeURL"]
+    status, doc, headers = await api.call("GET", url)
+    assert status == 200 and doc["openapi"] == "3.0.0" and headers["Cache-Control"] == "public, immutable"
+    status, _, headers = await api.call("GET", url.partition("?")[0], params={"hash": "stale"})
+    assert status == 200 and headers["Cache-Control"] == "public, immutable"  # aiohttp followed the 301
+    status, body, _ = await api.call("GET", "/openapi/v3/apis/apps/v9")
+    assert (status, body["reason"]) == (404, "NotFound")
