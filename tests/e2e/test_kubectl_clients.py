@@ -86,15 +86,24 @@ def test_the_every_kind_manifest_covers_every_served_kind():
     assert {(o["apiVersion"], o["kind"]) for o in every_kind()} == {(k.api_version, k.kind) for k in KINDS}
 
 
-def test_apply_the_bundled_examples_directories(kubectl):
-    for example in ("cluster", "preemption"):
-        first = kubectl("apply", "-f", str(ROOT / "examples" / example) + "/")
-        assert first.stderr == "" and " created" in first.stdout
-        again = kubectl("apply", "-f", str(ROOT / "examples" / example) + "/")
-        assert again.stderr == "" and "created" not in again.stdout
-    kubectl.examples_applied = True
-    assert kubectl.json("get", "namespace", "shop")["status"]["phase"] == "Active"
-    assert len(kubectl.json("get", "pods", "-n", "shop")["items"]) == 11
+def manifest_refs(directory: Path) -> list[str]:
+    """What ``kubectl apply -f <directory>`` names, in its order: files by name, ``List`` items in place."""
+    refs = []
+    for path in sorted(directory.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            refs += [resource_ref(item) for item in (doc["items"] if doc["kind"] == "List" else [doc])]
+    return refs
+
+
+@pytest.mark.parametrize("example", ["cluster", "preemption"])
+def test_apply_the_bundled_examples_directories(kubectl, example):
+    directory = ROOT / "examples" / example
+    first = kubectl("apply", "-f", f"{directory}/")
+    assert first.stderr == ""
+    assert first.stdout.splitlines() == [f"{ref} created" for ref in manifest_refs(directory)]
+    # A second apply succeeds too (it creates again any pod that preemption evicted meanwhile).
+    assert kubectl("apply", "-f", f"{directory}/").stderr == ""
+    kubectl.examples_applied |= example == "cluster"
 
 
 def test_create_replace_apply_diff_get_delete_every_kind_as_list_multi_document_and_directory(kubectl):
@@ -175,7 +184,7 @@ def test_get_and_describe(kubectl):
         return text if "FailedScheduling" in text else None
 
     text = until(described, 20, "describe never showed analytics' FailedScheduling event")
-    assert re.search(r"Warning\s+FailedScheduling\s+\S+\s+default-scheduler\s+0/5 nodes are available:", text)
+    assert re.search(r"Warning\s+FailedScheduling\s+\S+\s+default-scheduler\s+0/\d+ nodes are available:", text)
     assert re.search(r"^Namespace:\s+shop$", text, re.M)
 
 
@@ -230,4 +239,4 @@ def test_events_for_a_pending_pod(kubectl):
 
     text = until(failed, 20, "kubectl events never showed analytics' FailedScheduling")
     assert text.splitlines()[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
-    assert re.search(r"Warning\s+FailedScheduling\s+Pod/analytics\s+0/5 nodes are available", text)
+    assert re.search(r"Warning\s+FailedScheduling\s+Pod/analytics\s+0/\d+ nodes are available", text)
