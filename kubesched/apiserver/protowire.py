@@ -1,7 +1,8 @@
-"""The protobuf wire format, just enough to read: varints, tags and length-delimited fields.
+"""The protobuf wire format: varints, tags and length-delimited fields, read and written.
 
 Used to decode Kubernetes protobuf request bodies (``kubesched.apiserver.protobuf``) and, by the
-schema generator (``kubesched.apiserver.protogen``), protobuf ``FileDescriptorProto``s.
+schema generator (``kubesched.apiserver.protogen``), protobuf ``FileDescriptorProto``s; written
+for the protobuf form of ``/openapi/v2`` (``kubesched.apiserver.openapi_proto``).
 """
 
 from __future__ import annotations
@@ -68,3 +69,33 @@ def signed32(value: int) -> int:
 
 def zigzag(value: int) -> int:
     return (value >> 1) ^ -(value & 1)
+
+
+# --- writing ------------------------------------------------------------------------------------
+def varint(value: int) -> bytes:
+    """A varint; negative numbers take ten bytes, as two's complement int64 (proto3 ``int64``)."""
+    value &= 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def key(number: int, wire: int) -> bytes:
+    return varint(number << 3 | wire)
+
+
+def length_delimited(number: int, payload: bytes) -> bytes:
+    """A string, bytes or embedded message field."""
+    return key(number, LENGTH) + varint(len(payload)) + payload
+
+
+def varint_field(number: int, value: int) -> bytes:
+    """An int64 or bool field (proto3 leaves zero values out: the caller decides)."""
+    return key(number, VARINT) + varint(value)
+
+
+def double_field(number: int, value: float) -> bytes:
+    return key(number, FIXED64) + struct.pack("<d", value)

@@ -22,7 +22,7 @@ from aiohttp import web
 from kubesched.api.apierrors import APIError, BadRequest, Gone
 from kubesched.api.kinds import Kind, kind_for_resource
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
-from kubesched.apiserver import codec, discovery, openapi, tables
+from kubesched.apiserver import codec, discovery, openapi, openapi_proto, tables
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
 from kubesched.apiserver.store import ObjectStore
@@ -143,7 +143,7 @@ class APIServer:
         path = request.path
         parts = [p for p in path.split("/") if p]
         if not parts:
-            return _json(200, {"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/openapi/v3", "/version"]})
+            return _json(200, {"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/openapi/v2", "/openapi/v3", "/version"]})
         head = parts[0]
         if head in ("api", "apis"):
             target = _parse_resource(parts)
@@ -155,7 +155,7 @@ class APIServer:
         if head in ("healthz", "livez", "readyz"):
             return web.Response(text="ok", content_type="text/plain")
         if head == "openapi":
-            return self._openapi(path)
+            return self._openapi(request)
         raise NotFoundPath()
 
     def _discovery(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
@@ -180,15 +180,23 @@ class APIServer:
                 return _json(200, doc)
         raise NotFoundPath()
 
-    def _openapi(self, path: str) -> web.StreamResponse:
-        if path.rstrip("/") == "/openapi/v3":
-            return web.Response(body=openapi.root_document(), content_type="application/json")
-        if path.startswith("/openapi/v3/"):
-            doc = openapi.document_for_path(path)
-            if doc is not None:
-                return web.Response(body=doc, content_type="application/json",
-                                    headers={"Cache-Control": "public, immutable", "Etag": '"kubesched"'})
-        raise NotFoundPath()
+    def _openapi(self, request: web.Request) -> web.StreamResponse:
+        """``/openapi/v2`` (JSON or protobuf) and ``/openapi/v3[/<group-version>]``, with ETags."""
+        path, if_none_match = request.path, request.headers.get("If-None-Match", "")
+        if path.rstrip("/") == "/openapi/v2":
+            served = openapi.serve_v2(request.headers.get("Accept", ""), if_none_match)
+        else:
+            found = openapi.serve_v3(path, request.query.get("hash"), if_none_match)
+            if found is None:
+                raise NotFoundPath()
+            served = found
+        if served.status == 406:
+            error = codec.NotAcceptable("only the following media types are accepted: application/json, "
+                                        + ", ".join(openapi_proto.MEDIA_TYPES))
+            return web.Response(status=406, body=orjson.dumps(error.status()), content_type="application/json",
+                                headers=served.headers)
+        body = served.body if request.method != "HEAD" else b""
+        return web.Response(status=served.status, body=body or None, headers=served.headers)
 
     async def _resource(self, request: web.Request, kind: Kind, namespace: str | None, name: str | None,
                         subresource: str | None, watch_path: bool) -> web.StreamResponse:

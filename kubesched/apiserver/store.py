@@ -205,7 +205,7 @@ class ObjectStore:
                 raise Invalid("the namespace of the provided object does not match the namespace sent on the request",
                               kind=kind.kind, name=meta.get("name", ""))
             meta["namespace"] = ns
-            self._require_namespace(ns)
+            self._require_namespace(ns, kind, meta.get("name") or "")
         else:
             meta.pop("namespace", None)
         obj.setdefault("apiVersion", kind.api_version)
@@ -383,7 +383,9 @@ class ObjectStore:
                 return name
         raise AlreadyExists.of(kind.resource, prefix, kind.group)
 
-    def _require_namespace(self, ns: str) -> None:
+    def _require_namespace(self, ns: str, kind: Kind, name: str) -> None:
+        """The NamespaceLifecycle admission plugin on create: the namespace must exist and not be
+        terminating (upstream's Forbidden names the object being created, with a NamespaceTerminating cause)."""
         namespaces = self._objects.get(NAMESPACE, {})
         current = namespaces.get(("", ns))
         if current is None:
@@ -392,8 +394,11 @@ class ObjectStore:
                 return
             raise NotFound.of("namespaces", ns)
         if current["metadata"].get("deletionTimestamp"):
-            raise Forbidden(f"unable to create new content in namespace {ns} because it is being terminated",
-                            kind="namespaces", name=ns)
+            error = Forbidden.of(kind.resource, name, f"unable to create new content in namespace {ns} because it is being terminated",
+                                 kind.group)
+            error.causes = [{"reason": "NamespaceTerminating", "message": f"namespace {ns} is being terminated",
+                             "field": "metadata.namespace"}]
+            raise error
 
     def _admit_create(self, kind: Kind, obj: dict) -> None:
         """The mutating admission of a create (the object may have only a generateName yet)."""

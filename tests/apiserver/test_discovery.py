@@ -1,8 +1,6 @@
-"""Discovery and OpenAPI documents, as kubectl reads them."""
+"""Discovery documents, as kubectl reads them."""
 
-import orjson
-
-from kubesched.apiserver import discovery, openapi
+from kubesched.apiserver import discovery
 
 
 def resources(group_version):
@@ -36,13 +34,3 @@ def test_aggregated_discovery():
     assert pods["scope"] == "Namespaced" and {s["subresource"] for s in pods["subresources"]} == {"status", "binding", "eviction"}
     assert discovery.wants_aggregated("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json") == "v2"
     assert discovery.wants_aggregated("application/json, */*") is None
-
-
-def test_openapi_v3_lets_kubectl_validate_on_the_server():
-    root = orjson.loads(openapi.root_document())
-    assert root["paths"]["api/v1"]["serverRelativeURL"].startswith("/openapi/v3/api/v1?hash=")
-    doc = orjson.loads(openapi.document_for_path("/openapi/v3/apis/apps/v1"))
-    patch = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
-    assert patch["x-kubernetes-group-version-kind"] == {"group": "apps", "version": "v1", "kind": "Deployment"}
-    assert any(p["name"] == "fieldValidation" and p["in"] == "query" for p in patch["parameters"])
-    assert "requestBody" not in patch  # kubectl then computes apply patches from its built-in types
