@@ -22,7 +22,7 @@ from kubesched.api.events import core_to_v1, v1_to_core
 from kubesched.api.kinds import Kind, kind_for, kind_named
 from kubesched.api.selectors import parse_label_selector
 from kubesched.apiserver import apply as ssa
-from kubesched.apiserver import codec, selectors, tables
+from kubesched.apiserver import bounds, codec, selectors, structural, tables
 from kubesched.apiserver.codec import Output
 from kubesched.apiserver.defaults import Defaulter
 from kubesched.apiserver.patch import apply_patch
@@ -125,8 +125,6 @@ class RestAPI:
 
     def _decode_object(self, call: Call) -> dict:
         kind = call.view.kind
-        if len(call.body) > codec.MAX_BODY:
-            raise codec.RequestTooLarge(f"Request entity too large: limit is {codec.MAX_BODY}")
         obj = codec.decode_body(call.body, call.content_type, kind.kind)
         if not isinstance(obj, dict):
             raise BadRequest(f"the object provided is unrecognized (must be of type {kind.kind}): couldn't get version/kind; "
@@ -137,6 +135,7 @@ class RestAPI:
                              f'{kind.kind}: no kind "{obj_kind}" is registered for version "{api_version}" in scheme '
                              f'"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
+        check_decoded(kind, obj)
         meta = obj.get("metadata")
         if meta is None:
             obj["metadata"] = {}
@@ -288,8 +287,6 @@ class RestAPI:
 
     def patch(self, call: Call) -> Reply:
         assert call.name is not None
-        if len(call.body) > codec.MAX_BODY:
-            raise codec.RequestTooLarge(f"Request entity too large: limit is {codec.MAX_BODY}")
         media = codec.media_type(call.content_type)
         if media == APPLY_PATCH:
             return self._apply(call)
@@ -301,6 +298,7 @@ class RestAPI:
             scale = apply_patch(media, self._scale_of(call.view, served), body, "Scale")
             return self._write_scale(call, scale, dry)
         patched = apply_patch(media, json_copy(served), body, call.view.kind.kind)
+        check_decoded(call.view.kind, patched)
         meta = patched.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise BadRequest("metadata must be an object")
@@ -327,6 +325,7 @@ class RestAPI:
         if applied.get("apiVersion") != kind.api_version or applied.get("kind") != kind.kind:
             raise BadRequest(f"apply configuration must be of kind {kind.kind} in version {kind.api_version}, "
                              f"got {applied.get('kind')} in {applied.get('apiVersion')}")
+        check_decoded(kind, applied)
         if meta.get("name") and meta["name"] != call.name:
             raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({call.name})")
         meta["name"] = call.name
@@ -338,11 +337,13 @@ class RestAPI:
             if call.subresource:
                 raise call.view.not_found(call.name)
             obj = ssa.server_side_apply(None, applied, manager, force, kind.kind, self.now())
+            check_decoded(kind, obj)
             self._admit(kind, obj)
             stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
             return Reply(201, call.view.out(stored))
         served = call.view.out(current)
         obj = ssa.server_side_apply(served, applied, manager, force, kind.kind, self.now())
+        check_decoded(kind, obj)
         obj["metadata"]["resourceVersion"] = served["metadata"]["resourceVersion"]
         self._admit(kind, obj, call.subresource)
         stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
@@ -560,6 +561,18 @@ class RestAPI:
             return False
         found = self.store.try_get(owner_kind, namespace if owner_kind.namespaced else None, ref.get("name", ""))
         return found is not None and found["metadata"].get("uid") == ref.get("uid")
+
+
+def check_decoded(kind: Kind, obj: dict) -> None:
+    """What kube-apiserver's decoder refuses, as it answers (400 naming the kind and the decoder's
+    error), and an object past the decoded limits of ``bounds`` (nesting, size)."""
+    bounds.check_depth(obj)
+    try:
+        structural.check_object(obj, kind.group, kind.version, kind.kind)
+    except structural.DecodeError as e:
+        raise BadRequest(f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: {e}') from None
+    if len(orjson.dumps(obj)) > bounds.MAX_OBJECT:
+        raise bounds.too_large()
 
 
 def _drop_owner(obj: dict, uid: str) -> None:

@@ -18,7 +18,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.cluster.errors import APIError, BadRequest
+import orjson
+
+from kubesched.apiserver.bounds import MAX_BODY
+from kubesched.cluster.errors import APIError, BadRequest, TooLarge
+
+#: kube-apiserver's ``maxJSONPatchOperations``.
+MAX_JSON_PATCH_OPERATIONS = 10000
+#: kube-apiserver's ``JSONPatchMaxCopyBytes`` (its body limit).
+MAX_COPY_BYTES = MAX_BODY
 
 
 class PatchError(APIError):
@@ -134,9 +142,17 @@ def _remove(doc: Any, parts: list[str]) -> Any:
 
 
 def json_patch(doc: Any, operations: Any) -> Any:
-    """RFC 6902 over ``doc``; a failing ``test`` or a missing path is a 422 as upstream."""
+    """RFC 6902 over ``doc``; a failing ``test`` or a missing path is a 422 as upstream. At most
+    ``MAX_JSON_PATCH_OPERATIONS`` operations (413 beyond), and ``copy`` may add at most
+    ``MAX_COPY_BYTES`` in all (json-patch's ``AccumulatedCopySizeLimit``, which kube-apiserver sets
+    to its body limit): copies share their value, so without it a few dozen copies of a copy
+    would describe an object of terabytes."""
     if not isinstance(operations, list):
         raise BadRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+    if len(operations) > MAX_JSON_PATCH_OPERATIONS:
+        raise TooLarge(f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, "
+                              f"got {len(operations)}")
+    copied = 0
     for op in operations:
         if not isinstance(op, Mapping) or "op" not in op:
             raise BadRequest("invalid JSON patch operation")
@@ -153,7 +169,12 @@ def json_patch(doc: Any, operations: Any) -> Any:
             value = _get(doc, source)
             doc = _add(_remove(doc, source), parts, value)
         elif kind == "copy":
-            doc = _add(doc, parts, _get(doc, _pointer(op.get("from", ""))))
+            value = _get(doc, _pointer(op.get("from", "")))
+            copied += len(orjson.dumps(value))
+            if copied > MAX_COPY_BYTES:
+                raise PatchError(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                                 f"exceeding the limit {MAX_COPY_BYTES}")
+            doc = _add(doc, parts, value)
         elif kind == "test":
             if _get(doc, parts) != op.get("value"):
                 raise PatchError(f"testing value /{'/'.join(parts)} failed: test failed")

@@ -23,6 +23,15 @@ class Http:
             payload = await resp.read()
             return resp.status, (orjson.loads(payload) if payload and payload[:1] in b"{[" else payload), resp.headers
 
+    async def restart(self, store: ObjectStore | None = None) -> None:
+        """Stop the server and start another on the same port over ``store`` (a fresh, empty one by
+        default): an in-memory API server's restart as its clients see it."""
+        old = self.server
+        await old.stop()
+        self.server = APIServer(store if store is not None else ObjectStore(), port=old.port,
+                                bookmark_interval=old.bookmark_interval, fresh_timeout=old.fresh_timeout)
+        await self.server.start()
+
     async def watch_lines(self, path: str, params: dict, count: int | None = None) -> list[dict]:
         """Events of a watch, until ``count`` of them arrived or the server ended the stream."""
         out = []
@@ -42,8 +51,9 @@ async def api(request):
     server = APIServer(store, port=0, bookmark_interval=0.2)
     await server.start()
     async with aiohttp.ClientSession() as session:
-        yield Http(server, session)
-    await server.stop()
+        http = Http(server, session)
+        yield http
+    await http.server.stop()
 
 
 def pod(name: str, **spec) -> dict:

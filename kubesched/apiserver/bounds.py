@@ -1,0 +1,181 @@
+"""Limits on what a request body may become once decoded, so a small body cannot grow into a large
+object (alias expansion, JSON patch copies), nest deeper than the server can encode, or hold more
+than a stored object may.
+
+* Bodies are limited before decoding (``MAX_BODY``, kube-apiserver's 3 MiB ``MaxRequestBodyBytes``).
+* A decoded object, and the object a patch produces, may not encode to more than ``MAX_OBJECT``
+  bytes of JSON either: 413 RequestEntityTooLarge with the body limit's message, the answer a
+  client already knows. (etcd refuses such objects behind kube-apiserver; here the limit is the
+  same as the body's, so everything a valid body carries fits.)
+* Nesting is limited to ``MAX_DEPTH`` levels. Go's decoders stop at 10000; kubesched's JSON
+  encoder stops at 254, so an object deeper than that could be stored but never served again.
+  Real objects nest a few dozen levels at most.
+* YAML aliases expand under go-yaml's rule (``document contains excessive aliasing``: beyond 100
+  alias-driven nodes in documents of over 1000 nodes, aliases may drive at most 99% of the nodes,
+  falling to 10% between 400k and 4M nodes), and the text their scalars expand to counts towards
+  ``MAX_OBJECT``, which go-yaml's node count alone would not catch (one 1 MiB scalar aliased a
+  thousand times).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from yaml.events import AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEvent, SequenceEndEvent, SequenceStartEvent
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from kubesched.cluster.errors import BadRequest, TooLarge
+
+#: kube-apiserver's ``MaxRequestBodyBytes``.
+MAX_BODY = 3 * 1024 * 1024
+#: The largest object (as JSON) a body may decode or a patch may grow to.
+MAX_OBJECT = MAX_BODY
+#: The deepest nesting accepted in a decoded body or a patched object.
+MAX_DEPTH = 200
+
+_ALIAS_RATIO_LOW = 400_000
+_ALIAS_RATIO_HIGH = 4_000_000
+
+
+def too_large() -> TooLarge:
+    """kube-apiserver's 413 for a body past its limit, also given for what a body decodes to."""
+    return TooLarge(f"Request entity too large: limit is {MAX_BODY}")
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    """Raise 400 when ``value`` nests deeper than ``limit`` (iteratively: no recursion limit to hit)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            raise BadRequest(f"exceeded max depth of {limit}")
+        stack.extend((child, depth + 1) for child in children)
+
+
+def allowed_alias_ratio(decoded: int) -> float:
+    """go-yaml's ``allowedAliasRatio``: the share of decoded nodes aliases may account for."""
+    if decoded <= _ALIAS_RATIO_LOW:
+        return 0.99
+    if decoded >= _ALIAS_RATIO_HIGH:
+        return 0.10
+    return 0.99 - 0.89 * (decoded - _ALIAS_RATIO_LOW) / (_ALIAS_RATIO_HIGH - _ALIAS_RATIO_LOW)
+
+
+class _Frame:
+    __slots__ = ("key", "node", "size", "text")
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.key: Node | None = None
+        self.size = 1
+        self.text = 2
+
+
+class BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with an iterative composer that bounds depth, alias expansion and the
+    expanded text, and refuses an alias to a node still being composed (a cycle)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._sizes: dict[int, tuple[int, int]] = {}
+        self._decoded = 0
+        self._aliased = 0
+        self._text = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:  # noqa: ARG002 - PyYAML's signature
+        stack: list[_Frame] = []
+        open_anchors: set[str] = set()
+        while True:
+            finished, size, text = self._next_node(stack, open_anchors)
+            if finished is None:
+                continue
+            if not stack:
+                return finished
+            self._attach(stack[-1], finished, size, text)
+
+    def _next_node(self, stack: list[_Frame], open_anchors: set[str]) -> tuple[Node | None, int, int]:
+        """Consume one event: a finished node with its expanded size and text, or None after
+        opening a collection."""
+        event = self.get_event()
+        if isinstance(event, AliasEvent):
+            return self._alias(event, open_anchors)
+        if isinstance(event, ScalarEvent):
+            tag = event.tag if event.tag not in (None, "!") else self.resolve(ScalarNode, event.value, event.implicit)
+            node: Node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            return self._finish(node, event.anchor, 1, len(event.value) + 2)
+        if isinstance(event, (SequenceStartEvent, MappingStartEvent)):
+            if len(stack) >= MAX_DEPTH:
+                raise BadRequest(f"error converting YAML to JSON: yaml: exceeded max depth of {MAX_DEPTH}")
+            cls = SequenceNode if isinstance(event, SequenceStartEvent) else MappingNode
+            tag = event.tag if event.tag not in (None, "!") else self.resolve(cls, None, event.implicit)
+            stack.append(_Frame(cls(tag, [], event.start_mark, None, flow_style=event.flow_style)))
+            if event.anchor is not None:
+                open_anchors.add(event.anchor)
+                stack[-1].node.anchor = event.anchor  # type: ignore[attr-defined]
+            return None, 0, 0
+        assert isinstance(event, (SequenceEndEvent, MappingEndEvent))
+        frame = stack.pop()
+        frame.node.end_mark = event.end_mark
+        anchor = getattr(frame.node, "anchor", None)
+        if anchor is not None:
+            open_anchors.discard(anchor)
+        return self._finish(frame.node, anchor, frame.size, frame.text)
+
+    def _alias(self, event: AliasEvent, open_anchors: set[str]) -> tuple[Node, int, int]:
+        anchor = event.anchor
+        if anchor in open_anchors:
+            raise BadRequest(f"error converting YAML to JSON: yaml: anchor '{anchor}' value contains itself")
+        if anchor not in self.anchors:
+            raise BadRequest(f"error converting YAML to JSON: yaml: unknown anchor '{anchor}' referenced")
+        node = self.anchors[anchor]
+        size, text = self._sizes[id(node)]
+        self._decoded += size
+        self._aliased += size
+        self._count(0, text)
+        ratio = self._aliased / self._decoded
+        if self._aliased > 100 and self._decoded > 1000 and ratio > allowed_alias_ratio(self._decoded):
+            raise BadRequest("error converting YAML to JSON: yaml: document contains excessive aliasing")
+        return node, size, text
+
+    def _finish(self, node: Node, anchor: str | None, size: int, text: int) -> tuple[Node, int, int]:
+        if anchor is not None:
+            self.anchors[anchor] = node
+            self._sizes[id(node)] = (size, text)
+        self._count(1, text if isinstance(node, ScalarNode) else 2)
+        return node, size, text
+
+    def _count(self, nodes: int, text: int) -> None:
+        self._decoded += nodes
+        self._text += text
+        if self._text > MAX_OBJECT:
+            raise too_large()
+
+    @staticmethod
+    def _attach(frame: _Frame, child: Node, size: int, text: int) -> None:
+        frame.size += size
+        frame.text += text + 1
+        if isinstance(frame.node, SequenceNode):
+            frame.node.value.append(child)
+        elif frame.key is None:
+            frame.key = child
+        else:
+            frame.node.value.append((frame.key, child))
+            frame.key = None
+
+
+def load_yaml(text: str) -> Any:
+    """One YAML document, decoded within the limits above; YAML errors are 400 BadRequest."""
+    loader = BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    except yaml.YAMLError as e:
+        raise BadRequest(f"error converting YAML to JSON: {e}") from None
+    finally:
+        loader.dispose()

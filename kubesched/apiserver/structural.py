@@ -1,0 +1,154 @@
+"""Decode-time checks of a request's object against Kubernetes 1.35's schema, giving the errors
+kube-apiserver's JSON decoder gives when it unmarshals into the Go types.
+
+kube-apiserver decodes a body into the kind's Go struct before anything else; a value of the wrong
+JSON type, an integer out of its field's range, or an unparsable quantity fails there with 400
+BadRequest (``Pod in version "v1" cannot be handled as a Pod: <the decoder's error>``), before
+defaulting, admission or validation ever see the object. kubesched keeps objects as JSON, so the
+same checks run here, walking the object beside its OpenAPI schema (``api.openapi_spec``):
+
+* a wrong type: ``json: cannot unmarshal string into Go struct field PodSpec.spec.containers of
+  type []v1.Container`` (the innermost struct's name, the JSON path without indices, the Go type);
+* an integer out of range or with a fraction: ``json: cannot unmarshal number 1.5 into Go struct
+  field ...``;
+* a quantity ``ParseQuantity`` refuses: its error alone (``quantities must match the regular
+  expression '...'``, ``unable to parse quantity's suffix``), as ``Quantity.UnmarshalJSON`` returns it.
+
+Fields the schema does not declare are left alone (unknown fields are a field-validation
+concern), as are free-form ones (``fieldsV1``, ``RawExtension``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from kubesched.api import openapi_spec
+from kubesched.api.errors import InvalidQuantity
+from kubesched.api.quantity import parse_quantity
+
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
+INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+_INTEGER_TYPES = frozenset({"int", "int32", "int64"})
+_JSON_KINDS = {str: "string", bool: "bool", list: "array", dict: "object", int: "number", float: "number"}
+
+
+class DecodeError(ValueError):
+    """The decoder's message for the first value that does not fit the Go type."""
+
+
+def check_object(obj: Mapping[str, Any], group: str, version: str, kind: str) -> None:
+    """Raise ``DecodeError`` when ``obj`` would not unmarshal into ``group/version, kind``'s Go type
+    (a kind 1.35 does not define is not checked)."""
+    name = openapi_spec.definition_name(group, version, kind)
+    if name is None:
+        return
+    stack: list[tuple[Any, Mapping[str, Any], tuple[str, ...], str]] = [(obj, _ref(name), (), kind)]
+    while stack:
+        value, schema, path, struct = stack.pop()
+        stack.extend(_children(value, schema, path, struct))
+
+
+def _children(value: Any, schema: Mapping[str, Any], path: tuple[str, ...],
+              struct: str) -> list[tuple[Any, Mapping[str, Any], tuple[str, ...], str]]:
+    """Check ``value`` against ``schema`` and return the nested values still to check."""
+    if value is None:
+        return []
+    ref = openapi_spec.ref_name(schema)
+    if ref == QUANTITY:
+        _check_quantity(value, path, struct)
+        return []
+    if ref == INT_OR_STRING:
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise _type_error(value, path, struct, "intstr.IntOrString")
+        return []
+    field = schema
+    if ref is not None:
+        schema = openapi_spec.definition(ref)
+    types = openapi_spec.schema_types(schema)
+    if not types:
+        return []
+    if not _fits(value, types[0], schema):
+        raise _type_error(value, path, struct, go_type(field))
+    if ref is not None and "properties" in schema:
+        struct = ref.rsplit(".", 1)[-1]
+    if isinstance(value, dict):
+        return _object_children(value, schema, path, struct)
+    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        return [(item, schema["items"], path, struct) for item in value]
+    return []
+
+
+def _object_children(value: dict, schema: Mapping[str, Any], path: tuple[str, ...],
+                     struct: str) -> list[tuple[Any, Mapping[str, Any], tuple[str, ...], str]]:
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        return [(child, properties[key], (*path, key), struct) for key, child in value.items() if key in properties]
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, Mapping):
+        return [(child, extra, path, struct) for child in value.values()]
+    return []
+
+
+def _fits(value: Any, json_type: str, schema: Mapping[str, Any]) -> bool:
+    if json_type == "string":
+        return isinstance(value, str)
+    if json_type == "boolean":
+        return isinstance(value, bool)
+    if json_type == "array":
+        return isinstance(value, list)
+    if json_type == "object":
+        return isinstance(value, dict)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if json_type == "integer":
+        low, high = _INT_RANGES.get(schema.get("format", ""), _INT_RANGES["int64"])
+        return isinstance(value, int) and low <= value <= high
+    return True
+
+
+def _check_quantity(value: Any, path: tuple[str, ...], struct: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise _type_error(value, path, struct, "resource.Quantity")
+    try:
+        parse_quantity(value)
+    except InvalidQuantity as e:
+        raise DecodeError(e.detail) from None
+
+
+def _type_error(value: Any, path: tuple[str, ...], struct: str, go: str) -> DecodeError:
+    """encoding/json's ``UnmarshalTypeError`` text: a number that is a number but not the field's
+    integer shows its literal (``number 1.5``), anything else only its JSON kind."""
+    shown = _JSON_KINDS.get(type(value), "value")
+    if shown == "number" and go in _INTEGER_TYPES:
+        shown = f"number {value!r}"
+    where = f"Go struct field {struct}.{'.'.join(path)}" if path else "Go value"
+    return DecodeError(f"json: cannot unmarshal {shown} into {where} of type {go}")
+
+
+@cache
+def _ref(name: str) -> Mapping[str, Any]:
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def go_type(schema: Mapping[str, Any]) -> str:
+    """The Go type a schema stands for, as the decoder names it (``int32``, ``[]v1.Container``,
+    ``map[string]string``, ``v1.PodSpec``)."""
+    ref = openapi_spec.ref_name(schema)
+    if ref is not None:
+        package, _, name = ref.rpartition(".")
+        return f"{package.rsplit('.', 1)[-1]}.{name}" if ref not in (QUANTITY, INT_OR_STRING) else (
+            "resource.Quantity" if ref == QUANTITY else "intstr.IntOrString")
+    types = openapi_spec.schema_types(schema)
+    json_type = types[0] if types else ""
+    if json_type == "integer":
+        return schema.get("format") or "int"
+    if json_type == "array":
+        items = schema.get("items")
+        return "[]" + go_type(items) if isinstance(items, Mapping) else "[]interface {}"
+    if json_type == "object":
+        extra = schema.get("additionalProperties")
+        return "map[string]" + go_type(extra) if isinstance(extra, Mapping) else "map[string]interface {}"
+    return {"string": "string", "boolean": "bool", "number": "float64"}.get(json_type, "interface {}")
