@@ -25,7 +25,7 @@ from kubesched.apiserver import apply as ssa
 from kubesched.apiserver import bounds, codec, selectors, structural, tables
 from kubesched.apiserver.codec import Output
 from kubesched.apiserver.defaults import Defaulter
-from kubesched.apiserver.patch import apply_patch
+from kubesched.apiserver.patch import PATCH_TYPES, UnsupportedPatch, apply_patch
 from kubesched.clock import rfc3339
 from kubesched.cluster.errors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound, TooManyRequests
 from kubesched.cluster.store import EVENT, NAMESPACE, POD, ObjectStore, json_copy
@@ -290,6 +290,8 @@ class RestAPI:
         media = codec.media_type(call.content_type)
         if media == APPLY_PATCH:
             return self._apply(call)
+        if media not in PATCH_TYPES:
+            raise UnsupportedPatch(media)
         body = codec.decode_body(call.body, media)
         dry = self._dry_run(call)
         current = self._get(call.view, call.namespace, call.name)
@@ -397,6 +399,7 @@ class RestAPI:
         options = codec.decode_body(call.body, call.content_type, "DeleteOptions")
         if not isinstance(options, dict):
             raise BadRequest("the body of a DELETE must be a DeleteOptions object")
+        check_options(options, "", "DeleteOptions")
         return options
 
     # --- subresources -------------------------------------------------------------------------
@@ -405,6 +408,7 @@ class RestAPI:
         body = codec.decode_body(call.body, call.content_type, "Binding")
         if not isinstance(body, dict):
             raise BadRequest("the object provided is unrecognized (must be of type Binding)")
+        check_options(body, "", "Binding")
         meta = body.get("metadata") or {}
         name = call.name or meta.get("name")
         if not name:
@@ -422,7 +426,10 @@ class RestAPI:
     def evict(self, call: Call) -> Reply:
         """POST pods/<name>/eviction: delete unless it would violate a PodDisruptionBudget."""
         assert call.name is not None and call.namespace is not None
-        body = codec.decode_body(call.body, call.content_type, "Eviction") if call.body.strip() else {}
+        body = (codec.decode_body(call.body, call.content_type, "Eviction") if call.body.strip() else None) or {}
+        if not isinstance(body, dict):
+            raise BadRequest("the object provided is unrecognized (must be of type Eviction)")
+        check_options(body, "policy", "Eviction")
         options = (body or {}).get("deleteOptions") or {}
         dry = self._dry_run(call, options)
         pod = self.store.get(POD, call.namespace, call.name)
@@ -575,6 +582,15 @@ def check_decoded(kind: Kind, obj: dict) -> None:
         raise bounds.too_large()
 
 
+def check_options(obj: dict, group: str, kind: str) -> None:
+    """The decoder's 400 for a request body that is not an object the server stores (DeleteOptions,
+    Binding, Eviction): their values reach deletion and binding as typed."""
+    try:
+        structural.check_object(obj, group, "v1", kind)
+    except structural.DecodeError as e:
+        raise BadRequest(str(e)) from None
+
+
 def _drop_owner(obj: dict, uid: str) -> None:
     refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
     if refs:
@@ -599,9 +615,12 @@ def int_param(query: Mapping[str, str], name: str) -> int | None:
     if raw is None or raw == "":
         return None
     try:
-        return int(raw)
+        value = int(raw) if len(raw) <= 20 else None
     except ValueError:
-        raise BadRequest(f'invalid value for {name}: "{raw}"') from None
+        value = None
+    if value is None or not -(2**63) <= value < 2**63:  # query integers are int64, as strconv.ParseInt reads them
+        raise BadRequest(f'invalid value for {name}: "{raw}"')
+    return value
 
 
 def _encode_continue(rv: int, key: tuple[str, str]) -> str:

@@ -23,6 +23,8 @@ import orjson
 from kubesched.apiserver.bounds import MAX_BODY
 from kubesched.cluster.errors import APIError, BadRequest, TooLarge
 
+#: The patch media types decoded here (server-side apply's is handled apart).
+PATCH_TYPES = ("application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json")
 #: kube-apiserver's ``maxJSONPatchOperations``.
 MAX_JSON_PATCH_OPERATIONS = 10000
 #: kube-apiserver's ``JSONPatchMaxCopyBytes`` (its body limit).

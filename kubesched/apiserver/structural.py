@@ -26,7 +26,7 @@ from typing import Any
 
 from kubesched.api import openapi_spec
 from kubesched.api.errors import InvalidQuantity
-from kubesched.api.quantity import parse_quantity
+from kubesched.api.quantity import QUANTITY_FORMAT_MESSAGE, parse_quantity
 
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
@@ -58,11 +58,10 @@ def _children(value: Any, schema: Mapping[str, Any], path: tuple[str, ...],
         return []
     ref = openapi_spec.ref_name(schema)
     if ref == QUANTITY:
-        _check_quantity(value, path, struct)
+        _check_quantity(value)
         return []
     if ref == INT_OR_STRING:
-        if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise _type_error(value, path, struct, "intstr.IntOrString")
+        _check_int_or_string(value)
         return []
     field = schema
     if ref is not None:
@@ -109,13 +108,25 @@ def _fits(value: Any, json_type: str, schema: Mapping[str, Any]) -> bool:
     return True
 
 
-def _check_quantity(value: Any, path: tuple[str, ...], struct: str) -> None:
+def _check_quantity(value: Any) -> None:
+    """``Quantity.UnmarshalJSON`` parses any JSON value's text, so a boolean, list or object fails
+    the quantity's own format rule rather than a type check."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise _type_error(value, path, struct, "resource.Quantity")
+        raise DecodeError(QUANTITY_FORMAT_MESSAGE)
     try:
         parse_quantity(value)
     except InvalidQuantity as e:
         raise DecodeError(e.detail) from None
+
+
+def _check_int_or_string(value: Any) -> None:
+    """``IntOrString.UnmarshalJSON``: a JSON string, or else whatever unmarshals into an int32."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31):
+        return
+    shown = _JSON_KINDS.get(type(value), "value")
+    if shown == "number":
+        shown = f"number {value!r}"
+    raise DecodeError(f"json: cannot unmarshal {shown} into Go value of type int32")
 
 
 def _type_error(value: Any, path: tuple[str, ...], struct: str, go: str) -> DecodeError:

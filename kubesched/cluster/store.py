@@ -32,6 +32,9 @@ from kubesched.framework.types import parse_time
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 
+#: The last second an RFC 3339 timestamp can name (9999-12-31T23:59:59Z), in epoch seconds.
+LATEST_TIMESTAMP = 253402300799.0
+
 POD = kind_named("Pod")
 NODE = kind_named("Node")
 NAMESPACE = kind_named("Namespace")
@@ -532,6 +535,7 @@ class ObjectStore:
             due = parse_time(meta["deletionTimestamp"]) - pending + grace
         else:
             due = self.clock.wall() + grace
+        due = min(due, LATEST_TIMESTAMP)  # a grace period of int64 seconds ends past what RFC 3339 writes
         new = dict(current)
         new["metadata"] = {**meta, "deletionTimestamp": rfc3339(due), "deletionGracePeriodSeconds": grace}
         result = self._commit(kind, MODIFIED, new, current)
