@@ -19,9 +19,10 @@ than a stored object may.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import yaml
+from yaml.error import Mark
 from yaml.events import AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEvent, SequenceEndEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -89,7 +90,9 @@ class BoundedLoader(yaml.SafeLoader):
         self._aliased = 0
         self._text = 0
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:  # noqa: ARG002 - PyYAML's signature
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        """PyYAML's recursive composer, as a loop over an explicit stack (``parent``/``index`` only
+        serve path resolvers, which the safe loader has none of)."""
         stack: list[_Frame] = []
         open_anchors: set[str] = set()
         while True:
@@ -108,14 +111,14 @@ class BoundedLoader(yaml.SafeLoader):
             return self._alias(event, open_anchors)
         if isinstance(event, ScalarEvent):
             tag = event.tag if event.tag not in (None, "!") else self.resolve(ScalarNode, event.value, event.implicit)
-            node: Node = ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+            node: Node = ScalarNode(tag, event.value, _mark(event.start_mark), _mark(event.end_mark), style=event.style)
             return self._finish(node, event.anchor, 1, len(event.value) + 2)
         if isinstance(event, (SequenceStartEvent, MappingStartEvent)):
             if len(stack) >= MAX_DEPTH:
                 raise BadRequest(f"error converting YAML to JSON: yaml: exceeded max depth of {MAX_DEPTH}")
             cls = SequenceNode if isinstance(event, SequenceStartEvent) else MappingNode
             tag = event.tag if event.tag not in (None, "!") else self.resolve(cls, None, event.implicit)
-            stack.append(_Frame(cls(tag, [], event.start_mark, None, flow_style=event.flow_style)))
+            stack.append(_Frame(cls(tag, [], _mark(event.start_mark), None, flow_style=event.flow_style)))
             if event.anchor is not None:
                 open_anchors.add(event.anchor)
                 stack[-1].node.anchor = event.anchor  # type: ignore[attr-defined]
@@ -168,6 +171,11 @@ class BoundedLoader(yaml.SafeLoader):
         else:
             frame.node.value.append((frame.key, child))
             frame.key = None
+
+
+def _mark(mark: object) -> Mark | None:
+    """The pure-Python parser's marks (the C parser, which this loader does not use, has its own type)."""
+    return cast(Mark | None, mark)
 
 
 def load_yaml(text: str) -> Any:

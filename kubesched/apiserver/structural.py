@@ -21,6 +21,7 @@ concern), as are free-form ones (``fieldsV1``, ``RawExtension``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -48,62 +49,89 @@ def check_object(obj: Mapping[str, Any], group: str, version: str, kind: str) ->
     stack: list[tuple[Any, Mapping[str, Any], tuple[str, ...], str]] = [(obj, _ref(name), (), kind)]
     while stack:
         value, schema, path, struct = stack.pop()
-        stack.extend(_children(value, schema, path, struct))
+        if value is not None:
+            _check(value, _shape(schema), path, struct, stack)
 
 
-def _children(value: Any, schema: Mapping[str, Any], path: tuple[str, ...],
-              struct: str) -> list[tuple[Any, Mapping[str, Any], tuple[str, ...], str]]:
-    """Check ``value`` against ``schema`` and return the nested values still to check."""
-    if value is None:
-        return []
-    ref = openapi_spec.ref_name(schema)
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What checking a value against one schema needs, worked out once per schema."""
+
+    field: Mapping[str, Any]  # the schema as the field declares it (its Go type names errors)
+    special: str = ""  # "quantity" or "intstr": types with their own unmarshalling
+    json_type: str = ""  # "" when the schema does not constrain the value (free-form)
+    struct: str | None = None  # the Go struct the value is, when it is one
+    properties: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] | None = None
+    items: Mapping[str, Any] | None = None
+    integers: tuple[int, int] = _INT_RANGES["int64"]
+
+
+_SHAPES: dict[int, tuple[Mapping[str, Any], _Shape]] = {}
+
+
+def _shape(schema: Mapping[str, Any]) -> _Shape:
+    cached = _SHAPES.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = _SHAPES[id(schema)] = (schema, _compile(schema))
+    return cached[1]
+
+
+def _compile(field: Mapping[str, Any]) -> _Shape:
+    ref = openapi_spec.ref_name(field)
     if ref == QUANTITY:
-        _check_quantity(value)
-        return []
+        return _Shape(field, special="quantity")
     if ref == INT_OR_STRING:
-        _check_int_or_string(value)
-        return []
-    field = schema
-    if ref is not None:
-        schema = openapi_spec.definition(ref)
+        return _Shape(field, special="intstr")
+    schema = openapi_spec.definition(ref) if ref is not None else field
     types = openapi_spec.schema_types(schema)
-    if not types:
-        return []
-    if not _fits(value, types[0], schema):
-        raise _type_error(value, path, struct, go_type(field))
-    if ref is not None and "properties" in schema:
-        struct = ref.rsplit(".", 1)[-1]
+    properties, extra, items = schema.get("properties"), schema.get("additionalProperties"), schema.get("items")
+    return _Shape(field, json_type=types[0] if types else "",
+                  struct=ref.rsplit(".", 1)[-1] if ref is not None and isinstance(properties, Mapping) else None,
+                  properties=properties if isinstance(properties, Mapping) else None,
+                  extra=extra if isinstance(extra, Mapping) else None,
+                  items=items if isinstance(items, Mapping) else None,
+                  integers=_INT_RANGES.get(schema.get("format", ""), _INT_RANGES["int64"]))
+
+
+def _check(value: Any, shape: _Shape, path: tuple[str, ...], struct: str,
+           pending: list[tuple[Any, Mapping[str, Any], tuple[str, ...], str]]) -> None:
+    """Check ``value`` against ``shape``; push the nested values still to check onto ``pending``."""
+    if shape.special == "quantity":
+        _check_quantity(value)
+        return
+    if shape.special == "intstr":
+        _check_int_or_string(value)
+        return
+    if not shape.json_type:
+        return
+    if not _fits(value, shape):
+        raise _type_error(value, path, struct, go_type(shape.field))
+    struct = shape.struct or struct
     if isinstance(value, dict):
-        return _object_children(value, schema, path, struct)
-    if isinstance(value, list) and isinstance(schema.get("items"), Mapping):
-        return [(item, schema["items"], path, struct) for item in value]
-    return []
+        if shape.properties is not None:
+            properties = shape.properties
+            pending.extend((child, properties[key], (*path, key), struct) for key, child in value.items() if key in properties)
+        elif shape.extra is not None:
+            pending.extend((child, shape.extra, path, struct) for child in value.values())
+    elif isinstance(value, list) and shape.items is not None:
+        pending.extend((item, shape.items, path, struct) for item in value)
 
 
-def _object_children(value: dict, schema: Mapping[str, Any], path: tuple[str, ...],
-                     struct: str) -> list[tuple[Any, Mapping[str, Any], tuple[str, ...], str]]:
-    properties = schema.get("properties")
-    if isinstance(properties, Mapping):
-        return [(child, properties[key], (*path, key), struct) for key, child in value.items() if key in properties]
-    extra = schema.get("additionalProperties")
-    if isinstance(extra, Mapping):
-        return [(child, extra, path, struct) for child in value.values()]
-    return []
-
-
-def _fits(value: Any, json_type: str, schema: Mapping[str, Any]) -> bool:
+def _fits(value: Any, shape: _Shape) -> bool:
+    json_type = shape.json_type
     if json_type == "string":
         return isinstance(value, str)
-    if json_type == "boolean":
-        return isinstance(value, bool)
-    if json_type == "array":
-        return isinstance(value, list)
     if json_type == "object":
         return isinstance(value, dict)
+    if json_type == "array":
+        return isinstance(value, list)
+    if json_type == "boolean":
+        return isinstance(value, bool)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     if json_type == "integer":
-        low, high = _INT_RANGES.get(schema.get("format", ""), _INT_RANGES["int64"])
+        low, high = shape.integers
         return isinstance(value, int) and low <= value <= high
     return True
 
