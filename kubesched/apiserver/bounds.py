@@ -19,8 +19,10 @@ than a stored object may.
 
 from __future__ import annotations
 
+import math
 from typing import Any, cast
 
+import orjson
 import yaml
 from yaml.error import Mark
 from yaml.events import AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEvent, SequenceEndEvent, SequenceStartEvent
@@ -32,8 +34,10 @@ from kubesched.cluster.errors import BadRequest, TooLarge
 MAX_BODY = 3 * 1024 * 1024
 #: The largest object (as JSON) a body may decode or a patch may grow to.
 MAX_OBJECT = MAX_BODY
-#: The deepest nesting accepted in a decoded body or a patched object.
+#: The deepest nesting accepted in a decoded body or a patched object; what the server sends holds
+#: it a few levels deeper (a list's items, a watch event, a Table row), within the encoder's limit.
 MAX_DEPTH = 200
+_ENCODER_DEPTH = 254
 
 _ALIAS_RATIO_LOW = 400_000
 _ALIAS_RATIO_HIGH = 4_000_000
@@ -44,20 +48,18 @@ def too_large() -> TooLarge:
     return TooLarge(f"Request entity too large: limit is {MAX_BODY}")
 
 
-def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
-    """Raise 400 when ``value`` nests deeper than ``limit`` (iteratively: no recursion limit to hit)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            raise BadRequest(f"exceeded max depth of {limit}")
-        stack.extend((child, depth + 1) for child in children)
+def check_depth(value: Any) -> None:
+    """Raise 400 when ``value`` nests deeper than ``MAX_DEPTH``. The JSON encoder, which stops at
+    its own limit, measures it (wrapped so its limit falls at ``MAX_DEPTH``): no Python recursion."""
+    wrapped = value
+    for _ in range(_ENCODER_DEPTH - MAX_DEPTH):
+        wrapped = [wrapped]
+    try:
+        orjson.dumps(wrapped)
+    except TypeError as e:
+        if "Recursion" not in str(e):
+            raise
+        raise BadRequest(f"exceeded max depth of {MAX_DEPTH}") from None
 
 
 def allowed_alias_ratio(decoded: int) -> float:
@@ -173,6 +175,72 @@ class BoundedLoader(yaml.SafeLoader):
             frame.key = None
 
 
+def _scalar_text(loader: BoundedLoader, node: ScalarNode) -> Any:
+    """A timestamp stays the text it was, as go-yaml leaves it for JSON."""
+    return loader.construct_scalar(node)
+
+
+def _binary_text(loader: BoundedLoader, node: ScalarNode) -> str:
+    """``!!binary``: its decoded bytes as text (invalid UTF-8 replaced, as Go's JSON encoder does)."""
+    return loader.construct_yaml_binary(node).decode("utf-8", "replace")
+
+
+def _set_map(loader: BoundedLoader, node: MappingNode) -> Any:
+    """``!!set``: the mapping of members to null it is written as."""
+    data: dict = {}
+    yield data
+    data.update(loader.construct_mapping(node))
+
+
+def _sequence(loader: BoundedLoader, node: SequenceNode) -> Any:
+    """``!!omap`` and ``!!pairs``: the sequence of one-key mappings they are written as."""
+    return loader.construct_yaml_seq(node)
+
+
+BoundedLoader.add_constructor("tag:yaml.org,2002:timestamp", _scalar_text)
+BoundedLoader.add_constructor("tag:yaml.org,2002:binary", _binary_text)
+BoundedLoader.add_constructor("tag:yaml.org,2002:set", _set_map)
+BoundedLoader.add_constructor("tag:yaml.org,2002:omap", _sequence)
+BoundedLoader.add_constructor("tag:yaml.org,2002:pairs", _sequence)
+
+
+def _json_key(key: Any) -> str:
+    """A mapping key as JSON needs it, converted as sigs.k8s.io/yaml converts keys."""
+    if isinstance(key, str):
+        return key
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return str(key)
+    if isinstance(key, float):
+        text = {math.inf: ".inf", -math.inf: "-.inf"}.get(key, ".nan" if math.isnan(key) else repr(key))
+        return text[:-2] if text.endswith(".0") else text
+    shown = "null" if key is None else type(key).__name__
+    raise BadRequest(f"error converting YAML to JSON: unsupported map key of type: {shown}")
+
+
+def _jsonable(root: Any) -> None:
+    """Make the decoded document what its JSON would be, in place: keys become strings; a value
+    JSON cannot hold (an infinity, NaN) is the encoder's error."""
+    stack, seen = [root], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            shown = "NaN" if math.isnan(item) else ("+Inf" if item > 0 else "-Inf")
+            raise BadRequest(f"error converting YAML to JSON: json: unsupported value: {shown}")
+        if not isinstance(item, (dict, list)) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, dict):
+            if not all(isinstance(key, str) for key in item):
+                converted = {_json_key(key): value for key, value in item.items()}
+                item.clear()
+                item.update(converted)
+            stack.extend(item.values())
+        else:
+            stack.extend(item)
+
+
 def _mark(mark: object) -> Mark | None:
     """The pure-Python parser's marks (the C parser, which this loader does not use, has its own type)."""
     return cast(Mark | None, mark)
@@ -182,7 +250,9 @@ def load_yaml(text: str) -> Any:
     """One YAML document, decoded within the limits above; YAML errors are 400 BadRequest."""
     loader = BoundedLoader(text)
     try:
-        return loader.get_single_data()
+        document = loader.get_single_data()
+        _jsonable(document)
+        return document
     except yaml.YAMLError as e:
         raise BadRequest(f"error converting YAML to JSON: {e}") from None
     finally:

@@ -210,6 +210,10 @@ CASES = [
                       message="error converting YAML to JSON: yaml: anchor 'm' value contains itself"), id="yaml-alias-to-itself"),
     pytest.param(Case("POST", CONFIGMAPS, 400, "BadRequest", raw(b"metadata: {name: *nowhere}\n"), YAML,
                       message="error converting YAML to JSON: yaml: unknown anchor 'nowhere' referenced"), id="yaml-unknown-alias"),
+    pytest.param(Case("POST", CONFIGMAPS, 400, "BadRequest", raw(b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: k}\ndata: {~: x}\n"),
+                      YAML, message="error converting YAML to JSON: unsupported map key of type: null"), id="yaml-null-key"),
+    pytest.param(Case("POST", CONFIGMAPS, 400, "BadRequest", raw(b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: k}\ndata: {a: .inf}\n"),
+                      YAML, message="error converting YAML to JSON: json: unsupported value: +Inf"), id="yaml-infinite-value"),
     pytest.param(Case("POST", CONFIGMAPS, 413, "RequestEntityTooLarge", over_the_body_limit,
                       message=f"Request entity too large: limit is {MAX_BODY}"), id="body-over-the-limit"),
     pytest.param(Case("PATCH", f"{CONFIGMAPS}/laughs", 400, "BadRequest", billion_laughs(), APPLY, {"fieldManager": "hostile"},
@@ -369,6 +373,15 @@ async def test_huge_quantities_kube_apiserver_accepts_are_stored_as_sent(client,
                                                                           "resources": {"requests": {"cpu": cpu}}}]}}
     status, created = await client.send("POST", PODS, orjson.dumps(body))
     assert status == 201 and created["spec"]["containers"][0]["resources"]["requests"]["cpu"] == cpu
+
+
+async def test_yaml_values_json_lacks_are_stored_as_their_json(client):
+    body = (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: yaml-types\n  labels: {day: 2001-12-14}\n"
+            b"data: {2: two, true: yes-key, when: 2001-12-14T21:59:43Z, text: !!binary aGVsbG8=}\n")
+    status, created = await client.send("POST", CONFIGMAPS, body, YAML)
+    assert status == 201, created
+    assert created["metadata"]["labels"] == {"day": "2001-12-14"}
+    assert created["data"] == {"2": "two", "true": "yes-key", "when": "2001-12-14T21:59:43Z", "text": "hello"}
 
 
 @pytest.mark.parametrize("params", [
