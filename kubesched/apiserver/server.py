@@ -36,6 +36,9 @@ _CACHE_LIMIT = 8192
 FRESH_TIMEOUT = 3.0
 TOO_LARGE_RETRY_SECONDS = 1
 _FRESH_POLL = 0.05
+#: The longest request line or header accepted (kube-apiserver serves with Go's ``MaxHeaderBytes``
+#: of 1 MiB; the HTTP layer answers longer ones itself, before any handler).
+MAX_HEADER_BYTES = 1 << 20
 #: Where ``kubesched apiserver`` and ``kubesched up`` write the kubeconfig for their server.
 DEFAULT_KUBECONFIG = "~/.kube/kubesched.yaml"
 KUBERNETES_SERVICE = {
@@ -81,7 +84,8 @@ class APIServer:
             self.restored = self.persistence.attach(self.store)
         if self.restored == 0:
             self._bootstrap()
-        self._runner = web.AppRunner(self.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
+        self._runner = web.AppRunner(self.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0,
+                                     max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, backlog=2048, reuse_address=True)
         await site.start()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from yarl import URL
 
 from kubesched.apiserver.bounds import MAX_BODY, MAX_DEPTH
 from kubesched.cluster.kube import KubeClient
+from tests.apiserver.test_protobuf import body as protobuf_body
 
 PODS = "/api/v1/namespaces/default/pods"
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
@@ -123,6 +125,15 @@ def over_the_body_limit() -> bytes:
     return b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"x":"' + b"x" * MAX_BODY + b'"}}'
 
 
+def protobuf_pod_requesting(cpu: str) -> Callable[[], bytes]:
+    return lambda: protobuf_body({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hostile"},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}]}})
+
+
+def protobuf_truncated() -> bytes:
+    return protobuf_pod_requesting("1")()[:-7]
+
+
 def protobuf_garbage() -> bytes:
     return b"k8s\x00\n\xff\xff\xff\xff\x0f" + b"\x00" * 16
 
@@ -196,6 +207,9 @@ CASES = [
                  id="body-other-kind"),
     pytest.param(Case("POST", PODS, 400, "BadRequest", raw(b"\xff\xfe:"), YAML), id="yaml-invalid-utf8"),
     pytest.param(Case("POST", PODS, 400, "BadRequest", protobuf_garbage, PROTOBUF), id="protobuf-garbage"),
+    pytest.param(Case("POST", PODS, 400, "BadRequest", protobuf_truncated, PROTOBUF), id="protobuf-truncated"),
+    pytest.param(Case("POST", PODS, 400, "BadRequest", protobuf_pod_requesting("abc"), PROTOBUF,
+                      message=cannot_handle("Pod", QUANTITY_RULE)), id="quantity-in-protobuf"),
     # nesting, alias expansion and sizes, for every body and patch type
     pytest.param(Case("POST", CONFIGMAPS, 400, "BadRequest", deep_managed_fields(MAX_DEPTH + 50),
                       message=f"exceeded max depth of {MAX_DEPTH}"), id="json-nesting-past-the-limit"),
@@ -306,7 +320,7 @@ def server(tmp_path_factory):
     except subprocess.TimeoutExpired:
         process.kill()
         _, stderr = process.communicate()
-    assert b"Traceback" not in stderr, stderr.decode()[-4000:]
+    assert re.search(rb"kubesched\.apiserver\.server\] .* failed", stderr) is None, stderr.decode()[-4000:]
 
 
 class Client:
@@ -316,9 +330,9 @@ class Client:
         self.kube = kube
 
     async def send(self, method: str, path: str, body: bytes = b"", content_type: str = JSON,
-                   params: dict[str, str] | None = None) -> tuple[int, dict]:
+                   params: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> tuple[int, dict]:
         session = await self.kube.session()
-        headers = {**await self.kube._headers(), "Content-Type": content_type, "Accept": JSON}
+        headers = {**await self.kube._headers(), "Content-Type": content_type, "Accept": JSON, **(headers or {})}
         url = URL(self.kube.server + path, encoded=True)
         if params:
             url = url.update_query(params)
@@ -408,6 +422,19 @@ async def test_a_delete_with_the_longest_grace_period_is_answered(client, path):
     assert status == 201
     status, deleted = await client.send("DELETE", f"{path}/graceful", params={"gracePeriodSeconds": str(2**63 - 1)})
     assert status == 200 and deleted["metadata"]["name"] == "graceful"
+
+
+@pytest.mark.parametrize(("size", "status"), [
+    pytest.param(64 << 10, 200, id="64KiB-served"),
+    pytest.param((1 << 20) - 1024, 200, id="just-under-1MiB-served"),
+    pytest.param(2 << 20, 400, id="2MiB-refused-by-the-http-layer"),
+])
+async def test_headers_are_served_up_to_gos_1MiB_header_limit(client, rss, size, status):
+    """kube-apiserver serves headers up to Go's ``MaxHeaderBytes`` (1 MiB) and its HTTP server
+    refuses longer ones (431 there, 400 from aiohttp here) before any handler runs."""
+    answered, _ = await client.send("GET", PODS, headers={"X-Padding": "x" * size})
+    assert answered == status
+    assert (await client.send("GET", PODS))[0] == 200
 
 
 async def test_concurrent_bombs_leave_the_server_answering(client, rss):
