@@ -4,7 +4,10 @@ Values are kept as exact fractions so that ``0.1``, ``100m`` and ``1e-1`` compar
 rounding happens once, the way ``Quantity.Value()`` and ``Quantity.MilliValue()`` round: up,
 towards positive infinity. Like apimachinery, a parsed quantity is rounded away from zero to a
 whole nano (``1e-12`` is ``1n``), and the integer readings saturate at int64's bounds instead of
-overflowing, so ``cpu: 1e17`` reads as 9223372036854775807 millicores and fits no node.
+overflowing, so ``cpu: 1e17`` reads as 9223372036854775807 millicores and fits no node. That is
+apimachinery's behaviour since its accessors were made to saturate (``AsScaledInt64``/
+``AsMilliInt64``, after 1.35); 1.35's wrapped silently, reading ``100E`` as 0 and scheduling a pod
+that asks for it as if it asked for nothing, which kubesched does not reproduce.
 
 Parsing costs no more than the text's length: an exponent only scales the exact value while the
 result can still differ from a saturated reading (``|value| < 10**EXACT_DIGITS``); beyond that the
