@@ -572,10 +572,11 @@ class RestAPI:
 
 def check_decoded(kind: Kind, obj: dict) -> None:
     """What kube-apiserver's decoder refuses, as it answers (400 naming the kind and the decoder's
-    error), and an object past the decoded limits of ``bounds`` (nesting, size)."""
+    error), and an object past the decoded limits of ``bounds`` (nesting, size). Nulls become what
+    the decoder makes of them (``structural.decode_object``)."""
     bounds.check_depth(obj)
     try:
-        structural.check_object(obj, kind.group, kind.version, kind.kind)
+        structural.decode_object(obj, kind.group, kind.version, kind.kind)
     except structural.DecodeError as e:
         raise BadRequest(f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: {e}') from None
     if len(orjson.dumps(obj)) > bounds.MAX_OBJECT:
@@ -586,7 +587,7 @@ def check_options(obj: dict, group: str, kind: str) -> None:
     """The decoder's 400 for a request body that is not an object the server stores (DeleteOptions,
     Binding, Eviction): their values reach deletion and binding as typed."""
     try:
-        structural.check_object(obj, group, "v1", kind)
+        structural.decode_object(obj, group, "v1", kind)
     except structural.DecodeError as e:
         raise BadRequest(str(e)) from None
 

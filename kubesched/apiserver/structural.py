@@ -40,9 +40,11 @@ class DecodeError(ValueError):
     """The decoder's message for the first value that does not fit the Go type."""
 
 
-def check_object(obj: Mapping[str, Any], group: str, version: str, kind: str) -> None:
+def decode_object(obj: dict[str, Any], group: str, version: str, kind: str) -> None:
     """Raise ``DecodeError`` when ``obj`` would not unmarshal into ``group/version, kind``'s Go type
-    (a kind 1.35 does not define is not checked)."""
+    (a kind 1.35 does not define is not checked), and make its nulls what unmarshalling makes of
+    them, in place: a null field is left unset, a null list item or map value is its type's zero
+    value (``{}`` for a struct, ``""`` for a string)."""
     name = openapi_spec.definition_name(group, version, kind)
     if name is None:
         return
@@ -111,11 +113,32 @@ def _check(value: Any, shape: _Shape, path: tuple[str, ...], struct: str,
     if isinstance(value, dict):
         if shape.properties is not None:
             properties = shape.properties
+            for key in [key for key, child in value.items() if child is None and key in properties]:
+                del value[key]
             pending.extend((child, properties[key], (*path, key), struct) for key, child in value.items() if key in properties)
         elif shape.extra is not None:
+            for key in [key for key, child in value.items() if child is None]:
+                value[key] = _zero(shape.extra)
             pending.extend((child, shape.extra, path, struct) for child in value.values())
     elif isinstance(value, list) and shape.items is not None:
+        for index in [index for index, item in enumerate(value) if item is None]:
+            value[index] = _zero(shape.items)
         pending.extend((item, shape.items, path, struct) for item in value)
+
+
+_ZEROS: Mapping[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
+
+
+def _zero(schema: Mapping[str, Any]) -> Any:
+    """The JSON of a Go type's zero value, for a null where a value must be (a list item, a map value)."""
+    shape = _shape(schema)
+    if shape.special:
+        return "0" if shape.special == "quantity" else 0
+    if shape.json_type == "object":
+        return {}
+    if shape.json_type == "array":
+        return []
+    return _ZEROS.get(shape.json_type)
 
 
 def _fits(value: Any, shape: _Shape) -> bool:

@@ -201,6 +201,12 @@ CASES = [
     pytest.param(Case("POST", PODS, 400, "BadRequest", raw(b'{"metadata":5}'),
                       message=cannot_handle("Pod", "json: cannot unmarshal number into Go struct field Pod.metadata of type v1.ObjectMeta")),
                  id="type-metadata-number"),
+    pytest.param(Case("POST", PODS, 422, "Invalid", pod_spec(containers=[None]),
+                      message='Pod "hostile" is invalid: [spec.containers[0].name: Required value, spec.containers[0].image: Required value]'),
+                 id="null-container-is-an-empty-one"),
+    pytest.param(Case("POST", PODS, 422, "Invalid", pod_spec(tolerations=[None], affinity={"nodeAffinity": {
+                      "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {"matchFields": [None]}}]}})),
+                 id="null-list-items-are-empty-structs"),
     pytest.param(Case("POST", PODS, 400, "BadRequest", raw(b"[]")), id="body-array"),
     pytest.param(Case("POST", PODS, 400, "BadRequest", raw(b"{not json")), id="body-malformed-json"),
     pytest.param(Case("POST", PODS, 400, "BadRequest", raw(b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}')),
