@@ -61,6 +61,17 @@ def _pointer(path: str) -> list[str]:
     return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
 
 
+def _pointer_text(op: Mapping, name: str, kind: str) -> str:
+    """An operation's ``path`` or ``from``: json-patch's error when it is missing or not a string."""
+    value = op.get(name)
+    if isinstance(value, str):
+        return value
+    if value is None:
+        raise PatchError(f"{kind} operation failed to decode {name}: operation missing {name} field")
+    shown = {bool: "bool", list: "array", dict: "object"}.get(type(value), "number")
+    raise PatchError(f"{kind} operation failed to decode {name}: json: cannot unmarshal {shown} into Go value of type string")
+
+
 def _index(container: list, token: str, allow_end: bool) -> int:
     if token == "-" and allow_end:
         return len(container)
@@ -156,9 +167,10 @@ def json_patch(doc: Any, operations: Any) -> Any:
                               f"got {len(operations)}")
     copied = 0
     for op in operations:
-        if not isinstance(op, Mapping) or "op" not in op:
-            raise BadRequest("invalid JSON patch operation")
-        kind, parts = op["op"], _pointer(op.get("path", ""))
+        if not isinstance(op, Mapping) or not isinstance(op.get("op"), str):
+            raise BadRequest("Unexpected kind: unknown")
+        kind = op["op"]
+        parts = _pointer(_pointer_text(op, "path", kind))
         if kind == "add":
             doc = _add(doc, parts, op.get("value"))
         elif kind == "remove":
@@ -167,11 +179,11 @@ def json_patch(doc: Any, operations: Any) -> Any:
             _get(doc, parts)
             doc = _add(_remove(doc, parts), parts, op.get("value")) if parts else op.get("value")
         elif kind == "move":
-            source = _pointer(op.get("from", ""))
+            source = _pointer(_pointer_text(op, "from", kind))
             value = _get(doc, source)
             doc = _add(_remove(doc, source), parts, value)
         elif kind == "copy":
-            value = _get(doc, _pointer(op.get("from", "")))
+            value = _get(doc, _pointer(_pointer_text(op, "from", kind)))
             copied += len(orjson.dumps(value))
             if copied > MAX_COPY_BYTES:
                 raise PatchError(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
@@ -270,11 +282,15 @@ def _merge_map(original: dict, patch: dict, fields: Mapping[str, Field]) -> dict
         if key in ("$patch", "$retainKeys"):
             continue
         if key.startswith("$setElementOrder/"):
+            if not isinstance(value, list):
+                raise BadRequest("invalid patch format of setElementOrder list")
             orders[key.split("/", 1)[1]] = value
             continue
         if key.startswith("$deleteFromPrimitiveList/"):
+            if not isinstance(value, list):
+                raise BadRequest("invalid patch format of primitive list")
             name = key.split("/", 1)[1]
-            drop = value if isinstance(value, list) else []
+            drop = value
             if isinstance(result.get(name), list):
                 result[name] = [v for v in result[name] if v not in drop]
             continue
@@ -291,6 +307,8 @@ def _merge_map(original: dict, patch: dict, fields: Mapping[str, Field]) -> dict
         if isinstance(result.get(name), list):
             result[name] = _reorder(result[name], order, fields.get(name, Field()).merge_key)
     retain = patch.get("$retainKeys")
+    if retain is not None and not (isinstance(retain, list) and all(isinstance(k, str) for k in retain)):
+        raise BadRequest("invalid patch format of retainKeys")
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain}
     return result
