@@ -72,10 +72,14 @@ def allowed_alias_ratio(decoded: int) -> float:
 
 
 class _Frame:
-    __slots__ = ("key", "node", "size", "text")
+    """A collection being composed: its node, its anchor, the key awaiting its value (mappings),
+    and the nodes and text it expands to so far."""
 
-    def __init__(self, node: Node) -> None:
+    __slots__ = ("anchor", "key", "node", "size", "text")
+
+    def __init__(self, node: Node, anchor: str | None) -> None:
         self.node = node
+        self.anchor = anchor
         self.key: Node | None = None
         self.size = 1
         self.text = 2
@@ -120,18 +124,16 @@ class BoundedLoader(yaml.SafeLoader):
                 raise BadRequest(f"error converting YAML to JSON: yaml: exceeded max depth of {MAX_DEPTH}")
             cls = SequenceNode if isinstance(event, SequenceStartEvent) else MappingNode
             tag = event.tag if event.tag not in (None, "!") else self.resolve(cls, None, event.implicit)
-            stack.append(_Frame(cls(tag, [], _mark(event.start_mark), None, flow_style=event.flow_style)))
+            stack.append(_Frame(cls(tag, [], _mark(event.start_mark), None, flow_style=event.flow_style), event.anchor))
             if event.anchor is not None:
                 open_anchors.add(event.anchor)
-                stack[-1].node.anchor = event.anchor  # type: ignore[attr-defined]
             return None, 0, 0
         assert isinstance(event, (SequenceEndEvent, MappingEndEvent))
         frame = stack.pop()
         frame.node.end_mark = event.end_mark
-        anchor = getattr(frame.node, "anchor", None)
-        if anchor is not None:
-            open_anchors.discard(anchor)
-        return self._finish(frame.node, anchor, frame.size, frame.text)
+        if frame.anchor is not None:
+            open_anchors.discard(frame.anchor)
+        return self._finish(frame.node, frame.anchor, frame.size, frame.text)
 
     def _alias(self, event: AliasEvent, open_anchors: set[str]) -> tuple[Node, int, int]:
         anchor = event.anchor
