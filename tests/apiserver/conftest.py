@@ -5,8 +5,10 @@ from __future__ import annotations
 import aiohttp
 import orjson
 import pytest
+from lightkube.config.kubeconfig import KubeConfig
 
 from kubesched.apiserver import APIServer
+from kubesched.cluster.kube import KubeClient
 from kubesched.cluster.store import ObjectStore
 
 
@@ -22,6 +24,10 @@ class Http:
                                         headers={"Content-Type": content_type, "Accept": accept}) as resp:
             payload = await resp.read()
             return resp.status, (orjson.loads(payload) if payload and payload[:1] in b"{[" else payload), resp.headers
+
+    def kube_client(self) -> KubeClient:
+        """kubesched's HTTP client, configured from the server's own kubeconfig (address and credentials)."""
+        return KubeClient(KubeConfig.from_dict(self.server.kubeconfig()).get())
 
     async def restart(self, store: ObjectStore | None = None) -> None:
         """Stop the server and start another on the same port over ``store`` (a fresh, empty one by

@@ -11,7 +11,6 @@ import pytest
 from kubesched.api.kinds import kind_named
 from kubesched.cluster.errors import Timeout
 from kubesched.cluster.informers import Informer
-from kubesched.cluster.kube import KubeClient
 from tests.apiserver.conftest import pod
 
 POD_KIND = kind_named("Pod")
@@ -62,7 +61,7 @@ async def test_a_resource_version_that_is_not_one_is_a_bad_request(quick, versio
 
 
 async def test_the_http_client_raises_timeout_for_a_watch_ahead_of_the_server(quick):
-    client = KubeClient.for_server(quick.server.url, token="anything")
+    client = quick.kube_client()
     try:
         with pytest.raises(Timeout) as raised:
             async for _ in client.watch(POD_KIND, str(AHEAD)):
@@ -83,7 +82,7 @@ async def _until(condition, what: str) -> None:
 async def test_an_informer_relists_when_its_server_restarts_empty_and_keeps_no_stale_objects(quick):
     for i in range(10):
         await quick.call("POST", PODS, pod(f"old{i}"))
-    client = KubeClient.for_server(quick.server.url, token="anything")
+    client = quick.kube_client()
     informer = Informer(client, POD_KIND)
     informer.start()
     try:
