@@ -215,7 +215,7 @@ class APIServer:
                     call.query = {**query, "fieldSelector": _with_name(query.get("fieldSelector"), name)}
                     call.name = None
                 return await self._watch(request, call)
-            await self._wait_fresh(_resource_version(query.get("resourceVersion")))
+            await self._wait_fresh(_resource_version(query.get("resourceVersion")), exact=query.get("resourceVersionMatch") == "Exact")
             reply = self.rest.get(call) if name is not None else self.rest.list(call)
             return _reply(reply)
         if watch_path:
@@ -244,12 +244,15 @@ class APIServer:
             return self.rest.delete_collection(call)
         raise method_not_allowed()
 
-    async def _wait_fresh(self, wanted: int | None) -> None:
+    async def _wait_fresh(self, wanted: int | None, exact: bool = False) -> None:
         """Wait up to ``fresh_timeout`` for the store to reach resourceVersion ``wanted``, then give
         the watch cache's answer: 504 Timeout with cause ResourceVersionTooLarge, so that a client
-        holding versions of a server that has since restarted (and begun counting again) relists."""
+        holding versions of a server that has since restarted (and begun counting again) relists.
+        An ``Exact`` read goes to storage, which answers the same at once, suggesting no wait."""
         if wanted is None or wanted <= self.store.rv:
             return
+        if exact:
+            raise Timeout.too_large_resource_version(wanted, self.store.rv, 0)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.fresh_timeout
         while self.store.rv < wanted:

@@ -18,11 +18,11 @@ PODS = "/api/v1/namespaces/default/pods"
 AHEAD = 10**6
 
 
-def too_large(current: int) -> dict:
+def too_large(current: int, retry: int = 1) -> dict:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 504, "reason": "Timeout",
             "message": f"Timeout: Too large resource version: {AHEAD}, current: {current}",
             "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
-                        "retryAfterSeconds": 1}}
+                        "retryAfterSeconds": retry}}
 
 
 @pytest.fixture
@@ -37,6 +37,13 @@ async def test_a_read_ahead_of_the_server_gets_504_resource_version_too_large(qu
     await quick.call("POST", PODS, pod("p"))
     status, body, _ = await quick.call("GET", path, params={"resourceVersion": str(AHEAD)})
     assert (status, body) == (504, too_large(quick.server.store.rv))
+
+
+async def test_an_exact_list_ahead_of_the_server_is_answered_at_once_as_storage_does(quick):
+    quick.server.fresh_timeout = 3600.0
+    params = {"resourceVersion": str(AHEAD), "resourceVersionMatch": "Exact"}
+    status, body, _ = await quick.call("GET", PODS, params=params)
+    assert (status, body) == (504, too_large(quick.server.store.rv, retry=0))
 
 
 async def test_a_watch_ahead_of_the_server_ends_with_an_error_event_carrying_the_504(quick):
