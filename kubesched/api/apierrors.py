@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubesched.api.errors import FieldError, KubeschedError, aggregate
 
 #: ``metav1.CauseType`` of each ``field.ErrorType`` (its ``String()`` is what ``FieldError.kind`` holds).
@@ -134,6 +136,36 @@ class TooLarge(APIError):
 class Unsupported(APIError):
     code = 415
     reason = "UnsupportedMediaType"
+
+
+class Timeout(APIError):
+    """504: the server could not answer in time; ``retry_after`` is the seconds a client should wait."""
+
+    code = 504
+    reason = "Timeout"
+
+    def __init__(self, message: str, *, retry_after: int = 0, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.retry_after = retry_after
+
+    @classmethod
+    def too_large_resource_version(cls, requested: int, current: int, retry_after: int) -> Timeout:
+        """``storage.NewTooLargeResourceVersionError``: a read asked for a resourceVersion the server
+        has not reached (after a restart that lost its history, say); clients relist."""
+        return cls(f"Timeout: Too large resource version: {requested}, current: {current}", retry_after=retry_after,
+                   causes=[{"reason": RESOURCE_VERSION_TOO_LARGE, "message": "Too large resource version"}])
+
+    def is_resource_version_too_large(self) -> bool:
+        return any(c.get("reason") == RESOURCE_VERSION_TOO_LARGE for c in self.causes)
+
+    def status(self) -> dict:
+        out = super().status()
+        out.setdefault("details", {})["retryAfterSeconds"] = self.retry_after
+        return out
+
+
+#: ``metav1.CauseTypeResourceVersionTooLarge``.
+RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
 
 
 class TooManyRequests(APIError):

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
 
-from kubesched.api.quantity import parse_quantity
+from kubesched.api.quantity import parse_quantity, saturate
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -56,8 +56,10 @@ def is_scalar(name: str) -> bool:
 
 
 def to_int(name: str, amount: Fraction) -> int:
-    """Round as the scheduler reads a quantity: millicores for cpu, whole units otherwise."""
-    return math.ceil(amount * 1000) if name == CPU else math.ceil(amount)
+    """Round as the scheduler reads a quantity: millicores for cpu, whole units otherwise, saturated
+    at int64's bounds as ``MilliValue()`` and ``Value()`` are (so the node table's int64 columns
+    hold every reading)."""
+    return saturate(math.ceil(amount * 1000) if name == CPU else math.ceil(amount))
 
 
 def parse_list(raw: Mapping | None) -> Amounts:

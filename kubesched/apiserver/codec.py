@@ -8,11 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-import yaml
 
 from kubesched.api.apierrors import APIError, BadRequest
+from kubesched.apiserver.bounds import MAX_BODY, check_depth, load_yaml, too_large
+from kubesched.apiserver.protowire import WireError
 
-MAX_BODY = 3 * 1024 * 1024  # apiserver's MaxRequestBodyBytes
+__all__ = ["MAX_BODY"]
+
 JSON = "application/json"
 
 
@@ -21,14 +23,14 @@ class NotAcceptable(APIError):
     reason = "NotAcceptable"
 
 
-class RequestTooLarge(APIError):
-    code = 413
-    reason = "RequestEntityTooLarge"
-
-
 def _go_json_error(data: bytes, error: orjson.JSONDecodeError) -> str:
     """An approximation of encoding/json's syntax error text, which clients show verbatim."""
     pos = getattr(error, "pos", 0) or 0
+    reason = str(error)
+    if reason.startswith("depth limit exceeded"):
+        return "exceeded max depth"
+    if "number" in reason:
+        return f"invalid number at offset {pos}: {reason.split(':', 1)[0]}"
     if pos >= len(data.rstrip()):
         return "unexpected end of JSON input"
     ch = chr(data[pos]) if data[pos] < 128 else "\\ufffd"
@@ -36,24 +38,41 @@ def _go_json_error(data: bytes, error: orjson.JSONDecodeError) -> str:
 
 
 def decode_body(data: bytes, content_type: str, expected_kind: str | None = None) -> Any:
-    """Parse a request body (JSON, protobuf, or YAML when the client says so); 400 BadRequest otherwise."""
+    """Parse a request body (JSON, protobuf, or YAML when the client says so) within the decoded
+    limits of ``bounds``; 400 BadRequest (413 when it decodes too large) otherwise."""
+    if len(data) > MAX_BODY:
+        raise too_large()
     if "protobuf" in content_type:
-        from kubesched.apiserver.protobuf import decode
-
-        return decode(data)
+        return _decode_protobuf(data, expected_kind)
     if "yaml" in content_type:
         try:
-            return yaml.safe_load(data.decode("utf-8")) if data.strip() else None
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
-            raise BadRequest(f"error converting YAML to JSON: {e}") from None
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise BadRequest(f"error converting YAML to JSON: yaml: invalid UTF-8: {e.reason}") from None
+        return load_yaml(text) if text.strip() else None
     try:
-        return orjson.loads(data)
+        decoded = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         detail = _go_json_error(data, e)
         if expected_kind:
             raise BadRequest(f"the object provided is unrecognized (must be of type {expected_kind}): "
                              f"couldn't get version/kind; json parse error: {detail}") from None
         raise BadRequest(f"couldn't get version/kind; json parse error: {detail}") from None
+    check_depth(decoded)
+    return decoded
+
+
+def _decode_protobuf(data: bytes, expected_kind: str | None) -> Any:
+    """A protobuf body; a truncated or malformed message is the decoder's 400, never a crash."""
+    from kubesched.apiserver.protobuf import decode
+
+    try:
+        decoded = decode(data)
+    except (WireError, ValueError, IndexError, KeyError, TypeError, UnicodeDecodeError, OverflowError) as e:
+        what = f"must be of type {expected_kind}" if expected_kind else "protobuf"
+        raise BadRequest(f"the object provided is unrecognized ({what}): {e or type(e).__name__}") from None
+    check_depth(decoded)
+    return decoded
 
 
 def status_success(code: int = 200, details: dict | None = None) -> dict:

@@ -24,10 +24,10 @@ from kubesched.api.kinds import EVENT, NAMESPACE, POD, Kind, kind_for, kind_name
 from kubesched.api.meta import json_copy
 from kubesched.api.selectors import parse_label_selector
 from kubesched.apiserver import apply as ssa
-from kubesched.apiserver import codec, selectors, tables
+from kubesched.apiserver import bounds, codec, selectors, structural, tables
 from kubesched.apiserver.codec import Output
 from kubesched.apiserver.defaults import Defaulter
-from kubesched.apiserver.patch import apply_patch
+from kubesched.apiserver.patch import PATCH_TYPES, UnsupportedPatch, apply_patch
 from kubesched.apiserver.store import ObjectStore
 from kubesched.utils.clock import rfc3339
 
@@ -126,8 +126,6 @@ class RestAPI:
 
     def _decode_object(self, call: Call) -> dict:
         kind = call.view.kind
-        if len(call.body) > codec.MAX_BODY:
-            raise codec.RequestTooLarge(f"Request entity too large: limit is {codec.MAX_BODY}")
         obj = codec.decode_body(call.body, call.content_type, kind.kind)
         if not isinstance(obj, dict):
             raise BadRequest(f"the object provided is unrecognized (must be of type {kind.kind}): couldn't get version/kind; "
@@ -138,6 +136,7 @@ class RestAPI:
                              f'{kind.kind}: no kind "{obj_kind}" is registered for version "{api_version}" in scheme '
                              f'"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
+        check_decoded(kind, obj)
         meta = obj.get("metadata")
         if meta is None:
             obj["metadata"] = {}
@@ -289,11 +288,11 @@ class RestAPI:
 
     def patch(self, call: Call) -> Reply:
         assert call.name is not None
-        if len(call.body) > codec.MAX_BODY:
-            raise codec.RequestTooLarge(f"Request entity too large: limit is {codec.MAX_BODY}")
         media = codec.media_type(call.content_type)
         if media == APPLY_PATCH:
             return self._apply(call)
+        if media not in PATCH_TYPES:
+            raise UnsupportedPatch(media)
         body = codec.decode_body(call.body, media)
         dry = self._dry_run(call)
         current = self._get(call.view, call.namespace, call.name)
@@ -302,6 +301,7 @@ class RestAPI:
             scale = apply_patch(media, self._scale_of(call.view, served), body, "Scale")
             return self._write_scale(call, scale, dry)
         patched = apply_patch(media, json_copy(served), body, call.view.kind.kind)
+        check_decoded(call.view.kind, patched)
         meta = patched.setdefault("metadata", {})
         if not isinstance(meta, dict):
             raise BadRequest("metadata must be an object")
@@ -328,6 +328,7 @@ class RestAPI:
         if applied.get("apiVersion") != kind.api_version or applied.get("kind") != kind.kind:
             raise BadRequest(f"apply configuration must be of kind {kind.kind} in version {kind.api_version}, "
                              f"got {applied.get('kind')} in {applied.get('apiVersion')}")
+        check_decoded(kind, applied)
         if meta.get("name") and meta["name"] != call.name:
             raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({call.name})")
         meta["name"] = call.name
@@ -339,11 +340,13 @@ class RestAPI:
             if call.subresource:
                 raise call.view.not_found(call.name)
             obj = ssa.server_side_apply(None, applied, manager, force, kind.kind, self.now())
+            check_decoded(kind, obj)
             self._admit(kind, obj)
             stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
             return Reply(201, call.view.out(stored))
         served = call.view.out(current)
         obj = ssa.server_side_apply(served, applied, manager, force, kind.kind, self.now())
+        check_decoded(kind, obj)
         obj["metadata"]["resourceVersion"] = served["metadata"]["resourceVersion"]
         self._admit(kind, obj, call.subresource)
         stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
@@ -397,6 +400,7 @@ class RestAPI:
         options = codec.decode_body(call.body, call.content_type, "DeleteOptions")
         if not isinstance(options, dict):
             raise BadRequest("the body of a DELETE must be a DeleteOptions object")
+        check_options(options, "", "DeleteOptions")
         return options
 
     # --- subresources -------------------------------------------------------------------------
@@ -405,6 +409,7 @@ class RestAPI:
         body = codec.decode_body(call.body, call.content_type, "Binding")
         if not isinstance(body, dict):
             raise BadRequest("the object provided is unrecognized (must be of type Binding)")
+        check_options(body, "", "Binding")
         meta = body.get("metadata") or {}
         name = call.name or meta.get("name")
         if not name:
@@ -422,7 +427,10 @@ class RestAPI:
     def evict(self, call: Call) -> Reply:
         """POST pods/<name>/eviction: delete unless it would violate a PodDisruptionBudget."""
         assert call.name is not None and call.namespace is not None
-        body = codec.decode_body(call.body, call.content_type, "Eviction") if call.body.strip() else {}
+        body = (codec.decode_body(call.body, call.content_type, "Eviction") if call.body.strip() else None) or {}
+        if not isinstance(body, dict):
+            raise BadRequest("the object provided is unrecognized (must be of type Eviction)")
+        check_options(body, "policy", "Eviction")
         options = (body or {}).get("deleteOptions") or {}
         dry = self._dry_run(call, options)
         pod = self.store.get(POD, call.namespace, call.name)
@@ -563,6 +571,28 @@ class RestAPI:
         return found is not None and found["metadata"].get("uid") == ref.get("uid")
 
 
+def check_decoded(kind: Kind, obj: dict) -> None:
+    """What kube-apiserver's decoder refuses, as it answers (400 naming the kind and the decoder's
+    error), and an object past the decoded limits of ``bounds`` (nesting, size). Nulls become what
+    the decoder makes of them (``structural.decode_object``)."""
+    bounds.check_depth(obj)
+    try:
+        structural.decode_object(obj, kind.group, kind.version, kind.kind)
+    except structural.DecodeError as e:
+        raise BadRequest(f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: {e}') from None
+    if len(orjson.dumps(obj)) > bounds.MAX_OBJECT:
+        raise bounds.too_large()
+
+
+def check_options(obj: dict, group: str, kind: str) -> None:
+    """The decoder's 400 for a request body that is not an object the server stores (DeleteOptions,
+    Binding, Eviction): their values reach deletion and binding as typed."""
+    try:
+        structural.decode_object(obj, group, "v1", kind)
+    except structural.DecodeError as e:
+        raise BadRequest(str(e)) from None
+
+
 def _drop_owner(obj: dict, uid: str) -> None:
     refs = [r for r in obj["metadata"].get("ownerReferences") or [] if r.get("uid") != uid]
     if refs:
@@ -587,9 +617,12 @@ def int_param(query: Mapping[str, str], name: str) -> int | None:
     if raw is None or raw == "":
         return None
     try:
-        return int(raw)
+        value = int(raw) if len(raw) <= 20 else None
     except ValueError:
-        raise BadRequest(f'invalid value for {name}: "{raw}"') from None
+        value = None
+    if value is None or not -(2**63) <= value < 2**63:  # query integers are int64, as strconv.ParseInt reads them
+        raise BadRequest(f'invalid value for {name}: "{raw}"')
+    return value
 
 
 def _encode_continue(rv: int, key: tuple[str, str]) -> str:

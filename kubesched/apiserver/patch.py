@@ -18,7 +18,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.api.apierrors import APIError, BadRequest
+import orjson
+
+from kubesched.api.apierrors import APIError, BadRequest, TooLarge
+from kubesched.apiserver.bounds import MAX_BODY
+
+#: The patch media types decoded here (server-side apply's is handled apart).
+PATCH_TYPES = ("application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json")
+#: kube-apiserver's ``maxJSONPatchOperations``.
+MAX_JSON_PATCH_OPERATIONS = 10000
+#: kube-apiserver's ``JSONPatchMaxCopyBytes`` (its body limit).
+MAX_COPY_BYTES = MAX_BODY
 
 
 class PatchError(APIError):
@@ -49,6 +59,17 @@ def _pointer(path: str) -> list[str]:
     if not path.startswith("/"):
         raise PatchError(f'invalid JSON pointer: "{path}"')
     return [part.replace("~1", "/").replace("~0", "~") for part in path[1:].split("/")]
+
+
+def _pointer_text(op: Mapping, name: str, kind: str) -> str:
+    """An operation's ``path`` or ``from``: json-patch's error when it is missing or not a string."""
+    value = op.get(name)
+    if isinstance(value, str):
+        return value
+    if value is None:
+        raise PatchError(f"{kind} operation failed to decode {name}: operation missing {name} field")
+    shown = {bool: "bool", list: "array", dict: "object"}.get(type(value), "number")
+    raise PatchError(f"{kind} operation failed to decode {name}: json: cannot unmarshal {shown} into Go value of type string")
 
 
 def _index(container: list, token: str, allow_end: bool) -> int:
@@ -134,13 +155,22 @@ def _remove(doc: Any, parts: list[str]) -> Any:
 
 
 def json_patch(doc: Any, operations: Any) -> Any:
-    """RFC 6902 over ``doc``; a failing ``test`` or a missing path is a 422 as upstream."""
+    """RFC 6902 over ``doc``; a failing ``test`` or a missing path is a 422 as upstream. At most
+    ``MAX_JSON_PATCH_OPERATIONS`` operations (413 beyond), and ``copy`` may add at most
+    ``MAX_COPY_BYTES`` in all (json-patch's ``AccumulatedCopySizeLimit``, which kube-apiserver sets
+    to its body limit): copies share their value, so without it a few dozen copies of a copy
+    would describe an object of terabytes."""
     if not isinstance(operations, list):
         raise BadRequest("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+    if len(operations) > MAX_JSON_PATCH_OPERATIONS:
+        raise TooLarge(f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, "
+                              f"got {len(operations)}")
+    copied = 0
     for op in operations:
-        if not isinstance(op, Mapping) or "op" not in op:
-            raise BadRequest("invalid JSON patch operation")
-        kind, parts = op["op"], _pointer(op.get("path", ""))
+        if not isinstance(op, Mapping) or not isinstance(op.get("op"), str):
+            raise BadRequest("Unexpected kind: unknown")
+        kind = op["op"]
+        parts = _pointer(_pointer_text(op, "path", kind))
         if kind == "add":
             doc = _add(doc, parts, op.get("value"))
         elif kind == "remove":
@@ -149,11 +179,16 @@ def json_patch(doc: Any, operations: Any) -> Any:
             _get(doc, parts)
             doc = _add(_remove(doc, parts), parts, op.get("value")) if parts else op.get("value")
         elif kind == "move":
-            source = _pointer(op.get("from", ""))
+            source = _pointer(_pointer_text(op, "from", kind))
             value = _get(doc, source)
             doc = _add(_remove(doc, source), parts, value)
         elif kind == "copy":
-            doc = _add(doc, parts, _get(doc, _pointer(op.get("from", ""))))
+            value = _get(doc, _pointer(_pointer_text(op, "from", kind)))
+            copied += len(orjson.dumps(value))
+            if copied > MAX_COPY_BYTES:
+                raise PatchError(f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                                 f"exceeding the limit {MAX_COPY_BYTES}")
+            doc = _add(doc, parts, value)
         elif kind == "test":
             if _get(doc, parts) != op.get("value"):
                 raise PatchError(f"testing value /{'/'.join(parts)} failed: test failed")
@@ -247,11 +282,15 @@ def _merge_map(original: dict, patch: dict, fields: Mapping[str, Field]) -> dict
         if key in ("$patch", "$retainKeys"):
             continue
         if key.startswith("$setElementOrder/"):
+            if not isinstance(value, list):
+                raise BadRequest("invalid patch format of setElementOrder list")
             orders[key.split("/", 1)[1]] = value
             continue
         if key.startswith("$deleteFromPrimitiveList/"):
+            if not isinstance(value, list):
+                raise BadRequest("invalid patch format of primitive list")
             name = key.split("/", 1)[1]
-            drop = value if isinstance(value, list) else []
+            drop = value
             if isinstance(result.get(name), list):
                 result[name] = [v for v in result[name] if v not in drop]
             continue
@@ -268,6 +307,8 @@ def _merge_map(original: dict, patch: dict, fields: Mapping[str, Field]) -> dict
         if isinstance(result.get(name), list):
             result[name] = _reorder(result[name], order, fields.get(name, Field()).merge_key)
     retain = patch.get("$retainKeys")
+    if retain is not None and not (isinstance(retain, list) and all(isinstance(k, str) for k in retain)):
+        raise BadRequest("invalid patch format of retainKeys")
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain}
     return result

@@ -19,10 +19,10 @@ import orjson
 import yaml
 from aiohttp import web
 
-from kubesched.api.apierrors import APIError, BadRequest, Gone
+from kubesched.api.apierrors import APIError, BadRequest, Gone, Timeout
 from kubesched.api.kinds import Kind, kind_for_resource
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
-from kubesched.apiserver import codec, discovery, openapi, openapi_proto, tables
+from kubesched.apiserver import bounds, codec, discovery, openapi, openapi_proto, tables
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
 from kubesched.apiserver.store import ObjectStore
@@ -32,6 +32,14 @@ log = logging.getLogger(__name__)
 JSON_HEADERS = {"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
 _CACHE_LIMIT = 8192
+#: How long a read at a resourceVersion the store has not reached waits for it (the watch cache's
+#: ``blockTimeout``) before the 504 that makes clients relist, and the retry it suggests.
+FRESH_TIMEOUT = 3.0
+TOO_LARGE_RETRY_SECONDS = 1
+_FRESH_POLL = 0.05
+#: The longest request line or header accepted (kube-apiserver serves with Go's ``MaxHeaderBytes``
+#: of 1 MiB; the HTTP layer answers longer ones itself, before any handler).
+MAX_HEADER_BYTES = 1 << 20
 #: Where ``kubesched apiserver`` and ``kubesched up`` write the kubeconfig for their server.
 DEFAULT_KUBECONFIG = "~/.kube/kubesched.yaml"
 KUBERNETES_SERVICE = {
@@ -45,12 +53,14 @@ class APIServer:
     """Serve ``store`` (a fresh one by default) on ``host:port``; ``port=0`` picks a free port."""
 
     def __init__(self, store: ObjectStore | None = None, *, host: str = "127.0.0.1", port: int = 6443,
-                 data: str | Path | None = None, bookmark_interval: float = 60.0, garbage_collect: bool = True) -> None:
+                 data: str | Path | None = None, bookmark_interval: float = 60.0, garbage_collect: bool = True,
+                 fresh_timeout: float = FRESH_TIMEOUT) -> None:
         self.store = store if store is not None else ObjectStore()
         self.host = host
         self.port = port
         self.data = Path(data) if data else None
         self.bookmark_interval = bookmark_interval
+        self.fresh_timeout = fresh_timeout
         self.rest = RestAPI(self.store, garbage_collect=garbage_collect)
         self.persistence: SQLitePersistence | None = None
         self.restored = 0
@@ -75,7 +85,8 @@ class APIServer:
             self.restored = self.persistence.attach(self.store)
         if self.restored == 0:
             self._bootstrap()
-        self._runner = web.AppRunner(self.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0)
+        self._runner = web.AppRunner(self.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0,
+                                     max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, backlog=2048, reuse_address=True)
         await site.start()
@@ -131,8 +142,7 @@ class APIServer:
         except APIError as e:
             return _json(e.code, e.status())
         except web.HTTPRequestEntityTooLarge:
-            error = codec.RequestTooLarge(f"Request entity too large: limit is {codec.MAX_BODY}")
-            return _json(413, error.status())
+            return _json(413, bounds.too_large().status())
         except (asyncio.CancelledError, ConnectionResetError):
             raise
         except Exception as e:
@@ -214,6 +224,7 @@ class APIServer:
                     call.query = {**query, "fieldSelector": _with_name(query.get("fieldSelector"), name)}
                     call.name = None
                 return await self._watch(request, call)
+            await self._wait_fresh(_resource_version(query.get("resourceVersion")), exact=query.get("resourceVersionMatch") == "Exact")
             reply = self.rest.get(call) if name is not None else self.rest.list(call)
             return _reply(reply)
         if watch_path:
@@ -242,6 +253,23 @@ class APIServer:
             return self.rest.delete_collection(call)
         raise method_not_allowed()
 
+    async def _wait_fresh(self, wanted: int | None, exact: bool = False) -> None:
+        """Wait up to ``fresh_timeout`` for the store to reach resourceVersion ``wanted``, then give
+        the watch cache's answer: 504 Timeout with cause ResourceVersionTooLarge, so that a client
+        holding versions of a server that has since restarted (and begun counting again) relists.
+        An ``Exact`` read goes to storage, which answers the same at once, suggesting no wait."""
+        if wanted is None or wanted <= self.store.rv:
+            return
+        if exact:
+            raise Timeout.too_large_resource_version(wanted, self.store.rv, 0)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.fresh_timeout
+        while self.store.rv < wanted:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise Timeout.too_large_resource_version(wanted, self.store.rv, TOO_LARGE_RETRY_SECONDS)
+            await asyncio.sleep(min(_FRESH_POLL, remaining))
+
     # --- watch ----------------------------------------------------------------------------------
     async def _watch(self, request: web.Request, call: Call) -> web.StreamResponse:
         query = call.query
@@ -250,18 +278,15 @@ class APIServer:
         initial = codec.query_bool(query.get("sendInitialEvents"))
         bookmarks = codec.query_bool(query.get("allowWatchBookmarks"))
         timeout = float(int_param(query, "timeoutSeconds") or 0) or random.uniform(1800, 3600)
-        if rv_text in ("", "0") or initial:
+        since = _resource_version(rv_text)
+        if initial:
             since = None
-        else:
-            try:
-                since = int(rv_text)
-            except ValueError:
-                raise BadRequest(f'invalid resource version "{rv_text}"') from None
         response = web.StreamResponse(status=200, headers=JSON_HEADERS)
         response.enable_chunked_encoding()
         try:
+            await self._wait_fresh(since)
             watch = self.store.watch(call.view.store_kind, since=since, namespace=call.namespace, predicate=predicate)
-        except Gone as e:
+        except (Gone, Timeout) as e:
             await response.prepare(request)
             await response.write(self._line(call, ERROR, e.status()))
             await response.write_eof()
@@ -346,6 +371,17 @@ def _reply(reply: Reply) -> web.Response:
     for key, value in reply.headers.items():
         response.headers[key] = value
     return response
+
+
+def _resource_version(text: str | None) -> int | None:
+    """A request's ``resourceVersion``: None for "any" (unset, empty or "0"), 400 when it is not a
+    resourceVersion this server issued (a decimal, as etcd's revisions)."""
+    if text in (None, "", "0"):
+        return None
+    assert text is not None
+    if not (text.isascii() and text.isdigit() and len(text) <= 20 and int(text) < 2**64):
+        raise BadRequest(f'invalid resource version "{text}"')
+    return int(text)
 
 
 def _with_name(selector: str | None, name: str) -> str:

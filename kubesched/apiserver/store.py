@@ -31,6 +31,9 @@ from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
 from kubesched.apiserver import admission
 from kubesched.utils.clock import Clock, RealClock, rfc3339
 
+#: The last second an RFC 3339 timestamp can name (9999-12-31T23:59:59Z), in epoch seconds.
+LATEST_TIMESTAMP = 253402300799.0
+
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -513,6 +516,7 @@ class ObjectStore:
             due = parse_time(meta["deletionTimestamp"]) - pending + grace
         else:
             due = self.clock.wall() + grace
+        due = min(due, LATEST_TIMESTAMP)  # a grace period of int64 seconds ends past what RFC 3339 writes
         new = dict(current)
         new["metadata"] = {**meta, "deletionTimestamp": rfc3339(due), "deletionGracePeriodSeconds": grace}
         result = self._commit(kind, MODIFIED, new, current)

@@ -9,7 +9,9 @@ The reflector's rules, which keep the cache right across API-server restarts and
 * a broken stream or an unreachable server (``ConnectionError``/``OSError``, ``TimeoutError``, 429)
   backs off exponentially (0.8s doubling to 30s, with jitter) and watches again from the same
   version: nothing is relisted when the server comes back with its history intact;
-* ``410 Gone`` (history compacted, or a restarted server that lost it) relists at once, and any
+* ``410 Gone`` (history compacted, or a restarted server that lost it) relists at once, as does a
+  504 whose cause is ``ResourceVersionTooLarge`` (a restarted in-memory server counting from the
+  start again: it answers so only after waiting for the version, so relisting cannot spin); any
   other error relists after the backoff. A relist updates the cache *in place* and reports the
   difference (adds, updates, deletes, and delete + add for an object recreated under the same
   name), so handlers never miss a change and holders of the cache dict keep seeing the live one.
@@ -24,7 +26,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kubesched.api.apierrors import Gone, TooManyRequests
+from kubesched.api.apierrors import Gone, Timeout, TooManyRequests
 from kubesched.api.kinds import Kind, kind_named, object_key
 from kubesched.api.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 from kubesched.client.interface import ClusterClient
@@ -119,6 +121,14 @@ class Informer:
                 raise
             except Gone as e:
                 log.info("watch of %s at resourceVersion %s expired (%s), relisting", self.kind.resource,
+                         self.resource_version, e)
+                return
+            except Timeout as e:
+                if not e.is_resource_version_too_large():
+                    self._failed("watch", e)
+                    await asyncio.sleep(backoff.next())
+                    return
+                log.info("watch of %s at resourceVersion %s is ahead of the server (%s), relisting", self.kind.resource,
                          self.resource_version, e)
                 return
             except RETRIABLE_WATCH_ERRORS as e:

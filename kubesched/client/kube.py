@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 LIST_PAGE = 500
 _ERRORS: dict[int, type[errors.APIError]] = {
     400: errors.BadRequest, 403: errors.Forbidden, 404: errors.NotFound, 405: errors.MethodNotAllowed, 410: errors.Gone,
-    413: errors.TooLarge, 415: errors.Unsupported, 422: errors.Invalid, 429: errors.TooManyRequests,
+    413: errors.TooLarge, 415: errors.Unsupported, 422: errors.Invalid, 429: errors.TooManyRequests, 504: errors.Timeout,
 }
 _JSON = {"Content-Type": "application/json", "Accept": "application/json"}
 #: How long credentials from a token file are reused before the file is read again (client-go: 1 minute).
@@ -122,6 +122,8 @@ def api_error(code: int, body: bytes) -> errors.APIError:
         cls = _ERRORS.get(code, errors.APIError)
     error = cls(message, kind=details.get("kind", ""), name=details.get("name", ""), group=details.get("group", ""),
                 causes=details.get("causes"))
+    if isinstance(error, errors.Timeout):
+        error.retry_after = int(details.get("retryAfterSeconds") or 0)
     if cls is errors.APIError:
         error.code = code
         error.reason = status.get("reason", "InternalError")

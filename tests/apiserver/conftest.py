@@ -5,9 +5,11 @@ from __future__ import annotations
 import aiohttp
 import orjson
 import pytest
+from lightkube.config.kubeconfig import KubeConfig
 
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.store import ObjectStore
+from kubesched.client.kube import KubeClient
 
 
 class Http:
@@ -22,6 +24,19 @@ class Http:
                                         headers={"Content-Type": content_type, "Accept": accept}) as resp:
             payload = await resp.read()
             return resp.status, (orjson.loads(payload) if payload and payload[:1] in b"{[" else payload), resp.headers
+
+    def kube_client(self) -> KubeClient:
+        """kubesched's HTTP client, configured from the server's own kubeconfig (address and credentials)."""
+        return KubeClient(KubeConfig.from_dict(self.server.kubeconfig()).get())
+
+    async def restart(self, store: ObjectStore | None = None) -> None:
+        """Stop the server and start another on the same port over ``store`` (a fresh, empty one by
+        default): an in-memory API server's restart as its clients see it."""
+        old = self.server
+        await old.stop()
+        self.server = APIServer(store if store is not None else ObjectStore(), port=old.port,
+                                bookmark_interval=old.bookmark_interval, fresh_timeout=old.fresh_timeout)
+        await self.server.start()
 
     async def watch_lines(self, path: str, params: dict, count: int | None = None) -> list[dict]:
         """Events of a watch, until ``count`` of them arrived or the server ended the stream."""
@@ -42,8 +57,9 @@ async def api(request):
     server = APIServer(store, port=0, bookmark_interval=0.2)
     await server.start()
     async with aiohttp.ClientSession() as session:
-        yield Http(server, session)
-    await server.stop()
+        http = Http(server, session)
+        yield http
+    await http.server.stop()
 
 
 def pod(name: str, **spec) -> dict:

@@ -13,6 +13,7 @@ from enum import IntEnum, IntFlag
 from fractions import Fraction
 from typing import Any
 
+from kubesched.api.quantity import saturate
 from kubesched.api.resources import pod_requests
 
 
@@ -171,7 +172,7 @@ def _scaled_down(new: Mapping, old: Mapping) -> bool:
 
 def _milli_value(amount: Fraction) -> int:
     """``Quantity.MilliValue()``, which upstream compares for every resource (not just cpu)."""
-    return math.ceil(amount * 1000)
+    return saturate(math.ceil(amount * 1000))
 
 
 def node_scheduling_properties_change(new: Mapping, old: Mapping) -> list[ClusterEvent]:

@@ -1,0 +1,94 @@
+"""Decoding a request body as kube-apiserver does: YAML within go-yaml's alias rule and the depth and
+size bounds, and the decoder's view of types and nulls (``structural.decode_object``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesched.api.apierrors import BadRequest, TooLarge
+from kubesched.apiserver.bounds import MAX_DEPTH, allowed_alias_ratio, check_depth, load_yaml
+from kubesched.apiserver.structural import DecodeError, decode_object
+
+
+def laughs(levels: int) -> str:
+    """The billion laughs: each level a list of nine aliases of the level below."""
+    lines = ["l0: &l0 [" + ",".join(["lol"] * 9) + "]"]
+    lines += [f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_three_levels_of_laughs_are_expanded_as_written():
+    assert load_yaml(laughs(3))["l2"][8][8] == ["lol"] * 9
+
+
+def test_moderate_aliasing_is_expanded_as_written():
+    text = "base: &base {cpu: 1, memory: 2Gi}\n" + "".join(f"c{i}: *base\n" for i in range(50))
+    document = load_yaml(text)
+    assert document["c49"] == {"cpu": 1, "memory": "2Gi"} and len(document) == 51
+
+
+@pytest.mark.parametrize(("decoded", "ratio"), [
+    pytest.param(1000, 0.99, id="small-documents-may-be-mostly-aliases"),
+    pytest.param(400_000, 0.99, id="up-to-400k-nodes"),
+    pytest.param(2_200_000, 0.545, id="halfway-down"),
+    pytest.param(4_000_000, 0.10, id="from-4M-nodes-a-tenth"),
+])
+def test_the_alias_ratio_falls_as_go_yamls_does(decoded, ratio):
+    assert allowed_alias_ratio(decoded) == pytest.approx(ratio)
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    pytest.param(laughs(9), BadRequest, id="nine-levels-of-laughs"),
+    pytest.param("big: &big " + "x" * (1 << 20) + "\n" + "".join(f"k{i}: *big\n" for i in range(4)), TooLarge,
+                 id="aliased-megabyte-scalar"),
+    pytest.param("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1), BadRequest, id="one-level-too-deep"),
+])
+def test_yaml_past_the_bounds_is_refused(text, error):
+    with pytest.raises(error):
+        load_yaml(text)
+
+
+def test_nesting_up_to_the_limit_is_accepted_and_one_more_is_not():
+    nested: object = {}
+    for _ in range(MAX_DEPTH - 1):
+        nested = [nested]
+    check_depth(nested)
+    with pytest.raises(BadRequest, match=f"exceeded max depth of {MAX_DEPTH}"):
+        check_depth([nested])
+
+
+@pytest.mark.parametrize(("obj", "after"), [
+    pytest.param({"spec": {"nodeName": None}}, {"spec": {}}, id="null-field-unset"),
+    pytest.param({"spec": {"tolerations": [None]}}, {"spec": {"tolerations": [{}]}}, id="null-struct-item-empty"),
+    pytest.param({"spec": {"nodeSelector": {"a": None}}}, {"spec": {"nodeSelector": {"a": ""}}}, id="null-string-value-empty"),
+    pytest.param({"spec": {"containers": [{"name": "c", "args": [None]}]}},
+                 {"spec": {"containers": [{"name": "c", "args": [""]}]}}, id="null-string-item-empty"),
+    pytest.param({"spec": {"overhead": {"cpu": None}}}, {"spec": {"overhead": {"cpu": "0"}}}, id="null-quantity-zero"),
+    pytest.param({"metadata": {"managedFields": [{"fieldsV1": {"f:a": None}}]}},
+                 {"metadata": {"managedFields": [{"fieldsV1": {"f:a": None}}]}}, id="free-form-left-alone"),
+])
+def test_nulls_become_what_gos_decoder_makes_of_them(obj, after):
+    decode_object(obj, "", "v1", "Pod")
+    assert obj == after
+
+
+@pytest.mark.parametrize(("obj", "message"), [
+    pytest.param({"spec": {"containers": [{"ports": [{"containerPort": "80"}]}]}},
+                 "json: cannot unmarshal string into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32",
+                 id="string-for-int32"),
+    pytest.param({"spec": {"tolerations": [{"tolerationSeconds": 2**63}]}},
+                 "json: cannot unmarshal number 9223372036854775808 into Go struct field Toleration.spec.tolerations.tolerationSeconds "
+                 "of type int64", id="past-int64"),
+    pytest.param({"spec": {"hostNetwork": "true"}},
+                 "json: cannot unmarshal string into Go struct field PodSpec.spec.hostNetwork of type bool", id="string-for-bool"),
+    pytest.param({"spec": {"nodeSelector": ["a"]}},
+                 "json: cannot unmarshal array into Go struct field PodSpec.spec.nodeSelector of type map[string]string",
+                 id="array-for-map"),
+    pytest.param({"spec": {"containers": [{"ports": [{"containerPort": 80}],
+                                           "livenessProbe": {"httpGet": {"port": 1.5}}}]}},
+                 "json: cannot unmarshal number 1.5 into Go value of type int32", id="fraction-for-int-or-string"),
+])
+def test_wrong_types_get_encoding_jsons_message(obj, message):
+    with pytest.raises(DecodeError) as raised:
+        decode_object(obj, "", "v1", "Pod")
+    assert str(raised.value) == message
