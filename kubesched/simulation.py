@@ -12,18 +12,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from kubesched.api.kinds import kind_for
 from kubesched.backend.queue.scheduling_queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, UNSCHEDULABLE_FLUSH_PERIOD
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.kubelet import FakeKubelet
-from kubesched.cluster.resourceclaims import FakeResourceClaimController
+from kubesched.cluster.components import ComponentOptions, Components, start_components
 from kubesched.cluster.store import POD, ObjectStore
-from kubesched.cluster.volumes import FakeVolumeController
 from kubesched.config.types import SchedulerConfiguration
-from kubesched.controllers import start_all
 from kubesched.features import FeatureGates
 from kubesched.framework.preemption import Evaluator, PreemptionRecord
 from kubesched.framework.registry import Registry
@@ -40,6 +36,9 @@ _ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSIDriver", "Persistent
 #: period of the flush that checks it, plus a second for the backoff flush to move it on.
 UNSCHEDULABLE_FLUSH = DEFAULT_POD_MAX_IN_UNSCHEDULABLE + UNSCHEDULABLE_FLUSH_PERIOD + 1.0
 POLL = 0.1
+#: The components beside the scheduler. Owner references from exported manifests cannot match new
+#: uids, so dangling dependents are not collected; deleted pods take their full grace period.
+SIMULATION_COMPONENTS = ComponentOptions(collect_dangling=False)
 
 
 @dataclass
@@ -99,7 +98,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     result = SimulationResult(store, ignored=ignored)
     if progress is not None:
         _report_progress(store, progress)
-    components = start_cluster_components(store)
+    components = start_components(store, SIMULATION_COMPONENTS)
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
                       on_attempt=result.attempts.append if explain else None)
     record_preemptions(sched, result, explain)
@@ -112,8 +111,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
         await sched.stop()
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
-        for component in components:
-            await component.stop()
+        await components.stop()
     result.virtual_seconds = loop.time() - started
     return result
 
@@ -135,19 +133,7 @@ def record_preemptions(sched: Scheduler, result: SimulationResult, explain: bool
                 evaluator.record_candidates = explain
 
 
-def start_cluster_components(store: ObjectStore) -> list[Any]:
-    """What runs beside the scheduler in a real cluster: the kubelet, the workload controllers, the
-    PV controller with a provisioner, and the ResourceClaim controller. Owner references from
-    exported manifests cannot match new uids, so dangling dependents are not collected."""
-    kubelet = FakeKubelet(store)
-    volumes = FakeVolumeController(store)
-    claims = FakeResourceClaimController(store)
-    for component in (kubelet, volumes, claims):
-        component.start()
-    return [kubelet, volumes, claims, start_all(store, collect_dangling=False)]
-
-
-async def settle(sched: Scheduler, store: ObjectStore, components: list[Any]) -> None:
+async def settle(sched: Scheduler, store: ObjectStore, components: Components) -> None:
     """Return once nothing can change any more: the cluster is quiet with no pod left
     unschedulable, or nothing was created, bound or deleted for two unschedulable flushes, whether
     the cluster went quiet meanwhile or work kept going (pods failing with errors retry forever, as
@@ -167,9 +153,8 @@ async def settle(sched: Scheduler, store: ObjectStore, components: list[Any]) ->
         await asyncio.sleep(UNSCHEDULABLE_FLUSH)
 
 
-def _quiet(sched: Scheduler, store: ObjectStore, components: list[Any]) -> bool:
-    return not (sched.busy() or store.pending_timers or store.watch_events_pending()
-                or any(not c.idle() for c in components))
+def _quiet(sched: Scheduler, store: ObjectStore, components: Components) -> bool:
+    return not (sched.busy() or store.pending_timers or store.watch_events_pending() or not components.idle())
 
 
 def _report_progress(store: ObjectStore, progress: Callable[[int, int], None]) -> None:

@@ -8,6 +8,7 @@ import asyncio
 from kubesched.api.kinds import kind_named
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from kubesched.cluster.client import MemoryClient
+from kubesched.cluster.components import Components
 from kubesched.cluster.kubelet import FakeKubelet
 from kubesched.cluster.resourceclaims import FINALIZER, POD_CLAIM_NAME_ANNOTATION, FakeResourceClaimController, generate_name
 from kubesched.cluster.store import POD, ObjectStore
@@ -183,11 +184,11 @@ async def _schedule_two_pods() -> tuple:
     runner = loop.create_task(sched.run())
     try:
         store.create(POD, templated_pod("pod-a"))
-        await settle(sched, store, [kubelet, controller])
+        await settle(sched, store, Components({"kubelet": kubelet, "controller": controller}))
         store.create(POD, templated_pod("pod-b"))
-        await settle(sched, store, [kubelet, controller])
+        await settle(sched, store, Components({"kubelet": kubelet, "controller": controller}))
         await asyncio.sleep(1)
-        await settle(sched, store, [kubelet, controller])
+        await settle(sched, store, Components({"kubelet": kubelet, "controller": controller}))
     finally:
         await sched.stop()
         runner.cancel()

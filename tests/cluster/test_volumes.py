@@ -10,6 +10,7 @@ import pytest
 from kubesched.api.kinds import kind_named
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from kubesched.cluster.client import MemoryClient
+from kubesched.cluster.components import Components
 from kubesched.cluster.kubelet import FakeKubelet
 from kubesched.cluster.store import POD, ObjectStore
 from kubesched.cluster.volumes import FakeVolumeController
@@ -252,7 +253,7 @@ def schedule(*objects: dict, pods: list[dict]) -> ObjectStore:
         await sched.start()
         runner = loop.create_task(sched.run())
         try:
-            await settle(sched, store, [kubelet, controller])
+            await settle(sched, store, Components({"kubelet": kubelet, "controller": controller}))
         finally:
             await sched.stop()
             runner.cancel()

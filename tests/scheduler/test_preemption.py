@@ -14,10 +14,11 @@ from typing import Any
 from kubesched.api.kinds import kind_named
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from kubesched.cluster.client import MemoryClient
+from kubesched.cluster.components import start_components
 from kubesched.cluster.store import EVENT, NODE, POD, PRIORITY_CLASS, ObjectStore
 from kubesched.config import default_configuration
 from kubesched.scheduler import Scheduler
-from kubesched.simulation import SimulationResult, simulate, start_cluster_components
+from kubesched.simulation import SIMULATION_COMPONENTS, SimulationResult, simulate
 from tests.helpers import make_node, make_pod
 
 
@@ -170,7 +171,7 @@ def staged(initial: list[dict], steps: list[tuple[float, Callable[[ObjectStore],
         kinds = {"PriorityClass": PRIORITY_CLASS, "Node": NODE, "Pod": POD, "PodDisruptionBudget": kind_named("PodDisruptionBudget")}
         for obj in initial:
             store.create(kinds[obj["kind"]], obj)
-        components = start_cluster_components(store)
+        components = start_components(store, SIMULATION_COMPONENTS)
         sched = Scheduler(MemoryClient(store), default_configuration(), clock=clock, seed=1)
         await sched.start()
         runner = loop.create_task(sched.run())
@@ -182,8 +183,7 @@ def staged(initial: list[dict], steps: list[tuple[float, Callable[[ObjectStore],
         await asyncio.sleep(until - now)
         await sched.stop()
         runner.cancel()
-        for component in components:
-            await component.stop()
+        await components.stop()
         return store, sched
 
     return run_virtual(scenario())
