@@ -111,10 +111,14 @@ class Cluster:
             self.kubeconfig = self.server.write_kubeconfig(opts.kubeconfig_out)
         self.components = start_components(self.store, ComponentOptions(
             kubelet=opts.kubelet, controllers=opts.controllers, termination_delay=opts.termination_delay))
-        if opts.objects:
-            _, self.problems = create_objects(self.server, opts.objects)
+        pods = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) == ("v1", "Pod")]
+        others = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) != ("v1", "Pod")]
+        self.problems = create_objects(self.server, others)[1]
         if opts.scheduler:
             await self._start_scheduler()
+        # Pods last, once the scheduler has synced the nodes, all in one loop turn and in manifest
+        # order: its queue then holds them as ``simulate``'s does, so the two place them alike.
+        self.problems += create_objects(self.server, pods)[1]
 
     async def _start_scheduler(self) -> None:
         opts = self.options

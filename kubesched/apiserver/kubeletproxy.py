@@ -13,13 +13,13 @@ from kubesched.api.kinds import Kind
 from kubesched.cluster.errors import BadRequest
 from kubesched.cluster.store import ObjectStore
 
-#: subresource -> what the client asked to do, as the message words it.
+#: subresource -> (what the client asked to do, what is not there), as the message words them.
 ACTIONS = {
-    "log": "read the logs of",
-    "exec": "exec into",
-    "attach": "attach to",
-    "portforward": "forward ports to",
-    "proxy": "proxy to",
+    "log": ("read the logs of", "no logs to read"),
+    "exec": ("exec into", "no process to run a command in"),
+    "attach": ("attach to", "no process to attach to"),
+    "portforward": ("forward ports to", "no ports to forward"),
+    "proxy": ("proxy to", "nothing listening to proxy to"),
 }
 
 
@@ -28,6 +28,6 @@ def refuse(store: ObjectStore, kind: Kind, namespace: str | None, name: str | No
     pod = store.get(kind, namespace, name or "")
     node = (pod.get("spec") or {}).get("nodeName")
     where = f' on node "{node}"' if node else " (not scheduled to a node)"
-    return BadRequest(f'cannot {ACTIONS[subresource]} pod "{name}" in namespace "{namespace}"{where}: '
-                      "the kubesched simulated cluster's kubelets run no containers, so there are no logs, "
-                      "processes or ports to reach", kind=kind.resource, name=name or "")
+    action, missing = ACTIONS[subresource]
+    return BadRequest(f'cannot {action} pod "{name}" in namespace "{namespace}"{where}: the kubesched simulated '
+                      f"cluster's kubelets run no containers, so there is {missing}", kind=kind.resource, name=name or "")
