@@ -21,6 +21,7 @@ from typing import Protocol
 
 from kubesched.cluster.kubelet import FakeKubelet
 from kubesched.cluster.nodelifecycle import NodeLifecycleController
+from kubesched.cluster.nodestatus import LEASE_RENEW_INTERVAL
 from kubesched.cluster.resourceclaims import FakeResourceClaimController
 from kubesched.cluster.store import ObjectStore
 from kubesched.cluster.volumes import FakeVolumeController
@@ -47,12 +48,14 @@ class ComponentOptions:
     silent, and the controllers switch covers the volume and claim controllers). ``collect_dangling`` lets the garbage collector delete objects whose owners never
     existed (off for manifests exported from another cluster, whose owner uids cannot match).
     ``termination_delay`` is how long a deleted running pod takes to stop (None: its grace period).
+    ``lease_renew_interval`` is how often the kubelets renew their node Leases.
     """
 
     kubelet: bool = True
     controllers: bool = True
     collect_dangling: bool = True
     termination_delay: float | None = None
+    lease_renew_interval: float = LEASE_RENEW_INTERVAL
 
 
 @dataclass
@@ -88,7 +91,8 @@ def build_components(store: ObjectStore, options: ComponentOptions | None = None
     options = options or ComponentOptions()
     items: dict[str, Component] = {}
     if options.kubelet:
-        items["kubelet"] = FakeKubelet(store, termination_delay=options.termination_delay)
+        items["kubelet"] = FakeKubelet(store, termination_delay=options.termination_delay,
+                                       lease_renew_interval=options.lease_renew_interval)
         items["node-lifecycle"] = NodeLifecycleController(store)
     if options.controllers:
         items["persistentvolume"] = FakeVolumeController(store)

@@ -42,7 +42,7 @@ from typing import Any
 from kubesched.api import resources as res
 from kubesched.api.kinds import Kind
 from kubesched.clock import rfc3339
-from kubesched.cluster.nodestatus import NodeStatusReporter
+from kubesched.cluster.nodestatus import LEASE_RENEW_INTERVAL, NodeStatusReporter
 from kubesched.cluster.store import ADDED, DELETED, MODIFIED, NODE, POD, ObjectStore, WatchEvent, set_condition
 from kubesched.controllers.util import EventWriter
 from kubesched.framework.types import HostPortInfo, NodeInfo, PodInfo, Taint, Toleration, node_allocatable, parse_time
@@ -254,12 +254,13 @@ class _IPPool:
 class FakeKubelet:
     """Every node's kubelet and the taint eviction controller; see the module docstring."""
 
-    def __init__(self, store: ObjectStore, *, events: bool = True, termination_delay: float | None = None) -> None:
+    def __init__(self, store: ObjectStore, *, events: bool = True, termination_delay: float | None = None,
+                 lease_renew_interval: float = LEASE_RENEW_INTERVAL) -> None:
         self.store = store
         self.events = events
         #: Seconds a deleted running pod takes to stop; None waits for its grace period.
         self.termination_delay = termination_delay
-        self.node_status = NodeStatusReporter(store)
+        self.node_status = NodeStatusReporter(store, renew_interval=lease_renew_interval)
         self._terminating: dict[str, asyncio.TimerHandle] = {}
         self._pending: deque[tuple[Kind, WatchEvent]] = deque()
         self._wakeup: asyncio.Event | None = None

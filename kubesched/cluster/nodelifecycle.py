@@ -1,8 +1,8 @@
 """kube-controller-manager's node lifecycle controller, for nodes whose kubelet stopped
 (upstream ``pkg/controller/nodelifecycle/node_lifecycle_controller.go``, ``monitorNodeHealth``).
 
-Every ``nodeMonitorPeriod`` (5 s) each node's last heartbeat is read: the later of its Lease's
-``renewTime`` and its Ready condition's ``lastHeartbeatTime``. A node silent for longer than the
+Every ``nodeMonitorPeriod`` (5 s) each node's last heartbeat is checked: when its Lease's
+``renewTime`` or its Ready condition's ``lastHeartbeatTime`` last changed. A node silent for longer than the
 ``nodeMonitorGracePeriod`` (50 s; ``nodeStartupGracePeriod``, 60 s, for a node that never posted
 Ready) gets its kubelet conditions set to ``Unknown`` (``NodeStatusUnknown``, "Kubelet stopped
 posting node status."), and the ``node.kubernetes.io/unreachable`` taints, NoSchedule and
@@ -22,11 +22,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+from kubesched.api.kinds import Kind
 from kubesched.clock import rfc3339
 from kubesched.cluster.errors import APIError, NotFound
 from kubesched.cluster.nodestatus import HEALTHY_CONDITIONS, LEASE, NODE, NODE_LEASE_NAMESPACE, kubelet_stopped
-from kubesched.cluster.store import ObjectStore
-from kubesched.framework.types import parse_time
+from kubesched.cluster.store import DELETED, ObjectStore, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,10 @@ def _has_unreachable(node: dict) -> bool:
 
 
 class NodeLifecycleController:
-    """See the module docstring."""
+    """See the module docstring. As upstream, a heartbeat counts when it is observed: the
+    controller follows node and Lease writes and notes, on its own clock, when a Lease's
+    ``renewTime`` or the Ready condition's ``lastHeartbeatTime`` last changed (the probe
+    timestamp), so each pass only compares numbers."""
 
     def __init__(self, store: ObjectStore, *, monitor_period: float = NODE_MONITOR_PERIOD,
                  grace_period: float = NODE_MONITOR_GRACE_PERIOD, startup_grace_period: float = NODE_STARTUP_GRACE_PERIOD) -> None:
@@ -90,14 +93,23 @@ class NodeLifecycleController:
         self.grace_period = grace_period
         self.startup_grace_period = startup_grace_period
         self._timer: asyncio.TimerHandle | None = None
+        #: node -> loop time its last heartbeat was observed.
+        self._probe: dict[str, float] = {}
+        #: Nodes that carry the unreachable taints (to lift them once the kubelet is back).
+        self._tainted: set[str] = set()
         #: Nodes whose kubelet is stopped and that are not marked unreachable yet.
         self._failing: set[str] = set()
 
     def start(self) -> None:
-        self._refresh_failing()
+        now = asyncio.get_running_loop().time()
+        for node in self.store.iter_all(NODE):
+            self._observe_node(node, None, now)
+        self.store.write_hooks.append(self._on_write)
         self._timer = asyncio.get_running_loop().call_later(self.monitor_period, self._tick)
 
     async def stop(self) -> None:
+        if self._on_write in self.store.write_hooks:
+            self.store.write_hooks.remove(self._on_write)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -107,10 +119,33 @@ class NodeLifecycleController:
         simulation runs on until the failure has played out."""
         return not self._failing
 
-    def _refresh_failing(self) -> None:
-        self._failing = {node["metadata"]["name"] for node in self.store.iter_all(NODE)
-                         if kubelet_stopped(node) and not _has_unreachable(node)}
+    # --- observing heartbeats --------------------------------------------------------------------
+    def _on_write(self, _rv: int, kind: Kind, event: WatchEvent) -> None:
+        if kind is NODE:
+            if event.type == DELETED:
+                name = event.object["metadata"]["name"]
+                self._probe.pop(name, None)
+                self._tainted.discard(name)
+                self._failing.discard(name)
+            else:
+                self._observe_node(event.object, event.old, asyncio.get_running_loop().time())
+        elif kind is LEASE and event.type != DELETED and event.object["metadata"].get("namespace") == NODE_LEASE_NAMESPACE:
+            renewed = (event.object.get("spec") or {}).get("renewTime")
+            if event.old is None or renewed != (event.old.get("spec") or {}).get("renewTime"):
+                name = event.object["metadata"]["name"]
+                if name in self._probe:
+                    self._probe[name] = asyncio.get_running_loop().time()
 
+    def _observe_node(self, node: dict, old: dict | None, now: float) -> None:
+        name = node["metadata"]["name"]
+        beat = (_ready(node) or {}).get("lastHeartbeatTime")
+        if name not in self._probe or old is None or beat != (_ready(old) or {}).get("lastHeartbeatTime"):
+            self._probe[name] = now
+        unreachable = _has_unreachable(node)
+        (self._tainted.add if unreachable else self._tainted.discard)(name)
+        (self._failing.add if kubelet_stopped(node) and not unreachable else self._failing.discard)(name)
+
+    # --- monitoring ----------------------------------------------------------------------------------
     def _tick(self) -> None:
         try:
             self.monitor()
@@ -118,29 +153,25 @@ class NodeLifecycleController:
             self._timer = asyncio.get_running_loop().call_later(self.monitor_period, self._tick)
 
     def monitor(self) -> None:
-        """One ``monitorNodeHealth`` pass over every node."""
-        now = self.store.clock.wall()
-        for node in list(self.store.iter_all(NODE)):
-            name = node["metadata"]["name"]
+        """One ``monitorNodeHealth`` pass: mark the nodes silent for too long, and lift the taints
+        of tainted nodes that are Ready again."""
+        now = asyncio.get_running_loop().time()
+        wall = self.store.clock.wall()
+        overdue = [name for name, probe in self._probe.items() if now - probe > self.grace_period]
+        for name in sorted({*overdue, *self._tainted}):
+            node = self.store.try_get(NODE, None, name)
+            if node is None:
+                continue
             ready = _ready(node)
             status = (ready or {}).get("status")
-            if status == "True" and _has_unreachable(node):
-                self._write(name, lambda n: self._set_taints(n, False, now))
-            if status == "False":
+            if status == "True" and name in self._tainted and name not in overdue:
+                self._write(name, lambda n: self._set_taints(n, False, wall))
                 continue
-            last = self._last_heartbeat(node, ready)
             grace = self.grace_period if ready is not None else self.startup_grace_period
-            if now - last > grace and (status != "Unknown" or not _has_unreachable(node)):
-                self._write(name, lambda n: self._mark_unknown(n, now))
-        self._refresh_failing()
-
-    def _last_heartbeat(self, node: dict, ready: dict | None) -> float:
-        beats = [parse_time((ready or {}).get("lastHeartbeatTime")) or 0.0,
-                 parse_time(node["metadata"].get("creationTimestamp")) or 0.0]
-        lease = self.store.try_get(LEASE, NODE_LEASE_NAMESPACE, node["metadata"]["name"])
-        if lease is not None:
-            beats.append(parse_time((lease.get("spec") or {}).get("renewTime")) or 0.0)
-        return max(beats)
+            if status == "False" or now - self._probe.get(name, now) <= grace:
+                continue
+            if status != "Unknown" or name not in self._tainted:
+                self._write(name, lambda n: self._mark_unknown(n, wall))
 
     def _mark_unknown(self, node: dict, now: float) -> None:
         status = node.setdefault("status", {})

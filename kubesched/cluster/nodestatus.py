@@ -210,20 +210,19 @@ class NodeStatusReporter:
         self._write(f"post the status of node {name}", lambda: self.store.mutate(NODE, None, name, change))
 
     def _renew(self, name: str) -> None:
-        now = self.store.clock.wall()
+        """Set the lease's ``renewTime`` (creating the lease if it is missing). A shallow copy is
+        enough, as only ``spec`` changes, and keeps renewals cheap on large clusters."""
+        now = rfc3339_micro(self.store.clock.wall())
 
         def renew() -> None:
-            def change(lease: dict) -> None:
-                lease.setdefault("spec", {})["renewTime"] = rfc3339_micro(now)
-                lease["spec"]["holderIdentity"] = name
-                lease["spec"]["leaseDurationSeconds"] = LEASE_DURATION
-
-            try:
-                self.store.mutate(LEASE, NODE_LEASE_NAMESPACE, name, change)
-            except NotFound:
+            lease = self.store.try_get(LEASE, NODE_LEASE_NAMESPACE, name)
+            if lease is None:
                 node = self.store.try_get(NODE, None, name)
                 if node is not None:
-                    self.store.create(LEASE, node_lease(node, now))
+                    self.store.create(LEASE, node_lease(node, self.store.clock.wall()))
+                return
+            spec = {**(lease.get("spec") or {}), "renewTime": now, "holderIdentity": name, "leaseDurationSeconds": LEASE_DURATION}
+            self.store.update(LEASE, {**lease, "spec": spec})
 
         self._write(f"renew the lease of node {name}", renew)
 
