@@ -14,6 +14,8 @@ pods bound by hand to a node that cannot take them) looks like a real cluster.
   used when they tolerate them all for a while; removing the taint in time cancels it.
 * Node status and heartbeats (``kubesched.cluster.nodestatus``): each node is registered (Ready
   and the other conditions, kubelet version, addresses) and its Lease in ``kube-node-lease`` renewed.
+  The kubelet of a node annotated ``kubesched.io/simulate-failure: "true"`` is down: it reports
+  nothing and starts no pod until the annotation goes.
 * Deletion: graceful deletion is the store's (the object goes when the grace period ends); pods
   being deleted on a node that does not exist, or whose grace period is already over, are removed
   at once so that ``kubectl delete`` returns. With a ``termination_delay`` (``kubesched up``), a
@@ -42,7 +44,7 @@ from typing import Any
 from kubesched.api import resources as res
 from kubesched.api.kinds import Kind
 from kubesched.clock import rfc3339
-from kubesched.cluster.nodestatus import LEASE_RENEW_INTERVAL, NodeStatusReporter
+from kubesched.cluster.nodestatus import LEASE_RENEW_INTERVAL, NodeStatusReporter, kubelet_stopped
 from kubesched.cluster.store import ADDED, DELETED, MODIFIED, NODE, POD, ObjectStore, WatchEvent, set_condition
 from kubesched.controllers.util import EventWriter
 from kubesched.framework.types import HostPortInfo, NodeInfo, PodInfo, Taint, Toleration, node_allocatable, parse_time
@@ -375,7 +377,7 @@ class FakeKubelet:
         self._nodes[name] = node
         self._infos.setdefault(name, NodeState(name)).set_node(node)
         self.node_status.node_seen(node)
-        for uid in self._waiting.pop(name, set()):
+        for uid in self._waiting.pop(name, set()) if not kubelet_stopped(node) else ():
             pod = self._on_node.get(name, {}).get(uid)
             if pod is not None:
                 to_admit[uid] = pod
@@ -454,7 +456,7 @@ class FakeKubelet:
             return
         node = (current.get("spec") or {}).get("nodeName") or ""
         info = self._infos.get(node)
-        if info is None or info.node is None or node not in self._nodes:
+        if info is None or info.node is None or node not in self._nodes or kubelet_stopped(info.node):
             self._waiting.setdefault(node, set()).add(meta.get("uid", ""))
             return
         pod_info = PodInfo(current)
