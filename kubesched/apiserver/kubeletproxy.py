@@ -15,11 +15,11 @@ from kubesched.cluster.store import ObjectStore
 
 #: subresource -> (what the client asked to do, what is not there), as the message words them.
 ACTIONS = {
-    "log": ("read the logs of", "no logs to read"),
-    "exec": ("exec into", "no process to run a command in"),
-    "attach": ("attach to", "no process to attach to"),
-    "portforward": ("forward ports to", "no ports to forward"),
-    "proxy": ("proxy to", "nothing listening to proxy to"),
+    "log": ("read the logs of", "there are no logs to read"),
+    "exec": ("exec into", "there is no process to run a command in"),
+    "attach": ("attach to", "there is no process to attach to"),
+    "portforward": ("forward ports to", "there are no ports to forward"),
+    "proxy": ("proxy to", "there is nothing listening to proxy to"),
 }
 
 
@@ -30,4 +30,4 @@ def refuse(store: ObjectStore, kind: Kind, namespace: str | None, name: str | No
     where = f' on node "{node}"' if node else " (not scheduled to a node)"
     action, missing = ACTIONS[subresource]
     return BadRequest(f'cannot {action} pod "{name}" in namespace "{namespace}"{where}: the kubesched simulated '
-                      f"cluster's kubelets run no containers, so there is {missing}", kind=kind.resource, name=name or "")
+                      f"cluster's kubelets run no containers, so {missing}", kind=kind.resource, name=name or "")
