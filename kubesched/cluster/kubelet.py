@@ -377,6 +377,8 @@ class FakeKubelet:
         self._nodes[name] = node
         self._infos.setdefault(name, NodeState(name)).set_node(node)
         self.node_status.node_seen(node)
+        if event.old is not None and kubelet_stopped(event.old) and not kubelet_stopped(node):
+            self._report_ready(name)
         for uid in self._waiting.pop(name, set()) if not kubelet_stopped(node) else ():
             pod = self._on_node.get(name, {}).get(uid)
             if pod is not None:
@@ -532,6 +534,25 @@ class FakeKubelet:
             log.debug("kubelet could not reject %s: %s", meta["name"], e)
             return
         self._record(pod, "Warning", rejection.reason, rejection.message, "kubelet", node)
+
+    def _report_ready(self, node: str) -> None:
+        """A kubelet back from a stop reports its running pods Ready again (the node lifecycle
+        controller marked them not ready meanwhile)."""
+        now = self.store.clock.wall()
+
+        def change(pod: dict) -> None:
+            status = pod.setdefault("status", {})
+            for kind in ("ContainersReady", "Ready"):
+                status["conditions"] = set_condition(status.get("conditions") or [], {"type": kind, "status": "True"}, now)
+
+        for uid, (pod_node, info, _, _) in list(self._running.items()):
+            if pod_node != node:
+                continue
+            meta = info.pod["metadata"]
+            try:
+                self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=uid)
+            except Exception as e:
+                log.debug("kubelet could not report %s ready: %s", meta["name"], e)
 
     # --- deletion ----------------------------------------------------------------------------------
     def _finish_deletion(self, pod: dict, node: str) -> None:

@@ -6,7 +6,8 @@ Every ``nodeMonitorPeriod`` (5 s) each node's last heartbeat is checked: when it
 ``nodeMonitorGracePeriod`` (50 s; ``nodeStartupGracePeriod``, 60 s, for a node that never posted
 Ready) gets its kubelet conditions set to ``Unknown`` (``NodeStatusUnknown``, "Kubelet stopped
 posting node status."), and the ``node.kubernetes.io/unreachable`` taints, NoSchedule and
-NoExecute. The NoExecute taint makes the taint eviction in ``kubesched.cluster.kubelet`` delete
+NoExecute; the node gets a ``NodeNotReady`` event, and each of its pods the Ready condition
+``False`` and a ``NodeNotReady`` warning (``MarkPodsNotReady``). The NoExecute taint makes the taint eviction in ``kubesched.cluster.kubelet`` delete
 its pods once their ``tolerationSeconds`` pass (300 s, which the DefaultTolerationSeconds
 admission adds to every pod). When heartbeats resume and the kubelet posts Ready again, the
 taints go.
@@ -25,10 +26,13 @@ from collections.abc import Callable
 from kubesched.api.kinds import Kind
 from kubesched.clock import rfc3339
 from kubesched.cluster.errors import APIError, NotFound
-from kubesched.cluster.nodestatus import HEALTHY_CONDITIONS, LEASE, NODE, NODE_LEASE_NAMESPACE, kubelet_stopped
+from kubesched.cluster.nodestatus import HEALTHY_CONDITIONS, LEASE, NODE, NODE_LEASE_NAMESPACE, kubelet_stopped, served
 from kubesched.cluster.store import DELETED, ObjectStore, WatchEvent
+from kubesched.controllers.util import EventWriter
 
 log = logging.getLogger(__name__)
+
+POD = served("Pod")
 
 NODE_MONITOR_PERIOD = 5.0
 #: kube-controller-manager's ``--node-monitor-grace-period`` default (50 s since 1.32).
@@ -89,6 +93,7 @@ class NodeLifecycleController:
     def __init__(self, store: ObjectStore, *, monitor_period: float = NODE_MONITOR_PERIOD,
                  grace_period: float = NODE_MONITOR_GRACE_PERIOD, startup_grace_period: float = NODE_STARTUP_GRACE_PERIOD) -> None:
         self.store = store
+        self.events = EventWriter(store, "node-controller")
         self.monitor_period = monitor_period
         self.grace_period = grace_period
         self.startup_grace_period = startup_grace_period
@@ -170,8 +175,32 @@ class NodeLifecycleController:
             grace = self.grace_period if ready is not None else self.startup_grace_period
             if status == "False" or now - self._probe.get(name, now) <= grace:
                 continue
-            if status != "Unknown" or name not in self._tainted:
-                self._write(name, lambda n: self._mark_unknown(n, wall))
+            if status == "Unknown" and name in self._tainted:
+                continue  # already marked
+            if self._write(name, lambda n: self._mark_unknown(n, wall)) and status == "True":
+                self.events(node, "Normal", "NodeNotReady", f"Node {name} status is now: NodeNotReady")
+                self._mark_pods_not_ready(name, wall)
+
+    def _mark_pods_not_ready(self, node: str, now: float) -> None:
+        """``MarkPodsNotReady``: the Ready condition of every pod on the node turns False."""
+        def change(pod: dict) -> None:
+            status = pod.setdefault("status", {})
+            for condition in status.get("conditions") or []:
+                if condition.get("type") == "Ready" and condition.get("status") != "False":
+                    condition["status"] = "False"
+                    condition["lastTransitionTime"] = rfc3339(now)
+
+        for pod in [p for p in self.store.iter_all(POD) if (p.get("spec") or {}).get("nodeName") == node]:
+            meta = pod["metadata"]
+            ready = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"), None)
+            if ready is None or ready.get("status") == "False":
+                continue
+            try:
+                self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=meta.get("uid"))
+            except APIError as e:
+                log.debug("could not mark pod %s/%s not ready: %s", meta.get("namespace"), meta["name"], e)
+                continue
+            self.events(pod, "Warning", "NodeNotReady", "Node is not ready")
 
     def _mark_unknown(self, node: dict, now: float) -> None:
         status = node.setdefault("status", {})
@@ -187,10 +216,12 @@ class NodeLifecycleController:
         else:
             spec.pop("taints", None)
 
-    def _write(self, name: str, change: Callable[[dict], None]) -> None:
+    def _write(self, name: str, change: Callable[[dict], None]) -> bool:
         try:
             self.store.mutate(NODE, None, name, change)
         except NotFound:
-            return
+            return False
         except APIError as e:
             log.warning("node lifecycle controller could not update node %s: %s", name, e)
+            return False
+        return True

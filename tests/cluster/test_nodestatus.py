@@ -20,18 +20,20 @@ from kubesched.cluster.nodestatus import (
     LEASE,
     LEASE_DURATION,
     LEASE_RENEW_INTERVAL,
+    NODE,
     NODE_LEASE_NAMESPACE,
     kubelet_conditions,
     node_addresses,
     node_info,
+    served,
 )
-from kubesched.cluster.store import EVENT, NODE, POD
 from kubesched.config import default_configuration
 from kubesched.framework.types import parse_time
 from kubesched.simulation import simulate
 from tests.controllers.harness import Cluster, run_cluster
 from tests.helpers import make_node, make_pod
 
+POD, EVENT = served("Pod"), served("Event")
 T0 = 1_735_689_600.0  # 2025-01-01T00:00:00Z, the virtual clock's start
 
 
@@ -171,13 +173,19 @@ def test_deleted_running_pod_is_removed_after_the_termination_delay():
 
 
 # --- node failure ------------------------------------------------------------------------------------
+def pod_ready(c: Cluster, name: str) -> str:
+    return next(x["status"] for x in c.store.get(POD, "default", name)["status"]["conditions"] if x["type"] == "Ready")
+
+
 def test_a_node_whose_kubelet_stops_turns_unknown_gets_unreachable_taints_and_recovers():
     async def scenario(c: Cluster) -> None:
         lifecycle = NodeLifecycleController(c.store)
         lifecycle.start()
         try:
             c.add_node("n1")
+            c.store.create(POD, make_pod("web"))
             await c.settle()
+            assert pod_ready(c, "web") == "True"
             c.store.mutate(NODE, None, "n1", lambda n: n["metadata"].setdefault("annotations", {}).update({FAILURE_ANNOTATION: "true"}))
             assert not lifecycle.idle()
             await c.advance(NODE_MONITOR_GRACE_PERIOD - LEASE_RENEW_INTERVAL)
@@ -189,11 +197,15 @@ def test_a_node_whose_kubelet_stops_turns_unknown_gets_unreachable_taints_and_re
             assert {(t["key"], t["effect"]) for t in node["spec"]["taints"]} == {
                 (UNREACHABLE_TAINT_KEY, "NoSchedule"), (UNREACHABLE_TAINT_KEY, "NoExecute")}
             assert lifecycle.idle()
+            assert pod_ready(c, "web") == "False"
+            assert {(e["involvedObject"]["kind"], e["reason"], e["message"]) for e in c.events("NodeNotReady")} == {
+                ("Node", "NodeNotReady", "Node n1 status is now: NodeNotReady"), ("Pod", "NodeNotReady", "Node is not ready")}
             c.store.mutate(NODE, None, "n1", lambda n: n["metadata"]["annotations"].pop(FAILURE_ANNOTATION))
             await c.advance(2 * NODE_MONITOR_PERIOD)
             node = c.store.get(NODE, None, "n1")
             assert conditions_by_type(node)["Ready"]["status"] == "True"
             assert not node["spec"].get("taints")
+            assert pod_ready(c, "web") == "True"
         finally:
             await lifecycle.stop()
 
