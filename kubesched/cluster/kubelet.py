@@ -15,7 +15,8 @@ pods bound by hand to a node that cannot take them) looks like a real cluster.
 * Node status and heartbeats (``kubesched.cluster.nodestatus``): each node is registered (Ready
   and the other conditions, kubelet version, addresses) and its Lease in ``kube-node-lease`` renewed.
   The kubelet of a node annotated ``kubesched.io/simulate-failure: "true"`` is down: it reports
-  nothing and starts no pod until the annotation goes.
+  nothing, starts no pod and confirms no deletion (its pods stay Terminating) until the
+  annotation goes.
 * Deletion: graceful deletion is the store's (the object goes when the grace period ends); pods
   being deleted on a node that does not exist, or whose grace period is already over, are removed
   at once so that ``kubectl delete`` returns. With a ``termination_delay`` (``kubesched up``), a
@@ -290,12 +291,15 @@ class FakeKubelet:
         self._pending.extend((NODE, WatchEvent(ADDED, n)) for n in self.store.iter_all(NODE))
         self._pending.extend((POD, WatchEvent(ADDED, p)) for p in self.store.iter_all(POD))
         self.store.write_hooks.append(self._on_write)
+        self.store.pod_stop_confirmed = self._stop_confirmed
         self.node_status.start()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="fake-kubelet")
 
     async def stop(self) -> None:
         if self._on_write in self.store.write_hooks:
             self.store.write_hooks.remove(self._on_write)
+        if self.store.pod_stop_confirmed == self._stop_confirmed:
+            self.store.pod_stop_confirmed = None
         for eviction in self._evictions.values():
             if eviction.handle is not None:
                 eviction.handle.cancel()
@@ -379,6 +383,9 @@ class FakeKubelet:
         self.node_status.node_seen(node)
         if event.old is not None and kubelet_stopped(event.old) and not kubelet_stopped(node):
             self._report_ready(name)
+            for pod in list(self._on_node.get(name, {}).values()):
+                if pod["metadata"].get("deletionTimestamp"):
+                    self._finish_deletion(pod, name)
         for uid in self._waiting.pop(name, set()) if not kubelet_stopped(node) else ():
             pod = self._on_node.get(name, {}).get(uid)
             if pod is not None:
@@ -535,6 +542,11 @@ class FakeKubelet:
             return
         self._record(pod, "Warning", rejection.reason, rejection.message, "kubelet", node)
 
+    def _stop_confirmed(self, pod: dict) -> bool:
+        """Whether the pod's kubelet is up to report its containers stopped (see the store)."""
+        node = self._nodes.get((pod.get("spec") or {}).get("nodeName") or "")
+        return node is None or not kubelet_stopped(node)
+
     def _report_ready(self, node: str) -> None:
         """A kubelet back from a stop reports its running pods Ready again (the node lifecycle
         controller marked them not ready meanwhile)."""
@@ -560,6 +572,8 @@ class FakeKubelet:
         if node not in self._nodes:
             self._force_delete(pod)
             return
+        if kubelet_stopped(self._nodes[node]):
+            return  # nobody to stop the containers: Terminating until the kubelet is back
         due = parse_time(pod["metadata"].get("deletionTimestamp"))
         if due and due + 1 < self.store.clock.wall():  # past by more than the timestamp's resolution
             self._force_delete(pod)

@@ -100,8 +100,11 @@ def node_info(node: dict) -> dict:
     labels = (node.get("metadata") or {}).get("labels") or {}
     digest = hashlib.sha256(str((node.get("metadata") or {}).get("uid", "")).encode()).hexdigest()
     machine = digest[:32]
-    uuid = f"{machine[:8]}-{machine[8:12]}-{machine[12:16]}-{machine[16:20]}-{machine[20:32]}"
-    info = {"machineID": machine, "systemUUID": uuid, "bootID": digest[32:40] + uuid[8:],
+
+    def as_uuid(hex32: str) -> str:
+        return f"{hex32[:8]}-{hex32[8:12]}-{hex32[12:16]}-{hex32[16:20]}-{hex32[20:32]}"
+
+    info = {"machineID": machine, "systemUUID": as_uuid(machine), "bootID": as_uuid(digest[32:64]),
             "kernelVersion": "", "osImage": "kubesched simulated node", "containerRuntimeVersion": "kubesched://simulated",
             "kubeletVersion": KUBELET_VERSION, "operatingSystem": labels.get("kubernetes.io/os") or "linux",
             "architecture": labels.get("kubernetes.io/arch") or "amd64"}

@@ -229,8 +229,10 @@ FAILURE_MANIFESTS = [
 def test_simulate_a_failed_node_evicts_its_pods_after_the_default_toleration_and_replaces_them_elsewhere():
     result = simulate(FAILURE_MANIFESTS, default_configuration())
     pods = {p["metadata"]["name"]: p for p in result.pods()}
-    assert "bound" not in pods  # evicted after its 300 s default toleration of the unreachable taint
-    web = [p for name, p in pods.items() if name.startswith("web-")]
+    # evicted after its 300 s default toleration of the unreachable taint, and Terminating for good:
+    # no kubelet confirms that its containers stopped
+    assert pods["bound"]["metadata"]["deletionTimestamp"]
+    web = [p for name, p in pods.items() if name.startswith("web-") and not p["metadata"].get("deletionTimestamp")]
     assert len(web) == 2 and {p["spec"]["nodeName"] for p in web} == {"healthy"}
     assert all(p["status"]["phase"] == "Running" for p in web)
     failing = result.store.get(NODE, None, "failing")
@@ -238,3 +240,19 @@ def test_simulate_a_failed_node_evicts_its_pods_after_the_default_toleration_and
     assert result.virtual_seconds > 300
     evictions = [e for e in result.store.iter_all(EVENT) if e.get("reason") == "TaintManagerEviction"]
     assert {e["involvedObject"]["name"] for e in evictions} >= {"bound"}
+
+
+def test_a_pod_deleted_on_a_stopped_node_stays_terminating_until_its_kubelet_is_back():
+    async def scenario(c: Cluster) -> None:
+        c.add_node("n1")
+        c.store.create(POD, make_pod("web"))
+        await c.settle()
+        c.store.mutate(NODE, None, "n1", lambda n: n["metadata"].setdefault("annotations", {}).update({FAILURE_ANNOTATION: "true"}))
+        c.store.delete(POD, "default", "web")
+        await c.advance(60.0)  # twice the 30 s grace period
+        assert c.store.get(POD, "default", "web")["metadata"]["deletionTimestamp"]
+        c.store.mutate(NODE, None, "n1", lambda n: n["metadata"]["annotations"].pop(FAILURE_ANNOTATION))
+        await c.advance(1.0)
+        assert c.store.try_get(POD, "default", "web") is None
+
+    run_cluster(scenario, controllers=False)
