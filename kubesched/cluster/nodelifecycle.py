@@ -12,8 +12,8 @@ its pods once their ``tolerationSeconds`` pass (300 s, which the DefaultTolerati
 admission adds to every pod). When heartbeats resume and the kubelet posts Ready again, the
 taints go.
 
-A node whose Ready condition is ``False`` (modelled in a manifest) is left as it is: the controller
-reacts to lost heartbeats only. Simulate a crashed node with the ``kubesched.io/simulate-failure``
+The controller reacts to lost heartbeats only: a node whose kubelet posts Ready ``False`` (modelled
+in a manifest) gets no ``not-ready`` taints. Simulate a crashed node with the ``kubesched.io/simulate-failure``
 annotation (``kubesched.cluster.nodestatus``).
 """
 
@@ -173,7 +173,7 @@ class NodeLifecycleController:
                 self._write(name, lambda n: self._set_taints(n, False, wall))
                 continue
             grace = self.grace_period if ready is not None else self.startup_grace_period
-            if status == "False" or now - self._probe.get(name, now) <= grace:
+            if now - self._probe.get(name, now) <= grace:
                 continue
             if status == "Unknown" and name in self._tainted:
                 continue  # already marked

@@ -256,3 +256,33 @@ def test_a_pod_deleted_on_a_stopped_node_stays_terminating_until_its_kubelet_is_
         assert c.store.try_get(POD, "default", "web") is None
 
     run_cluster(scenario, controllers=False)
+
+
+@pytest.mark.parametrize("annotations, conditions, after, expected_ready, tainted", [
+    pytest.param({}, [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}], 300.0,
+                 ("False", "KubeletNotReady"), False, id="a modelled NotReady node with a live kubelet is left alone"),
+    pytest.param({FAILURE_ANNOTATION: "true"}, [], 55.0, None, False,
+                 id="a node that never posted waits out the startup grace period"),
+    pytest.param({FAILURE_ANNOTATION: "true"}, [], 70.0, ("Unknown", "NodeStatusNeverUpdated"), True,
+                 id="a node that never posted is unknown after the startup grace period"),
+    pytest.param({FAILURE_ANNOTATION: "True"}, [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}], 70.0,
+                 ("Unknown", "NodeStatusUnknown"), True, id="a NotReady node whose kubelet stops turns unknown"),
+])
+def test_node_lifecycle_decisions(annotations, conditions, after, expected_ready, tainted):
+    async def scenario(c: Cluster) -> None:
+        lifecycle = NodeLifecycleController(c.store)
+        lifecycle.start()
+        try:
+            node = make_node("n1")
+            node["metadata"]["annotations"] = annotations
+            node["status"]["conditions"] = conditions
+            c.store.create(NODE, node)
+            await c.advance(after)
+            node = c.store.get(NODE, None, "n1")
+            ready = conditions_by_type(node).get("Ready") if node["status"].get("conditions") else None
+            assert (None if ready is None else (ready["status"], ready["reason"])) == expected_ready
+            assert any(t["key"] == UNREACHABLE_TAINT_KEY for t in node["spec"].get("taints") or []) is tainted
+        finally:
+            await lifecycle.stop()
+
+    run_cluster(scenario, controllers=False)
