@@ -32,7 +32,8 @@ class Kind:
 KINDS: tuple[Kind, ...] = (
     Kind("Namespace", "", "v1", "namespaces", False, ("ns",), (), ("status", "finalize")),
     Kind("Node", "", "v1", "nodes", False, ("no",), (), ("status",)),
-    Kind("Pod", "", "v1", "pods", True, ("po",), ("all",), ("status", "binding", "eviction")),
+    Kind("Pod", "", "v1", "pods", True, ("po",), ("all",),
+         ("status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy")),
     Kind("Event", "", "v1", "events", True, ("ev",)),
     Kind("Service", "", "v1", "services", True, ("svc",), ("all",), ("status",)),
     Kind("PersistentVolume", "", "v1", "persistentvolumes", False, ("pv",), (), ("status",)),

@@ -29,6 +29,11 @@ SUBRESOURCES: dict[str, tuple[str, str, str | None, list[str]]] = {
     "binding": ("", "v1", "Binding", ["create"]),
     "eviction": ("policy", "v1", "Eviction", ["create"]),
     "finalize": ("", "", None, ["update"]),
+    "log": ("", "", "Pod", ["get"]),
+    "exec": ("", "", "PodExecOptions", ["create", "get"]),
+    "attach": ("", "", "PodAttachOptions", ["create", "get"]),
+    "portforward": ("", "", "PodPortForwardOptions", ["create", "get"]),
+    "proxy": ("", "", "PodProxyOptions", ["create", "delete", "get", "patch", "update"]),
 }
 
 

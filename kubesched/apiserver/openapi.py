@@ -76,6 +76,14 @@ def _body_definition(kind: Kind, sub: str) -> str:
     return name
 
 
+def _documented_subresources(kind: Kind) -> list[str]:
+    """The subresources whose requests have a body schema. The streaming ones the kubelet serves
+    (log, exec, attach, portforward, proxy) carry options in the query and answer plain text; the
+    embedded cluster refuses them, so the documents leave them out."""
+    return [sub for sub in kind.subresources
+            if SUBRESOURCES[sub][2] is None or definition_name(*SUBRESOURCES[sub][:3]) is not None]
+
+
 def _references(schema: Any) -> Iterable[str]:
     if isinstance(schema, dict):
         target = ref_name(schema)
@@ -233,7 +241,7 @@ def _paths(spelling: _Spelling, kind: Kind) -> dict[str, Any]:
             "delete": op("delete", f"delete{name}", body=_DELETE_OPTIONS, response=_STATUS, query=("dryRun",)),
             "parameters": _path_parameters(spelling, kind, named=True)}
     paths = {prefix: collection, f"{prefix}/{{name}}": item}
-    for sub in kind.subresources:
+    for sub in _documented_subresources(kind):
         paths[f"{prefix}/{{name}}/{sub}"] = _subresource_path(spelling, kind, sub, name)
     return paths
 
@@ -271,7 +279,7 @@ def _definition_names(kinds: Iterable[Kind]) -> list[str]:
         names.append(schema)
         if _has(f"{schema}List"):
             names.append(f"{schema}List")
-        names += [_body_definition(kind, sub) for sub in kind.subresources]
+        names += [_body_definition(kind, sub) for sub in _documented_subresources(kind)]
     return closure(names)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from aiohttp import web
 from kubesched.api.apierrors import APIError, BadRequest, Gone, Timeout
 from kubesched.api.kinds import Kind, kind_for_resource
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
-from kubesched.apiserver import bounds, codec, discovery, openapi, openapi_proto, tables
+from kubesched.apiserver import bounds, codec, discovery, kubeletproxy, metrics, openapi, openapi_proto, tables
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
 from kubesched.apiserver.store import ObjectStore
@@ -68,6 +69,8 @@ class APIServer:
         self._encoded: dict[tuple, bytes] = {}
         self._watches: set[asyncio.Task] = set()
         self.requests = 0
+        #: Extra exposition text appended to ``/metrics`` (``kubesched up`` adds the scheduler's).
+        self.metrics_sources: list[Callable[[], bytes]] = []
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
@@ -153,7 +156,8 @@ class APIServer:
         path = request.path
         parts = [p for p in path.split("/") if p]
         if not parts:
-            return _json(200, {"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/openapi/v2", "/openapi/v3", "/version"]})
+            return _json(200, {"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/metrics", "/readyz", "/openapi/v2",
+                                         "/openapi/v3", "/version"]})
         head = parts[0]
         if head in ("api", "apis"):
             target = _parse_resource(parts)
@@ -164,6 +168,9 @@ class APIServer:
             return _json(200, discovery.VERSION)
         if head in ("healthz", "livez", "readyz"):
             return web.Response(text="ok", content_type="text/plain")
+        if head == "metrics" and len(parts) == 1:
+            body = metrics.render(self.store, self.metrics_sources)
+            return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
         if head == "openapi":
             return self._openapi(request)
         raise NotFoundPath()
@@ -210,6 +217,8 @@ class APIServer:
 
     async def _resource(self, request: web.Request, kind: Kind, namespace: str | None, name: str | None,
                         subresource: str | None, watch_path: bool) -> web.StreamResponse:
+        if subresource in kubeletproxy.ACTIONS:
+            raise kubeletproxy.refuse(self.store, kind, namespace, name, subresource)
         method = request.method
         query = request.query
         body = await request.read() if request.can_read_body else b""

@@ -144,6 +144,10 @@ class ObjectStore:
         self.progress = [0, 0, 0]
         #: Called as hook(rv, kind, event) after each committed write (persistence, metrics).
         self.write_hooks: list[Callable[[int, Kind, WatchEvent], None]] = []
+        #: Whether a terminating pod's kubelet can confirm that its containers stopped (the fake
+        #: kubelet sets it); when it cannot (its node is down), the pod stays Terminating past its
+        #: grace period, as in a real cluster.
+        self.pod_stop_confirmed: Callable[[dict], bool] | None = None
         for ns in DEFAULT_NAMESPACES:
             self._bootstrap(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         for pc in admission.SYSTEM_PRIORITY_CLASSES:
@@ -552,6 +556,8 @@ class ObjectStore:
         if current is None or current["metadata"].get("uid") != uid:
             return
         if current["metadata"].get("finalizers"):
+            return
+        if kind == POD and self.pod_stop_confirmed is not None and not self.pod_stop_confirmed(current):
             return
         self._remove(kind, current)
 

@@ -12,9 +12,16 @@ pods bound by hand to a node that cannot take them) looks like a real cluster.
 * Taint eviction (upstream ``pkg/controller/tainteviction``): pods on a node with NoExecute taints
   they do not tolerate are deleted, after the smallest ``tolerationSeconds`` of the tolerations
   used when they tolerate them all for a while; removing the taint in time cancels it.
+* Node status and heartbeats (``kubesched.simulator.nodestatus``): each node is registered (Ready
+  and the other conditions, kubelet version, addresses) and its Lease in ``kube-node-lease`` renewed.
+  The kubelet of a node annotated ``kubesched.io/simulate-failure: "true"`` is down: it reports
+  nothing, starts no pod and confirms no deletion (its pods stay Terminating) until the
+  annotation goes.
 * Deletion: graceful deletion is the store's (the object goes when the grace period ends); pods
   being deleted on a node that does not exist, or whose grace period is already over, are removed
-  at once so that ``kubectl delete`` returns.
+  at once so that ``kubectl delete`` returns. With a ``termination_delay`` (``kubesched up``), a
+  running pod's containers "stop" after that many seconds and the pod is removed then, instead of
+  lingering for its whole grace period.
 * Orphans (upstream PodGC's ``gcOrphaned``): pods bound to a node that has been missing for 40
   seconds are marked Failed with a DisruptionTarget condition (``DeletionByPodGC``) and deleted.
   Upstream checks every 20 seconds, so it takes 40 to 60 seconds there; here exactly 40.
@@ -48,6 +55,7 @@ from kubesched.scheduler.plugins.nodeports.node_ports import fits_ports
 from kubesched.scheduler.plugins.noderesources.fit import fits, pod_fit_request
 from kubesched.scheduler.plugins.tainttoleration.taint_toleration import find_untolerated_taint
 from kubesched.simulator.controllers.util import EventWriter
+from kubesched.simulator.nodestatus import LEASE_RENEW_INTERVAL, NodeStatusReporter, kubelet_stopped
 from kubesched.utils.clock import rfc3339
 
 log = logging.getLogger(__name__)
@@ -236,9 +244,14 @@ class _IPPool:
 class FakeKubelet:
     """Every node's kubelet and the taint eviction controller; see the module docstring."""
 
-    def __init__(self, store: ObjectStore, *, events: bool = True) -> None:
+    def __init__(self, store: ObjectStore, *, events: bool = True, termination_delay: float | None = None,
+                 lease_renew_interval: float = LEASE_RENEW_INTERVAL) -> None:
         self.store = store
         self.events = events
+        #: Seconds a deleted running pod takes to stop; None waits for its grace period.
+        self.termination_delay = termination_delay
+        self.node_status = NodeStatusReporter(store, renew_interval=lease_renew_interval)
+        self._terminating: dict[str, asyncio.TimerHandle] = {}
         self._pending: deque[tuple[Kind, WatchEvent]] = deque()
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
@@ -265,26 +278,34 @@ class FakeKubelet:
         self._pending.extend((NODE, WatchEvent(ADDED, n)) for n in self.store.iter_all(NODE))
         self._pending.extend((POD, WatchEvent(ADDED, p)) for p in self.store.iter_all(POD))
         self.store.write_hooks.append(self._on_write)
+        self.store.pod_stop_confirmed = self._stop_confirmed
+        self.node_status.start()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="fake-kubelet")
 
     async def stop(self) -> None:
         if self._on_write in self.store.write_hooks:
             self.store.write_hooks.remove(self._on_write)
+        if self.store.pod_stop_confirmed == self._stop_confirmed:
+            self.store.pod_stop_confirmed = None
         for eviction in self._evictions.values():
             if eviction.handle is not None:
                 eviction.handle.cancel()
         self._evictions.clear()
-        for handle in self._quarantined.values():
+        for handle in (*self._quarantined.values(), *self._terminating.values()):
             handle.cancel()
         self._quarantined.clear()
+        self._terminating.clear()
+        self.node_status.stop()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
     def idle(self) -> bool:
-        """Nothing to process and no eviction or orphan collection waiting for its time."""
-        return not self._pending and not self._busy and not self._evictions and not self._quarantined
+        """Nothing to process and no eviction, orphan collection or termination waiting for its
+        time (lease renewals go on forever, so they do not count)."""
+        return (not self._pending and not self._busy and not self._evictions and not self._quarantined
+                and not self._terminating)
 
     def _on_write(self, _rv: int, kind: Kind, event: WatchEvent) -> None:
         if kind is POD or kind is NODE:
@@ -330,6 +351,7 @@ class FakeKubelet:
         node = event.object
         name = node["metadata"]["name"]
         if event.type == DELETED:
+            self.node_status.node_gone(name)
             self._nodes.pop(name, None)
             self._tainted.pop(name, None)
             if name in self._infos:
@@ -345,7 +367,13 @@ class FakeKubelet:
             handle.cancel()
         self._nodes[name] = node
         self._infos.setdefault(name, NodeState(name)).set_node(node)
-        for uid in self._waiting.pop(name, set()):
+        self.node_status.node_seen(node)
+        if event.old is not None and kubelet_stopped(event.old) and not kubelet_stopped(node):
+            self._report_ready(name)
+            for pod in list(self._on_node.get(name, {}).values()):
+                if pod["metadata"].get("deletionTimestamp"):
+                    self._finish_deletion(pod, name)
+        for uid in self._waiting.pop(name, set()) if not kubelet_stopped(node) else ():
             pod = self._on_node.get(name, {}).get(uid)
             if pod is not None:
                 to_admit[uid] = pod
@@ -361,6 +389,9 @@ class FakeKubelet:
         uid, node = meta.get("uid", ""), spec.get("nodeName") or ""
         if event.type == DELETED:
             self._forget(uid, node)
+            handle = self._terminating.pop(uid, None)
+            if handle is not None:
+                handle.cancel()
             self._cancel_eviction((meta.get("namespace") or "", meta["name"]), event=False)
             to_admit.pop(uid, None)
             taint_checks.pop(uid, None)
@@ -421,7 +452,7 @@ class FakeKubelet:
             return
         node = (current.get("spec") or {}).get("nodeName") or ""
         info = self._infos.get(node)
-        if info is None or info.node is None or node not in self._nodes:
+        if info is None or info.node is None or node not in self._nodes or kubelet_stopped(info.node):
             self._waiting.setdefault(node, set()).add(meta.get("uid", ""))
             return
         pod_info = PodInfo(current)
@@ -431,10 +462,11 @@ class FakeKubelet:
             return
         host_network = bool((current.get("spec") or {}).get("hostNetwork"))
         pool = None if host_network else self._pool_for(node)
-        ip = _node_ip(info.node) if host_network else pool.allocate()  # type: ignore[union-attr]
+        host_ip = _node_ip(info.node) or self.node_status.internal_ip(node)
+        ip = host_ip if host_network else pool.allocate()  # type: ignore[union-attr]
         self._account(current, node, ip if pool is not None else None, pool, pod_info)
         try:
-            self.store.mutate(POD, meta.get("namespace"), meta["name"], lambda p: self._start(p, info.node, ip),
+            self.store.mutate(POD, meta.get("namespace"), meta["name"], lambda p: self._start(p, host_ip, ip),
                               expect_uid=meta.get("uid"))
         except Exception as e:
             log.debug("kubelet could not start %s: %s", meta["name"], e)
@@ -452,13 +484,12 @@ class FakeKubelet:
             pool = self._pools[cidr] = _IPPool(network, 2 if network.num_addresses > 4 else 0)
         return pool
 
-    def _start(self, pod: dict, node: dict | None, ip: str | None) -> None:
+    def _start(self, pod: dict, host_ip: str | None, ip: str | None) -> None:
         now = self.store.clock.wall()
         stamp = rfc3339(now)
         status = pod.setdefault("status", {})
         status["phase"] = "Running"
         status.setdefault("startTime", stamp)
-        host_ip = _node_ip(node)
         if host_ip:
             status["hostIP"] = host_ip
             status["hostIPs"] = [{"ip": host_ip}]
@@ -498,14 +529,51 @@ class FakeKubelet:
             return
         self._record(pod, "Warning", rejection.reason, rejection.message, "kubelet", node)
 
+    def _stop_confirmed(self, pod: dict) -> bool:
+        """Whether the pod's kubelet is up to report its containers stopped (see the store)."""
+        node = self._nodes.get((pod.get("spec") or {}).get("nodeName") or "")
+        return node is None or not kubelet_stopped(node)
+
+    def _report_ready(self, node: str) -> None:
+        """A kubelet back from a stop reports its running pods Ready again (the node lifecycle
+        controller marked them not ready meanwhile)."""
+        now = self.store.clock.wall()
+
+        def change(pod: dict) -> None:
+            status = pod.setdefault("status", {})
+            for kind in ("ContainersReady", "Ready"):
+                status["conditions"] = set_condition(status.get("conditions") or [], {"type": kind, "status": "True"}, now)
+
+        for uid, (pod_node, info, _, _) in list(self._running.items()):
+            if pod_node != node:
+                continue
+            meta = info.pod["metadata"]
+            try:
+                self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=uid)
+            except Exception as e:
+                log.debug("kubelet could not report %s ready: %s", meta["name"], e)
+
     # --- deletion ----------------------------------------------------------------------------------
     def _finish_deletion(self, pod: dict, node: str) -> None:
         """Terminating pods with no kubelet to wait for, or past their grace period, go now."""
         if node not in self._nodes:
             self._force_delete(pod)
             return
+        if kubelet_stopped(self._nodes[node]):
+            return  # nobody to stop the containers: Terminating until the kubelet is back
         due = parse_time(pod["metadata"].get("deletionTimestamp"))
         if due and due + 1 < self.store.clock.wall():  # past by more than the timestamp's resolution
+            self._force_delete(pod)
+            return
+        uid = pod["metadata"].get("uid", "")
+        if self.termination_delay is not None and uid not in self._terminating:
+            self._terminating[uid] = asyncio.get_running_loop().call_later(self.termination_delay, self._terminated, _key(pod), uid)
+
+    def _terminated(self, key: tuple[str, str], uid: str) -> None:
+        """The containers have stopped: remove the pod unless finalizers still hold it."""
+        self._terminating.pop(uid, None)
+        pod = self.store.try_get(POD, key[0] or None, key[1])
+        if pod is not None and pod["metadata"].get("uid") == uid and not pod["metadata"].get("finalizers"):
             self._force_delete(pod)
 
     def _force_delete(self, pod: dict) -> None:

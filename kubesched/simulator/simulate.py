@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from kubesched.api.kinds import EVENT, POD, Kind, kind_for
 from kubesched.api.watch import DELETED, WatchEvent
@@ -25,11 +25,9 @@ from kubesched.scheduler.framework.preemption_report import PreemptionObserver, 
 from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.schedule_one import Attempt
 from kubesched.scheduler.scheduler import WATCHED_KINDS, Scheduler
-from kubesched.simulator.controllers import start_all
-from kubesched.simulator.kubelet import FakeKubelet
-from kubesched.simulator.resourceclaims import FakeResourceClaimController
+from kubesched.simulator.components import ComponentOptions, Components, start_components
+from kubesched.simulator.nodestatus import LEASE_DURATION
 from kubesched.simulator.virtualtime import run_virtual
-from kubesched.simulator.volumes import FakeVolumeController
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
 #: Creation order: what others refer to first, pods last (as ``kubectl apply`` of a well-formed
@@ -42,11 +40,19 @@ _ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSIDriver", "Persistent
 #: period of the flush that checks it, plus a second for the backoff flush to move it on.
 UNSCHEDULABLE_FLUSH = DEFAULT_POD_MAX_IN_UNSCHEDULABLE + UNSCHEDULABLE_FLUSH_PERIOD + 1.0
 POLL = 0.1
+#: The components beside the scheduler. Owner references from exported manifests cannot match new
+#: uids, so dangling dependents are not collected; deleted pods take their full grace period. Node
+#: Leases are renewed once per lease duration instead of four times: a lease renewed that often
+#: never expires, nor does the node lifecycle's grace period run out, and on a large cluster
+#: waiting out unschedulable pods for ten virtual minutes the renewals would otherwise cost more
+#: than the scheduling.
+SIMULATION_COMPONENTS = ComponentOptions(collect_dangling=False, lease_renew_interval=LEASE_DURATION)
 #: The store's kinds, typed as always there (the store asserts it).
 POD_KIND, EVENT_KIND = cast(Kind, POD), cast(Kind, EVENT)
 #: Kinds something in the simulation reads: the scheduler's informers, and the controllers (which
-#: read Deployments on top of what the scheduler watches). Other objects are kept, not acted on.
-ACTED_ON = frozenset(WATCHED_KINDS) | {"Deployment"}
+#: read Deployments, and node Leases for the node lifecycle, on top of what the scheduler watches).
+#: Other objects are kept, not acted on.
+ACTED_ON = frozenset(WATCHED_KINDS) | {"Deployment", "Lease"}
 #: Why a served kind is not acted on, when there is more to say than "nothing reads it".
 NOT_ACTED_ON_BECAUSE = {
     "DaemonSet": "the simulation runs no DaemonSet controller, so its pods are not created",
@@ -232,7 +238,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     store.write_hooks.append(lambda _rv, kind, event: _record_removal(result, kind, event))
     if progress is not None:
         _report_progress(store, progress)
-    components = start_cluster_components(store)
+    components = start_components(store, SIMULATION_COMPONENTS)
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
                       on_attempt=result.attempts.append if explain else None, fast_paths=fast_paths,
                       preemption_observer=preemption_recorder(result, explain))
@@ -246,8 +252,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
         await sched.stop()
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
-        for component in components:
-            await component.stop()
+        await components.stop()
     return result
 
 
@@ -275,19 +280,7 @@ def preemption_recorder(result: SimulationResult, explain: bool) -> PreemptionOb
     return PreemptionObserver(on_preemption, record_candidates=explain)
 
 
-def start_cluster_components(store: ObjectStore) -> list[Any]:
-    """What runs beside the scheduler in a real cluster: the kubelet, the workload controllers, the
-    PV controller with a provisioner, and the ResourceClaim controller. Owner references from
-    exported manifests cannot match new uids, so dangling dependents are not collected."""
-    kubelet = FakeKubelet(store)
-    volumes = FakeVolumeController(store)
-    claims = FakeResourceClaimController(store)
-    for component in (kubelet, volumes, claims):
-        component.start()
-    return [kubelet, volumes, claims, start_all(store, collect_dangling=False)]
-
-
-async def settle(sched: Scheduler, store: ObjectStore, components: list[Any]) -> None:
+async def settle(sched: Scheduler, store: ObjectStore, components: Components) -> None:
     """Return once nothing can change any more: the cluster is quiet with no pod left
     unschedulable, or nothing was created, bound or deleted for two unschedulable flushes, whether
     the cluster went quiet meanwhile or work kept going (pods failing with errors retry forever, as
@@ -307,9 +300,8 @@ async def settle(sched: Scheduler, store: ObjectStore, components: list[Any]) ->
         await asyncio.sleep(UNSCHEDULABLE_FLUSH)
 
 
-def _quiet(sched: Scheduler, store: ObjectStore, components: list[Any]) -> bool:
-    return not (sched.busy() or store.pending_timers or store.watch_events_pending()
-                or any(not c.idle() for c in components))
+def _quiet(sched: Scheduler, store: ObjectStore, components: Components) -> bool:
+    return not (sched.busy() or store.pending_timers or store.watch_events_pending() or not components.idle())
 
 
 def _report_progress(store: ObjectStore, progress: ProgressCallback) -> None:

@@ -3,12 +3,14 @@
 Pieces, all on one event loop:
 
 * the API server (``kubesched.apiserver``) on the object store, optionally durable in SQLite;
-* the fake kubelet (``kubesched.simulator.kubelet``): admission, Running pods, taint eviction;
-* the controllers (``kubesched.simulator.controllers``: Deployment, ReplicaSet, StatefulSet, GC);
-* a terminator that finishes graceful deletions once "containers have stopped" (a short delay
-  instead of the full grace period, so ``kubectl delete`` returns promptly);
+* the cluster components ``kubesched simulate`` runs too (``kubesched.simulator.components``): the
+  fake kubelets (node status and Leases, admission, Running pods, taint eviction), the node
+  lifecycle controller, the PersistentVolume and ResourceClaim controllers and the workload
+  controllers. Here the kubelet finishes graceful deletions once "containers have stopped" (a
+  short delay instead of the full grace period, so ``kubectl delete`` returns promptly);
 * the scheduler, talking to the API server **over HTTP** with ``kubesched.client.kube.KubeClient``,
-  exactly as it would to a real cluster.
+  exactly as it would to a real cluster. Its metrics are served by the API server's ``/metrics``
+  after the server's own (``kubectl get --raw /metrics``).
 
 ``Cluster`` is the programmatic entry point (``async with Cluster(options) as c``); ``run`` is what
 the CLI calls.
@@ -23,11 +25,10 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from prometheus_client import disable_created_metrics
 
 from kubesched.api.apierrors import AlreadyExists, APIError
-from kubesched.api.kinds import POD
-from kubesched.api.watch import ADDED, MODIFIED, WatchEvent
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.apiserver.store import ObjectStore
@@ -36,8 +37,8 @@ from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.scheduler import Scheduler
-from kubesched.simulator.controllers import Controllers, start_all
-from kubesched.simulator.kubelet import FakeKubelet
+from kubesched.scheduler.serving.app import render_metrics
+from kubesched.simulator.components import ComponentOptions, Components, start_components
 from kubesched.utils.clock import RealClock
 
 log = logging.getLogger(__name__)
@@ -60,48 +61,6 @@ class UpOptions:
     controllers: bool = True
     kubelet: bool = True
     bookmark_interval: float = 60.0
-
-
-class PodTerminator:
-    """Finish graceful pod deletions as a kubelet does once containers exit: a pod with a
-    ``deletionTimestamp`` is removed (grace period 0) after ``delay`` seconds, instead of lingering
-    for its whole ``terminationGracePeriodSeconds``."""
-
-    def __init__(self, store: ObjectStore, delay: float) -> None:
-        self.store = store
-        self.delay = delay
-        self._pending: set[str] = set()
-
-    def start(self) -> None:
-        self.store.write_hooks.append(self._on_write)
-        for pod in list(self.store.iter_all(POD)):
-            self._consider(pod)
-
-    def stop(self) -> None:
-        with contextlib.suppress(ValueError):
-            self.store.write_hooks.remove(self._on_write)
-
-    def _on_write(self, _rv: int, kind: Any, event: WatchEvent) -> None:
-        if kind == POD and event.type in (ADDED, MODIFIED):
-            self._consider(event.object)
-
-    def _consider(self, pod: dict) -> None:
-        meta = pod["metadata"]
-        uid = meta.get("uid", "")
-        if not meta.get("deletionTimestamp") or uid in self._pending:
-            return
-        self._pending.add(uid)
-        asyncio.get_running_loop().call_later(self.delay, self._finish, meta.get("namespace"), meta["name"], uid)
-
-    def _finish(self, namespace: str | None, name: str, uid: str) -> None:
-        self._pending.discard(uid)
-        pod = self.store.try_get(POD, namespace, name)
-        if pod is None or pod["metadata"].get("uid") != uid or pod["metadata"].get("finalizers"):
-            return
-        try:
-            self.store.delete(POD, namespace, name, grace_period=0, uid=uid)
-        except APIError as e:
-            log.debug("could not finish deleting %s/%s: %s", namespace, name, e)
 
 
 def create_objects(server: APIServer, objects: list[dict]) -> tuple[int, list[str]]:
@@ -131,9 +90,7 @@ class Cluster:
         self.store = ObjectStore(RealClock(), seed=options.seed)
         self.server = APIServer(self.store, host=options.host, port=options.port, data=options.data,
                                 bookmark_interval=options.bookmark_interval, garbage_collect=not options.controllers)
-        self.kubelet: FakeKubelet | None = None
-        self.terminator: PodTerminator | None = None
-        self.controllers: Controllers | None = None
+        self.components: Components | None = None
         self.client: KubeClient | None = None
         self.scheduler: Scheduler | None = None
         self.kubeconfig: Path | None = None
@@ -152,17 +109,16 @@ class Cluster:
         await self.server.start()
         if opts.kubeconfig_out:
             self.kubeconfig = self.server.write_kubeconfig(opts.kubeconfig_out)
-        if opts.kubelet:
-            self.kubelet = FakeKubelet(self.store)
-            self.kubelet.start()
-            self.terminator = PodTerminator(self.store, opts.termination_delay)
-            self.terminator.start()
-        if opts.controllers:
-            self.controllers = start_all(self.store)
-        if opts.objects:
-            _, self.problems = create_objects(self.server, opts.objects)
+        self.components = start_components(self.store, ComponentOptions(
+            kubelet=opts.kubelet, controllers=opts.controllers, termination_delay=opts.termination_delay))
+        pods = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) == ("v1", "Pod")]
+        others = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) != ("v1", "Pod")]
+        self.problems = create_objects(self.server, others)[1]
         if opts.scheduler:
             await self._start_scheduler()
+        # Pods last, once the scheduler has synced the nodes, all in one loop turn and in manifest
+        # order: its queue then holds them as ``simulate``'s does, so the two place them alike.
+        self.problems += create_objects(self.server, pods)[1]
 
     async def _start_scheduler(self) -> None:
         opts = self.options
@@ -171,7 +127,10 @@ class Cluster:
         cfg = opts.config or config_module.default_configuration(feature_gates=opts.feature_gates)
         self.client = KubeClient.for_server(self.server.url, token="kubesched")
         await wait_ready(self.client)
-        self.scheduler = Scheduler(self.client, cfg, registry=opts.registry, seed=opts.seed, feature_gates=opts.feature_gates)
+        disable_created_metrics()  # no ``*_created`` series: upstream's registry has none
+        self.scheduler = sched = Scheduler(self.client, cfg, registry=opts.registry, seed=opts.seed,
+                                           feature_gates=opts.feature_gates)
+        self.server.metrics_sources.append(lambda: render_metrics(sched))
         await self.scheduler.start()
         self._runner = asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler")
 
@@ -183,12 +142,8 @@ class Cluster:
             await asyncio.gather(self._runner, return_exceptions=True)
         if self.client is not None:
             await self.client.close()
-        if self.controllers is not None:
-            await self.controllers.stop()
-        if self.terminator is not None:
-            self.terminator.stop()
-        if self.kubelet is not None:
-            await self.kubelet.stop()
+        if self.components is not None:
+            await self.components.stop()
         await self.server.stop()
 
     async def __aenter__(self) -> Cluster:
@@ -206,8 +161,7 @@ def banner(cluster: Cluster) -> str:
     if cluster.kubeconfig is not None:
         lines.append(f"kubeconfig written to {cluster.kubeconfig}")
         lines.append(f"  export KUBECONFIG={cluster.kubeconfig}    # then: kubectl get nodes,pods -o wide")
-    parts = [p for p, on in (("scheduler", cluster.scheduler is not None), ("kubelet", cluster.kubelet is not None),
-                             ("controllers", cluster.controllers is not None)) if on]
+    parts = (["scheduler"] if cluster.scheduler is not None else []) + (cluster.components.names() if cluster.components else [])
     lines.append("running: API server" + "".join(f", {p}" for p in parts))
     for problem in cluster.problems:
         lines.append(f"warning: {problem}")

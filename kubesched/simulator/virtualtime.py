@@ -59,22 +59,10 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
 
 
 def run_virtual(main: Coroutine[Any, Any, T]) -> T:
-    """Run ``main`` to completion on a fresh VirtualTimeLoop."""
-    loop = VirtualTimeLoop()
-    try:
-        asyncio.set_event_loop(loop)
-        return loop.run_until_complete(main)
-    finally:
-        try:
-            _cancel_remaining(loop)
-        finally:
-            asyncio.set_event_loop(None)
-            loop.close()
+    """Run ``main`` to completion on a fresh VirtualTimeLoop.
 
-
-def _cancel_remaining(loop: asyncio.AbstractEventLoop) -> None:
-    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-    for task in pending:
-        task.cancel()
-    if pending:
-        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    asyncio's Runner turns Ctrl-C into the cancellation of ``main`` (then a KeyboardInterrupt
+    here), so the interrupt never lands inside some other task, and it cancels whatever ``main``
+    left running before the loop closes."""
+    with asyncio.Runner(loop_factory=VirtualTimeLoop) as runner:
+        return runner.run(main)

@@ -31,6 +31,7 @@ def test_aggregated_discovery():
     core = discovery.aggregated(True)["items"]
     assert len(core) == 1 and core[0]["versions"][0]["version"] == "v1"
     pods = next(r for r in core[0]["versions"][0]["resources"] if r["resource"] == "pods")
-    assert pods["scope"] == "Namespaced" and {s["subresource"] for s in pods["subresources"]} == {"status", "binding", "eviction"}
+    assert pods["scope"] == "Namespaced" and {s["subresource"] for s in pods["subresources"]} == {
+        "status", "binding", "eviction", "log", "exec", "attach", "portforward", "proxy"}
     assert discovery.wants_aggregated("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json") == "v2"
     assert discovery.wants_aggregated("application/json, */*") is None

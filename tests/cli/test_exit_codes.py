@@ -151,12 +151,12 @@ def test_explain_accepts_namespace_slash_name(capsys):
 
 
 def test_explain_of_a_preemptor_shows_the_candidates_and_victims(capsys):
-    assert main(["explain", "-f", str(ROOT / "examples" / "preemption"), "web-664fcd4b6c-9wj8z"]) == 0
+    assert main(["explain", "-f", str(ROOT / "examples" / "preemption"), "web-664fcd4b6c-zwxms"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[:2] == [
-        "Pod default/web-664fcd4b6c-9wj8z: scheduled to node-2 (attempt 2 of 2; 1 feasible of 1 nodes)",
+        "Pod default/web-664fcd4b6c-zwxms: scheduled to node-2 (attempt 2 of 2; 1 feasible of 1 nodes)",
         "Passed every filter: node-2 (not scored: with one feasible node, or no Score plugin, the scheduler skips scoring)"]
-    assert "Pod default/web-664fcd4b6c-9wj8z: no node fits (attempt 1 of 2; 0 feasible of 3 nodes)" in out
+    assert "Pod default/web-664fcd4b6c-zwxms: no node fits (attempt 1 of 2; 0 feasible of 3 nodes)" in out
     assert "Preemption: nominated to node-2, evicting default/etl-b1 (decided by: only candidate)" in out
     assert "  * node-2: victims default/etl-b1; PDB violations 1" in out
     assert "    node-1: not a candidate (Insufficient cpu)" in out

@@ -16,7 +16,8 @@ from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config import default_configuration
 from kubesched.scheduler.scheduler import Scheduler
-from kubesched.simulator.simulate import SimulationResult, simulate, start_cluster_components
+from kubesched.simulator.components import start_components
+from kubesched.simulator.simulate import SIMULATION_COMPONENTS, SimulationResult, simulate
 from kubesched.simulator.virtualtime import run_virtual
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 from tests.helpers import make_node, make_pod
@@ -171,7 +172,7 @@ def staged(initial: list[dict], steps: list[tuple[float, Callable[[ObjectStore],
         kinds = {"PriorityClass": PRIORITY_CLASS, "Node": NODE, "Pod": POD, "PodDisruptionBudget": kind_named("PodDisruptionBudget")}
         for obj in initial:
             store.create(kinds[obj["kind"]], obj)
-        components = start_cluster_components(store)
+        components = start_components(store, SIMULATION_COMPONENTS)
         sched = Scheduler(MemoryClient(store), default_configuration(), clock=clock, seed=1)
         await sched.start()
         runner = loop.create_task(sched.run())
@@ -183,8 +184,7 @@ def staged(initial: list[dict], steps: list[tuple[float, Callable[[ObjectStore],
         await asyncio.sleep(until - now)
         await sched.stop()
         runner.cancel()
-        for component in components:
-            await component.stop()
+        await components.stop()
         return store, sched
 
     return run_virtual(scenario())

@@ -10,6 +10,7 @@ from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import PluginRef, Plugins, PluginSet, Profile, SchedulerConfiguration
 from kubesched.scheduler.scheduler import Scheduler
+from kubesched.simulator.components import Components
 from kubesched.simulator.kubelet import FakeKubelet
 from kubesched.simulator.resourceclaims import FINALIZER, POD_CLAIM_NAME_ANNOTATION, FakeResourceClaimController, generate_name
 from kubesched.simulator.simulate import settle
@@ -184,11 +185,11 @@ async def _schedule_two_pods() -> tuple:
     runner = loop.create_task(sched.run())
     try:
         store.create(POD, templated_pod("pod-a"))
-        await settle(sched, store, [kubelet, controller])
+        await settle(sched, store, Components({"kubelet": kubelet, "controller": controller}))
         store.create(POD, templated_pod("pod-b"))
-        await settle(sched, store, [kubelet, controller])
+        await settle(sched, store, Components({"kubelet": kubelet, "controller": controller}))
         await asyncio.sleep(1)
-        await settle(sched, store, [kubelet, controller])
+        await settle(sched, store, Components({"kubelet": kubelet, "controller": controller}))
     finally:
         await sched.stop()
         runner.cancel()

@@ -13,6 +13,7 @@ from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config import load_dict
 from kubesched.scheduler.scheduler import Scheduler
+from kubesched.simulator.components import Components
 from kubesched.simulator.kubelet import FakeKubelet
 from kubesched.simulator.simulate import settle
 from kubesched.simulator.virtualtime import run_virtual
@@ -253,7 +254,7 @@ def schedule(*objects: dict, pods: list[dict]) -> ObjectStore:
         await sched.start()
         runner = loop.create_task(sched.run())
         try:
-            await settle(sched, store, [kubelet, controller])
+            await settle(sched, store, Components({"kubelet": kubelet, "controller": controller}))
         finally:
             await sched.stop()
             runner.cancel()

@@ -152,14 +152,8 @@ class SchedulerApp:
                          debug=(lambda: debug.dump(sched)) if profiling else None)
 
     def _render_metrics(self) -> bytes:
-        sched = self.scheduler
-        assert sched is not None
-        m = sched.metrics
-        m.cache_size.labels("nodes").set(sched.cache.node_count())
-        m.cache_size.labels("pods").set(len(sched.cache.pod_states))
-        m.cache_size.labels("assumed_pods").set(len(sched.cache.assumed))
-        m.goroutines.labels("binding").set(len(sched.binding_tasks))
-        return generate_latest(m.registry)
+        assert self.scheduler is not None
+        return render_metrics(self.scheduler)
 
     # --- run --------------------------------------------------------------------------------------
     async def run(self) -> int:
@@ -313,3 +307,13 @@ def run(options: RunOptions) -> int:
 
 
 __all__ = ["ELECTION_NAME", "RunOptions", "SchedulerApp", "ServingError", "run"]
+
+
+def render_metrics(sched: Scheduler) -> bytes:
+    """The scheduler's exposition text, with the gauges read at scrape time brought up to date."""
+    m = sched.metrics
+    m.cache_size.labels("nodes").set(sched.cache.node_count())
+    m.cache_size.labels("pods").set(len(sched.cache.pod_states))
+    m.cache_size.labels("assumed_pods").set(len(sched.cache.assumed))
+    m.goroutines.labels("binding").set(len(sched.binding_tasks))
+    return generate_latest(m.registry)

@@ -36,6 +36,9 @@ class Controllers:
     disruption: DisruptionController
     stale_disruption_conditions: StaleDisruptionConditionCleaner
 
+    def start(self) -> None:
+        self.manager.start()
+
     async def stop(self) -> None:
         await self.manager.stop()
 
