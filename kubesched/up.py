@@ -7,8 +7,13 @@ Pieces, all on one event loop:
 * the controllers (``kubesched.controllers``: Deployment, ReplicaSet, StatefulSet, GC);
 * a terminator that finishes graceful deletions once "containers have stopped" (a short delay
   instead of the full grace period, so ``kubectl delete`` returns promptly);
-* the scheduler, talking to the API server **over HTTP** with ``kubesched.cluster.kube.KubeClient``,
-  exactly as it would to a real cluster.
+* the scheduler, talking to the API server **over HTTPS** with ``kubesched.cluster.kube.KubeClient``,
+  exactly as it would to a real cluster, as the user ``system:kube-scheduler`` (its own token, and
+  only the rights of the bootstrap ``system:kube-scheduler`` and ``system:volume-scheduler`` roles).
+
+The kubelet, terminator and controllers act on the object store in-process: like components with
+direct storage access they pass no API request, so they need no identity (their writes still go
+through validation and admission).
 
 ``Cluster`` is the programmatic entry point (``async with Cluster(options) as c``); ``run`` is what
 the CLI calls.
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.apiserver import APIServer
+from kubesched.apiserver.security import SecurityOptions
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.clock import RealClock
 from kubesched.cluster.errors import AlreadyExists, APIError
@@ -58,6 +64,8 @@ class UpOptions:
     controllers: bool = True
     kubelet: bool = True
     bookmark_interval: float = 60.0
+    #: TLS, authentication and authorization of the API server (secure by default).
+    security: SecurityOptions = field(default_factory=SecurityOptions)
 
 
 class PodTerminator:
@@ -128,7 +136,8 @@ class Cluster:
         self.options = options
         self.store = ObjectStore(RealClock(), seed=options.seed)
         self.server = APIServer(self.store, host=options.host, port=options.port, data=options.data,
-                                bookmark_interval=options.bookmark_interval, garbage_collect=not options.controllers)
+                                bookmark_interval=options.bookmark_interval, garbage_collect=not options.controllers,
+                                security=options.security)
         self.kubelet: FakeKubelet | None = None
         self.terminator: PodTerminator | None = None
         self.controllers: Controllers | None = None
@@ -167,7 +176,7 @@ class Cluster:
         from kubesched import config as config_module
 
         cfg = opts.config or config_module.default_configuration(feature_gates=opts.feature_gates)
-        self.client = KubeClient.for_server(self.server.url, token="kubesched")
+        self.client = self.server.client(token=self.server.scheduler_token or None)
         await wait_ready(self.client)
         self.scheduler = Scheduler(self.client, cfg, registry=opts.registry, seed=opts.seed, feature_gates=opts.feature_gates)
         await self.scheduler.start()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubesched.cli.apiserver import add_server_args
+from kubesched.cli.apiserver import add_server_args, security_from
 from kubesched.cli.common import add_config_args, configuration_from, registry_from
 from kubesched.up import Cluster, UpOptions, banner
 from kubesched.up import run as run_up
@@ -28,6 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        security = security_from(args)
+    except ValueError as e:
+        print(f"kubesched up: {e}", file=sys.stderr)
+        return 2
     registry = registry_from(args.plugins)
     cfg, gates = configuration_from(args, registry)
     objects = []
@@ -37,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         objects = load(args.files)
     options = UpOptions(host=args.address, port=args.port, data=args.data, kubeconfig_out=args.kubeconfig_out,
                         config=cfg, registry=registry, feature_gates=gates, objects=objects, seed=args.seed,
-                        termination_delay=args.termination_delay, scheduler=not args.no_scheduler)
+                        termination_delay=args.termination_delay, scheduler=not args.no_scheduler, security=security)
 
     def ready(cluster: Cluster) -> None:
         print(banner(cluster))

@@ -11,6 +11,9 @@ from kubesched.cluster.store import ObjectStore
 
 
 class Http:
+    """Requests to the fixture's server as its admin (the session carries the admin token and
+    trusts the server's CA)."""
+
     def __init__(self, server: APIServer, session: aiohttp.ClientSession) -> None:
         self.server = server
         self.session = session
@@ -41,7 +44,7 @@ async def api(request):
     store = ObjectStore(**(marker.kwargs if marker else {}))
     server = APIServer(store, port=0, bookmark_interval=0.2)
     await server.start()
-    async with aiohttp.ClientSession() as session:
+    async with server.client_session() as session:
         yield Http(server, session)
     await server.stop()
 

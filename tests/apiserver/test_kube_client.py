@@ -19,7 +19,7 @@ EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
 
 @pytest.fixture
 async def client(api):
-    c = KubeClient.for_server(api.server.url, token="anything")
+    c = api.server.client()
     yield c
     await c.close()
 

@@ -29,7 +29,7 @@ LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 2.0, 1.0, 0.2
 async def client():
     server = APIServer(ObjectStore(RealClock()), port=0)
     await server.start()
-    c = KubeClient.for_server(server.url)
+    c = server.client()
     yield c
     await c.close()
     await server.stop()
