@@ -9,7 +9,7 @@ import pytest
 from kubesched.api.kinds import kind_for, kind_named
 from kubesched.cluster.errors import Conflict, Gone, Invalid
 from kubesched.cluster.informers import Informer
-from kubesched.cluster.kube import KubeClient, api_error
+from kubesched.cluster.kube import api_error
 from kubesched.cluster.store import POD
 from tests.apiserver.conftest import pod
 

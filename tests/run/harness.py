@@ -133,6 +133,9 @@ class APIServer(Process):
     ``--token-auth-file``), so a kubeconfig written before it starts is valid."""
 
     TOKEN = "harness-admin-token"
+    #: Tokens of the other users the token file names (name -> token).
+    USERS = {"system:kube-scheduler": "harness-scheduler-token", "prometheus": "harness-prometheus-token",
+             "nobody": "harness-nobody-token"}
 
     def __init__(self, workdir: Path) -> None:
         super().__init__(workdir, "apiserver")
@@ -144,21 +147,27 @@ class APIServer(Process):
         cert_pem, key_pem = generate("localhost")
         self.cert.write_bytes(cert_pem)
         self.key.write_bytes(key_pem)
-        self.tokens.write_text(f'{self.TOKEN},harness-admin,1,"system:masters"\n')
+        self.tokens.write_text(f'{self.TOKEN},harness-admin,1,"system:masters"\n'
+                               f'{self.USERS["system:kube-scheduler"]},system:kube-scheduler,2\n'
+                               f'{self.USERS["prometheus"]},prometheus,3,"system:monitoring"\n'
+                               f'{self.USERS["nobody"]},nobody,4\n')
         self.tls = ssl.create_default_context(cadata=cert_pem.decode())
 
-    def write_kubeconfig(self) -> Path:
-        """The kubeconfig the server would write, written before it starts (for clients started first)."""
+    def write_kubeconfig(self, user: str = "", path: Path | None = None) -> Path:
+        """The kubeconfig the server would write (the admin's, or ``user``'s from ``USERS``),
+        written before it starts (for clients started first)."""
         ca = base64.b64encode(self.cert.read_bytes()).decode()
-        self.kubeconfig.write_text(textwrap.dedent(f"""\
+        token = self.USERS[user] if user else self.TOKEN
+        target = path or self.kubeconfig
+        target.write_text(textwrap.dedent(f"""\
             apiVersion: v1
             kind: Config
             clusters: [{{name: c, cluster: {{server: "{self.url}", certificate-authority-data: "{ca}"}}}}]
-            users: [{{name: u, user: {{token: {self.TOKEN}}}}}]
+            users: [{{name: u, user: {{token: {token}}}}}]
             contexts: [{{name: c, context: {{cluster: c, user: u, namespace: default}}}}]
             current-context: c
             """))
-        return self.kubeconfig
+        return target
 
     def start(self) -> None:
         self.spawn(["apiserver", "--port", str(self.port), "--data", str(self.data), "--kubeconfig-out", str(self.kubeconfig),
