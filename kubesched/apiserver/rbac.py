@@ -17,8 +17,8 @@ from typing import Any
 
 from kubesched.api.kinds import Kind, kind_for
 from kubesched.api.selectors import InvalidSelector, parse_label_selector
-from kubesched.apiserver.authn import MASTERS, UserInfo
-from kubesched.cluster.errors import Forbidden
+from kubesched.apiserver.authn import ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, MASTERS, UserInfo
+from kubesched.cluster.errors import BadRequest, Forbidden
 from kubesched.cluster.store import ObjectStore, WatchEvent
 
 RBAC_V1 = "rbac.authorization.k8s.io/v1"
@@ -117,6 +117,32 @@ def forbidden(attrs: Attributes, reason: str = "") -> Forbidden:
     if not attrs.resource_request:
         return Forbidden(f"forbidden: {detail}")
     return Forbidden.of(attrs.resource, attrs.name, detail, attrs.api_group)
+
+
+def impersonated(authorizer: RBACAuthorizer, user: UserInfo, headers: Mapping[str, str],
+                 groups: list[str]) -> UserInfo:
+    """The user a request acts as (``kubectl --as``): kube-apiserver's impersonation filter. The
+    caller must be allowed to ``impersonate`` the ``users`` (or ``serviceaccounts``) and every
+    ``groups`` it names (403 otherwise); the result gets ``system:authenticated`` as upstream adds it."""
+    name, uid = headers.get("Impersonate-User"), headers.get("Impersonate-Uid")
+    if name is None:
+        if groups or uid:
+            raise BadRequest("requested impersonation of groups or uid without impersonating a user")
+        return user
+    checks = [("users", name, "")] if not name.startswith("system:serviceaccount:") else \
+        [("serviceaccounts", name.split(":")[3] if name.count(":") >= 3 else name,
+          name.split(":")[2] if name.count(":") >= 3 else "")]
+    checks += [("groups", g, "") for g in groups]
+    for resource, target, namespace in checks:
+        attrs = Attributes(user, "impersonate", True, resource=resource, name=target, namespace=namespace)
+        if not authorizer.authorize(attrs):
+            raise forbidden(attrs)
+    if uid:
+        attrs = Attributes(user, "impersonate", True, api_group="authentication.k8s.io", resource="uids", name=uid)
+        if not authorizer.authorize(attrs):
+            raise forbidden(attrs)
+    added = ALL_UNAUTHENTICATED if name == ANONYMOUS else ALL_AUTHENTICATED
+    return UserInfo(name, uid or "", tuple(groups) + (() if added in groups else (added,)))
 
 
 # --- rule matching ------------------------------------------------------------------------------

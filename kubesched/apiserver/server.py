@@ -29,7 +29,7 @@ from kubesched.apiserver import bootstrappolicy, codec, discovery, openapi, tabl
 from kubesched.apiserver.authn import ANONYMOUS_USER, UserInfo
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
-from kubesched.apiserver.rbac import RBACAuthorizer, forbidden, request_attributes
+from kubesched.apiserver.rbac import RBACAuthorizer, forbidden, impersonated, request_attributes
 from kubesched.apiserver.reviews import REVIEW_KINDS, Reviews
 from kubesched.apiserver.security import SecurityOptions, ServerSecurity
 from kubesched.cluster.errors import APIError, BadRequest, Gone
@@ -201,6 +201,7 @@ class APIServer:
         ssl_object = request.transport.get_extra_info("ssl_object") if request.transport is not None else None
         peercert = ssl_object.getpeercert() if ssl_object is not None else None
         user = self.security.authenticator.authenticate(request.path, request.headers.get("Authorization"), peercert)
+        user = impersonated(self.authorizer, user, request.headers, request.headers.getall("Impersonate-Group", []))
         attrs = request_attributes(user, request.method, request.path, request.query)
         if not self.authorizer.authorize(attrs):
             raise forbidden(attrs)

@@ -109,8 +109,9 @@ def _free_port() -> int:
 class Up:
     """A ``kubesched up`` subprocess and a kubectl bound to its kubeconfig."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, extra: list[str] | None = None) -> None:
         self.workdir = workdir
+        self.extra = extra or []
         self.port = _free_port()
         self.kubeconfig = workdir / "kubeconfig.yaml"
         self.data = workdir / "state.sqlite"
@@ -129,7 +130,7 @@ class Up:
 
     def start(self) -> None:
         cmd = [sys.executable, "-m", "kubesched.cli.main", "up", "--port", str(self.port), "--kubeconfig-out", str(self.kubeconfig),
-               "--data", str(self.data)]
+               "--data", str(self.data), *self.extra]
         log = open(self.workdir / "up.log", "a")  # noqa: SIM115 - the process owns it
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         until(lambda: self._ready(), 30, "kubesched up did not become ready")
