@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubesched.cluster.errors import APIError
+
+log = logging.getLogger(__name__)
 
 ALL_AUTHENTICATED = "system:authenticated"
 ALL_UNAUTHENTICATED = "system:unauthenticated"
@@ -95,18 +98,22 @@ class TokenTable:
         return next((token for token, user in self._users.items() if user.name == name), "")
 
     def load_file(self, path: str | Path) -> int:
-        """Add the tokens of a token-auth file; raises ``ValueError`` naming the file and line of a
-        bad record (kube-apiserver refuses to start on one). Returns how many were read."""
+        """Add the tokens of a token-auth file, as kube-apiserver's ``tokenfile.NewCSV``: a record
+        with fewer than 3 fields stops the server (``ValueError`` naming the file and record); an
+        empty token is skipped with a warning. Lines starting with ``#`` are comments. Returns how
+        many tokens were read."""
         text = Path(path).expanduser().read_text()
         count = 0
         for number, record in enumerate(csv.reader(io.StringIO(text)), start=1):
             if not record or (len(record) == 1 and not record[0].strip()) or record[0].startswith("#"):
                 continue
             if len(record) < 3:
-                raise ValueError(f"token file {path}, line {number}: want at least 3 fields (token,user,uid), got {len(record)}")
+                raise ValueError(f"token file {path}, record {number}: must have at least 3 columns "
+                                 f"(token, user name, user uid), found {len(record)}")
             token, name, uid = (v.strip() for v in record[:3])
-            if not token or not name:
-                raise ValueError(f"token file {path}, line {number}: token and user must not be empty")
+            if not token:
+                log.warning("empty token has been found in token file %s, record %d", path, number)
+                continue
             groups = tuple(g.strip() for g in record[3].split(",") if g.strip()) if len(record) > 3 else ()
             self.add(token, UserInfo(name, uid=uid, groups=groups))
             count += 1

@@ -52,6 +52,8 @@ def _operation(kind: Kind, action: str, op_id: str) -> dict:
 def _paths(kind: Kind) -> dict:
     prefix = _path_prefix(kind)
     name = f"{kind.kind}{'Namespaced' if kind.namespaced else ''}"
+    if kind.verbs == ("create",):  # the review kinds: POST only, nothing stored to read back
+        return {prefix: {"post": _operation(kind, "post", f"create{name}")}}
     item = {"get": _operation(kind, "get", f"read{name}"), "put": _operation(kind, "put", f"replace{name}"),
             "patch": _operation(kind, "patch", f"patch{name}"), "delete": _operation(kind, "delete", f"delete{name}")}
     collection = {"get": _operation(kind, "list", f"list{name}"), "post": _operation(kind, "post", f"create{name}"),

@@ -76,8 +76,11 @@ class APIServer:
     # --- lifecycle ------------------------------------------------------------------------------
     @property
     def url(self) -> str:
+        """Where clients reach the server (127.0.0.1 when it listens on every address, so that
+        the serving certificate's 127.0.0.1 matches)."""
         scheme = "https" if self.security.enabled else "http"
-        return f"{scheme}://{self.host}:{self.port}"
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"{scheme}://{host}:{self.port}"
 
     @property
     def admin_token(self) -> str:

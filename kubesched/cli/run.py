@@ -18,6 +18,7 @@ options are accepted and ignored (a warning says so).
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 from collections.abc import Callable
@@ -207,7 +208,11 @@ def apply_leader_election(args: argparse.Namespace, cfg: SchedulerConfiguration)
         ("leader_elect_resource_lock", "resource_lock"), ("leader_elect_resource_name", "resource_name"),
         ("leader_elect_resource_namespace", "resource_namespace"),
     ):
-        _apply(args, flag, lambda v, f=field_name: setattr(le, f, v))
+        _apply(args, flag, functools.partial(_set, le, field_name))
+
+
+def _set(target: object, name: str, value: object) -> None:
+    setattr(target, name, value)
 
 
 def _apply(args: argparse.Namespace, flag: str, setter: Callable[[object], None]) -> None:

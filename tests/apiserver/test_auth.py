@@ -266,14 +266,14 @@ def test_rule_matching_follows_rbac(case, rule, attrs, allowed):
 
 def test_token_files_are_read_in_kube_apiservers_csv_format_and_bad_lines_are_named(tmp_path):
     good = tmp_path / "tokens.csv"
-    good.write_text('t1,alice,u1,"dev,ops"\nt2,bob,u2\n\n')
+    good.write_text('# token,user,uid,groups\nt1,alice,u1,"dev,ops"\nt2,bob,u2\n\n,nobody,u3\n')
     table = TokenTable()
     assert table.load_file(good) == 2
     assert table.lookup("t1") == UserInfo("alice", "u1", ("dev", "ops"))
     assert table.lookup("t2") == UserInfo("bob", "u2")
     bad = tmp_path / "bad.csv"
     bad.write_text("t1,alice,u1\nt2,bob\n")
-    with pytest.raises(ValueError, match=r"bad\.csv, line 2: want at least 3 fields"):
+    with pytest.raises(ValueError, match=r"bad\.csv, record 2: must have at least 3 columns \(token, user name, user uid\), found 2"):
         TokenTable().load_file(bad)
 
 
