@@ -46,11 +46,11 @@ class SecurityOptions:
                             ("--tls-cert-file", self.tls_cert_file), ("--tls-private-key-file", self.tls_private_key_file)):
             if value and not Path(value).expanduser().is_file():
                 raise ValueError(f"{flag}: {value} is not a readable file")
-        if self.token_auth_file:
-            TokenTable().load_file(self.token_auth_file)  # a bad record stops the start, naming it
         if self.allow_anonymous and (self.token_auth_file or self.client_ca_file or self.tls_cert_file):
             raise ValueError("--insecure-allow-anonymous turns authentication and TLS off; "
                              "it cannot be combined with --token-auth-file, --client-ca-file or --tls-cert-file")
+        if self.token_auth_file:
+            TokenTable().load_file(self.token_auth_file)  # a bad record stops the start, naming it
 
 
 class ServerSecurity:
