@@ -70,6 +70,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("SubjectAccessReview", "authorization.k8s.io", "v1", "subjectaccessreviews", False, verbs=("create",)),
     Kind("SelfSubjectAccessReview", "authorization.k8s.io", "v1", "selfsubjectaccessreviews", False, verbs=("create",)),
     Kind("LocalSubjectAccessReview", "authorization.k8s.io", "v1", "localsubjectaccessreviews", True, verbs=("create",)),
+    Kind("SelfSubjectRulesReview", "authorization.k8s.io", "v1", "selfsubjectrulesreviews", False, verbs=("create",)),
 )
 
 _BY_GVK: dict[tuple[str, str], Kind] = {}

@@ -232,6 +232,10 @@ class RBACAuthorizer:
                 if not grant.namespace or grant.namespace == namespace:
                     yield grant
 
+    def rules_of(self, grant: _Grant) -> list[dict]:
+        """The rules the role of ``grant`` holds (aggregated for an aggregated cluster role)."""
+        return self._role_rules(grant)
+
     def _role_rules(self, grant: _Grant) -> list[dict]:
         if grant.role_kind == "Role":
             role = self.store.try_get(ROLE, grant.namespace, grant.role_name)

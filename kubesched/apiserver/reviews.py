@@ -14,12 +14,13 @@ from typing import Any
 from kubesched.api.errors import FieldError
 from kubesched.api.kinds import Kind
 from kubesched.apiserver import codec
-from kubesched.apiserver.authn import Authenticator, UserInfo
+from kubesched.apiserver.authn import MASTERS, Authenticator, UserInfo
 from kubesched.apiserver.rbac import Attributes, RBACAuthorizer
 from kubesched.cluster.errors import BadRequest, Invalid, MethodNotAllowed
 
 REVIEW_KINDS = frozenset({"TokenReview", "SelfSubjectReview", "SubjectAccessReview", "SelfSubjectAccessReview",
-                          "LocalSubjectAccessReview"})
+                          "LocalSubjectAccessReview", "SelfSubjectRulesReview"})
+_EVERYTHING = ({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}, {"verbs": ["*"], "nonResourceURLs": ["*"]})
 
 
 class Reviews:
@@ -52,6 +53,8 @@ class Reviews:
             review["status"] = self._token_review(kind, spec)
         elif kind.kind == "SelfSubjectReview":
             review["status"] = {"userInfo": caller.as_review()}
+        elif kind.kind == "SelfSubjectRulesReview":
+            review["status"] = self._rules_review(caller, str(spec.get("namespace") or ""))
         else:
             subject = caller if kind.kind == "SelfSubjectAccessReview" else _spec_user(kind, spec)
             review["status"] = self._access_review(kind, spec, subject, namespace)
@@ -65,6 +68,25 @@ class Reviews:
         if user is None:
             return {"authenticated": False, "user": {}, "error": "invalid bearer token"}
         return {"authenticated": True, "user": user.as_review(), "audiences": list(spec.get("audiences") or [])}
+
+    def _rules_review(self, caller: UserInfo, namespace: str) -> dict:
+        """``kubectl auth can-i --list``: every rule that applies to the caller in ``namespace``
+        (``system:masters`` and an authorizer that allows everything report ``*`` for both)."""
+        if self.always_allow or MASTERS in caller.groups:
+            rules: list[dict] = list(_EVERYTHING)
+        else:
+            rules = [rule for grant in self.authorizer.grants_for(caller, namespace)
+                     for rule in self.authorizer.rules_of(grant)]
+        resource, non_resource = [], []
+        for rule in rules:
+            if rule.get("nonResourceURLs"):
+                non_resource.append({"verbs": list(rule.get("verbs") or []), "nonResourceURLs": list(rule["nonResourceURLs"])})
+            else:
+                entry = {key: list(rule.get(key) or []) for key in ("verbs", "apiGroups", "resources")}
+                if rule.get("resourceNames"):
+                    entry["resourceNames"] = list(rule["resourceNames"])
+                resource.append(entry)
+        return {"resourceRules": resource, "nonResourceRules": non_resource, "incomplete": False}
 
     def _access_review(self, kind: Kind, spec: dict, subject: UserInfo, namespace: str | None) -> dict:
         resource, non_resource = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")

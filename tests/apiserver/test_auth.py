@@ -206,7 +206,7 @@ async def test_discovery_lists_the_review_kinds_as_create_only(api):
     _, doc, _ = await api.call("GET", "/apis/authorization.k8s.io/v1")
     verbs = {r["name"]: r["verbs"] for r in doc["resources"]}
     assert verbs == {"subjectaccessreviews": ["create"], "selfsubjectaccessreviews": ["create"],
-                     "localsubjectaccessreviews": ["create"]}
+                     "localsubjectaccessreviews": ["create"], "selfsubjectrulesreviews": ["create"]}
 
 
 ATTRIBUTE_CASES = [
@@ -399,3 +399,18 @@ async def test_impersonation_needs_the_impersonate_verb_and_then_acts_as_that_us
     status, body = await as_(team["limited"], "bob", f"{TEAM}/pods/p")
     assert status == 403
     assert body["message"] == 'users "bob" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope'
+
+
+async def test_self_subject_rules_review_lists_the_callers_rules_in_a_namespace(team):
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": "team"}}
+    path = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+    status, body = await team["limited"].call("POST", path, review)
+    assert status == 201 and body["status"]["incomplete"] is False
+    assert {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]} in body["status"]["resourceRules"]
+    assert {"verbs": ["create"], "apiGroups": ["authorization.k8s.io"],
+            "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]} in body["status"]["resourceRules"]
+    assert any("/apis/*" in r["nonResourceURLs"] for r in body["status"]["nonResourceRules"])
+    _, body = await team["limited"].call("POST", path, {**review, "spec": {"namespace": "default"}})
+    assert {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]} not in body["status"]["resourceRules"]
+    _, body = await team["admin"].call("POST", path, review)
+    assert body["status"]["resourceRules"] == [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]

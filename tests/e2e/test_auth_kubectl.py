@@ -80,6 +80,14 @@ def test_auth_can_i_answers_for_the_admin_and_a_limited_user(secured, client):
                        ("alice", "get", "secrets"): ("no", 1)}
 
 
+def test_can_i_list_shows_a_limited_users_rules(secured):
+    out = kubectl("kubectl.1.29", kubeconfig_as(secured, "alice", "alice-token"), "auth", "can-i", "--list")
+    assert out.returncode == 0, out.stderr
+    rows = {(line.split()[0], line.split()[-1]) for line in out.stdout.splitlines()[1:]}
+    assert ("pods", "[get]") in rows and ("selfsubjectaccessreviews.authorization.k8s.io", "[create]") in rows
+    assert not any(resource.startswith("secrets") for resource, _ in rows)
+
+
 def test_whoami_names_the_user_and_its_groups(secured):
     out = kubectl("kubectl.1.32", kubeconfig_as(secured, "alice", "alice-token"), "auth", "whoami", "-o", "json")
     assert out.returncode == 0, out.stderr
