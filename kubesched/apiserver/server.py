@@ -29,7 +29,7 @@ from kubesched.apiserver import bootstrappolicy, codec, discovery, openapi, tabl
 from kubesched.apiserver.authn import ANONYMOUS_USER, UserInfo
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
-from kubesched.apiserver.rbac import RBACAuthorizer, forbidden, impersonated, request_attributes
+from kubesched.apiserver.rbac import RBACAuthorizer, check_escalation, forbidden, impersonated, request_attributes
 from kubesched.apiserver.reviews import REVIEW_KINDS, Reviews
 from kubesched.apiserver.security import SecurityOptions, ServerSecurity
 from kubesched.cluster.errors import APIError, BadRequest, Gone
@@ -66,6 +66,8 @@ class APIServer:
         self.data = Path(data) if data else None
         self.bookmark_interval = bookmark_interval
         self.rest = RestAPI(self.store, garbage_collect=garbage_collect)
+        if self.security.enabled:
+            self.rest.guard = lambda call, obj: check_escalation(self.authorizer, call.user, obj)
         self.persistence: SQLitePersistence | None = None
         self.restored = 0
         self._runner: web.AppRunner | None = None
@@ -274,7 +276,7 @@ class APIServer:
         if body and method in ("POST", "PUT"):
             codec.check_body_type(request.headers.get("Content-Type"))
         call = Call(method, View(kind), namespace, name, subresource, query, body,
-                    request.headers.get("Content-Type", codec.JSON), user_agent=request.headers.get("User-Agent", ""))
+                    request.headers.get("Content-Type", codec.JSON), user_agent=request.headers.get("User-Agent", ""), user=user)
         if method == "GET":
             call.output = codec.negotiate(request.headers.get("Accept"))
             if watch_path or codec.query_bool(query.get("watch")):

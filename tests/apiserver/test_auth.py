@@ -414,3 +414,32 @@ async def test_self_subject_rules_review_lists_the_callers_rules_in_a_namespace(
     assert {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]} not in body["status"]["resourceRules"]
     _, body = await team["admin"].call("POST", path, review)
     assert body["status"]["resourceRules"] == [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]
+
+
+async def test_nobody_grants_rbac_rights_they_do_not_hold(api, team):
+    """A namespace admin may write roles and bindings, but only with rights it holds itself (or
+    the escalate/bind verbs), as kube-apiserver's RBAC storage checks."""
+    api.server.rest.create_object(binding("RoleBinding", "alice-admin", "ClusterRole", "admin", ("User", "alice"), "team"))
+    alice = team["limited"]
+    roles, bindings = "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles", \
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings"
+    held = rbac("Role", "reads-secrets", rules=[{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}])
+    assert (await alice.call("POST", roles, held))[0] == 201  # admin reads secrets in team
+    status, body = await alice.call("POST", roles, rbac("Role", "nodes", rules=[
+        {"apiGroups": [""], "resources": ["nodes", "secrets"], "verbs": ["get", "list"]}]))
+    assert status == 403 and isinstance(body, dict)
+    assert body["message"] == (
+        'roles.rbac.authorization.k8s.io "nodes" is forbidden: user "alice" (groups=["system:authenticated"]) is '
+        "attempting to grant RBAC permissions not currently held:\n"
+        '{APIGroups:[""], Resources:["nodes"], Verbs:["get"]}\n{APIGroups:[""], Resources:["nodes"], Verbs:["list"]}')
+    to_admin = binding("RoleBinding", "bob-admin", "ClusterRole", "admin", ("User", "bob"))
+    assert (await alice.call("POST", bindings, to_admin))[0] == 201  # she holds admin's rules in team
+    to_cluster_admin = binding("RoleBinding", "bob-root", "ClusterRole", "cluster-admin", ("User", "bob"))
+    status, body = await alice.call("POST", bindings, to_cluster_admin)
+    assert status == 403 and "is attempting to grant RBAC permissions not currently held" in body["message"]
+    api.server.rest.create_object(rbac("ClusterRole", "binder", rules=[{"apiGroups": ["rbac.authorization.k8s.io"],
+                                  "resources": ["clusterroles"], "verbs": ["bind"], "resourceNames": ["cluster-admin"]}]))
+    api.server.rest.create_object(binding("RoleBinding", "alice-binds", "ClusterRole", "binder", ("User", "alice"), "team"))
+    assert (await alice.call("POST", bindings, to_cluster_admin))[0] == 201  # the bind verb allows it
+    assert (await team["admin"].call("POST", roles, rbac("Role", "anything", rules=[
+        {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}])))[0] == 201  # system:masters may
