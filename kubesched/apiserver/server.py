@@ -17,7 +17,7 @@ import asyncio
 import logging
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import orjson
@@ -34,6 +34,9 @@ from kubesched.apiserver.reviews import REVIEW_KINDS, Reviews
 from kubesched.apiserver.security import SecurityOptions, ServerSecurity
 from kubesched.cluster.errors import APIError, BadRequest, Gone
 from kubesched.cluster.store import BOOKMARK, ERROR, ObjectStore, WatchEvent
+
+if TYPE_CHECKING:
+    from kubesched.cluster.kube import KubeClient
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +108,7 @@ class APIServer:
         """A new bearer token for ``user`` in ``groups``, valid while the server runs."""
         return self.security.tokens.mint(user, groups)
 
-    def client(self, token: str | None = None, **kwargs: Any) -> Any:
+    def client(self, token: str | None = None, **kwargs: Any) -> KubeClient:
         """A ``KubeClient`` for this server, trusting its CA, as ``token``'s user (the admin by default)."""
         from kubesched.cluster.kube import KubeClient
 
