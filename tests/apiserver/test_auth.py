@@ -4,6 +4,7 @@ bootstrap roles (discovery for every authenticated user, aggregated admin/edit/v
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import ssl
 from pathlib import Path
@@ -11,11 +12,13 @@ from pathlib import Path
 import aiohttp
 import orjson
 import pytest
+import yaml
 
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.authn import TokenTable, UserInfo
 from kubesched.apiserver.rbac import Attributes, request_attributes, rule_allows
 from kubesched.apiserver.security import SecurityOptions
+from kubesched.cluster.kube import KubeClient
 from kubesched.cluster.store import ObjectStore
 from tests.apiserver.conftest import pod
 
@@ -322,6 +325,17 @@ async def test_client_certificates_authenticate_as_cn_in_the_groups_of_o(tmp_pat
         assert status == 201 and body["status"]["userInfo"] == {"username": "carol", "groups": ["team-readers", "system:authenticated"]}
         assert (await carol.call("GET", "/api/v1/namespaces/default/pods"))[0] == 200
         assert (await carol.call("POST", "/api/v1/namespaces/default/pods", pod("x")))[0] == 403
+        conf = server.kubeconfig()
+        conf["users"][0]["user"] = {"client-certificate-data": base64.b64encode(cert.read_bytes()).decode(),
+                                    "client-key-data": base64.b64encode(key.read_bytes()).decode()}
+        (tmp_path / "carol.kubeconfig").write_text(yaml.safe_dump(conf))
+        client = KubeClient(kubeconfig=tmp_path / "carol.kubeconfig")  # the scheduler's client, from a kubeconfig
+        try:
+            status, body = await client.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                                                body={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            assert status == 201 and orjson.loads(body)["status"]["userInfo"]["username"] == "carol"
+        finally:
+            await client.close()
     finally:
         await carol.close()
         await server.stop()
