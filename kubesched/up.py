@@ -211,7 +211,8 @@ def banner(cluster: Cluster) -> str:
     if cluster.options.data:
         lines.append(f"data: {cluster.options.data} ({cluster.server.restored} objects restored)")
     if cluster.kubeconfig is not None:
-        lines.append(f"kubeconfig written to {cluster.kubeconfig}")
+        lines.append(f"kubeconfig written to {cluster.kubeconfig}"
+                     + (" (admin credential and CA; see docs/security.md)" if cluster.server.security.enabled else ""))
         lines.append(f"  export KUBECONFIG={cluster.kubeconfig}    # then: kubectl get nodes,pods -o wide")
     parts = [p for p, on in (("scheduler", cluster.scheduler is not None), ("kubelet", cluster.kubelet is not None),
                              ("controllers", cluster.controllers is not None)) if on]

@@ -457,3 +457,19 @@ async def test_nobody_grants_rbac_rights_they_do_not_hold(api, team):
     assert (await alice.call("POST", bindings, to_cluster_admin))[0] == 201  # the bind verb allows it
     assert (await team["admin"].call("POST", roles, rbac("Role", "anything", rules=[
         {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}])))[0] == 201  # system:masters may
+
+
+def test_insecure_allow_anonymous_warns_on_stderr_and_bad_flags_are_refused_before_start(tmp_path, capsys):
+    import argparse
+
+    from kubesched.cli.apiserver import add_server_args, security_from
+    from kubesched.cli.main import main
+
+    parser = argparse.ArgumentParser()
+    add_server_args(parser)
+    assert security_from(parser.parse_args(["--insecure-allow-anonymous"])).allow_anonymous
+    assert "WARNING: --insecure-allow-anonymous: serving plain HTTP without authentication" in capsys.readouterr().err
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text("t,u\n")
+    assert main(["apiserver", "--port", "0", "--token-auth-file", str(tokens)]) == 2
+    assert f"kubesched apiserver: token file {tokens}, record 1: must have at least 3 columns" in capsys.readouterr().err
