@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+import yaml
 
 
 def free_port() -> int:
@@ -77,23 +80,23 @@ async def count_bound(session: aiohttp.ClientSession, server: str, total: int, d
                 return
 
 
-async def wait_ready(session: aiohttp.ClientSession, server: str, proc: subprocess.Popen) -> None:
+async def wait_for_kubeconfig(path: Path, proc: subprocess.Popen) -> tuple[str, ssl.SSLContext, dict[str, str]]:
+    """The server, TLS context (its CA) and Authorization header of the kubeconfig ``kubesched up``
+    writes once it serves: the admin credential, as kubectl would use it."""
     for _ in range(300):
         if proc.poll() is not None:
             raise RuntimeError("kubesched up exited early")
-        try:
-            async with session.get(f"{server}/readyz") as resp:
-                if resp.status == 200:
-                    return
-        except aiohttp.ClientError:
-            pass
+        if path.exists():
+            conf = yaml.safe_load(path.read_text())
+            cluster, user = conf["clusters"][0]["cluster"], conf["users"][0]["user"]
+            context = ssl.create_default_context(cadata=base64.b64decode(cluster["certificate-authority-data"]).decode())
+            return cluster["server"], context, {"Authorization": f"Bearer {user['token']}"}
         await asyncio.sleep(0.1)
     raise RuntimeError("kubesched up did not become ready")
 
 
 async def bench(args: argparse.Namespace) -> float:
     port = free_port()
-    server = f"http://127.0.0.1:{port}"
     workdir = Path(tempfile.mkdtemp(prefix="kubesched-bench-"))
     profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
     cmd = [sys.executable, *profile, "-m", "kubesched.cli.main", "up", "--port", str(port), "--kubeconfig-out", str(workdir / "kubeconfig")]
@@ -102,8 +105,9 @@ async def bench(args: argparse.Namespace) -> float:
     log = open(workdir / "up.log", "w")  # noqa: SIM115 - the subprocess writes it until the end
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=args.concurrency + 8)) as session:
-            await wait_ready(session, server, proc)
+        server, context, headers = await wait_for_kubeconfig(workdir / "kubeconfig", proc)
+        connector = aiohttp.TCPConnector(limit=args.concurrency + 8, ssl=context)
+        async with aiohttp.ClientSession(connector=connector, headers=headers) as session:
             t0 = time.perf_counter()
             await post_all(session, f"{server}/api/v1/nodes", [node(i) for i in range(args.nodes)], args.concurrency)
             print(f"{args.nodes} nodes created in {time.perf_counter() - t0:.1f}s")

@@ -19,6 +19,8 @@ class Kind:
     short_names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
+    #: The verbs served when not the full set (review kinds are create-only and never stored).
+    verbs: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -64,6 +66,12 @@ KINDS: tuple[Kind, ...] = (
     Kind("ClusterRoleBinding", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
     Kind("Role", "rbac.authorization.k8s.io", "v1", "roles", True),
     Kind("RoleBinding", "rbac.authorization.k8s.io", "v1", "rolebindings", True),
+    Kind("TokenReview", "authentication.k8s.io", "v1", "tokenreviews", False, verbs=("create",)),
+    Kind("SelfSubjectReview", "authentication.k8s.io", "v1", "selfsubjectreviews", False, verbs=("create",)),
+    Kind("SubjectAccessReview", "authorization.k8s.io", "v1", "subjectaccessreviews", False, verbs=("create",)),
+    Kind("SelfSubjectAccessReview", "authorization.k8s.io", "v1", "selfsubjectaccessreviews", False, verbs=("create",)),
+    Kind("LocalSubjectAccessReview", "authorization.k8s.io", "v1", "localsubjectaccessreviews", True, verbs=("create",)),
+    Kind("SelfSubjectRulesReview", "authorization.k8s.io", "v1", "selfsubjectrulesreviews", False, verbs=("create",)),
 )
 
 _BY_GVK: dict[tuple[str, str], Kind] = {}

@@ -40,12 +40,21 @@ def _validate_meta(obj: Mapping) -> list[FieldError]:
         errors.append(required("metadata.name", "name or generateName is required"))
     elif name:
         name_check = dns1123_label_errors if obj.get("kind") == "Namespace" else dns1123_subdomain_errors
+        if str(obj.get("apiVersion", "")).startswith("rbac.authorization.k8s.io/"):
+            name_check = path_segment_name_errors  # RBAC names may hold ':' ("system:kube-scheduler")
         errors += [invalid("metadata.name", name, msg) for msg in name_check(str(name))]
     ns = meta.get("namespace")
     if ns:
         errors += [invalid("metadata.namespace", ns, msg) for msg in dns1123_label_errors(str(ns))]
     errors += _validate_labels(meta.get("labels"), "metadata.labels")
     return errors
+
+
+def path_segment_name_errors(name: str) -> list[str]:
+    """``path.IsValidPathSegmentName``: any name that is one URL path segment."""
+    if name in (".", ".."):
+        return [f"may not be '{name}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
 def _validate_labels(labels: object, path: str) -> list[FieldError]:

@@ -47,7 +47,7 @@ def group_versions() -> dict[str, list[Kind]]:
 
 def _resource(kind: Kind) -> dict:
     entry = {"name": kind.resource, "singularName": kind.singular, "namespaced": kind.namespaced, "kind": kind.kind,
-             "verbs": VERBS}
+             "verbs": list(kind.verbs) or VERBS}
     if kind.short_names:
         entry["shortNames"] = list(kind.short_names)
     if kind.categories:
@@ -119,7 +119,7 @@ def _aggregated_resource(kind: Kind) -> dict:
         "responseKind": {"group": kind.group, "version": kind.version, "kind": kind.kind},
         "scope": "Namespaced" if kind.namespaced else "Cluster",
         "singularResource": kind.singular,
-        "verbs": VERBS,
+        "verbs": list(kind.verbs) or VERBS,
     }
     if kind.short_names:
         entry["shortNames"] = list(kind.short_names)

@@ -96,6 +96,8 @@ class Call:
     content_type: str = codec.JSON
     output: Output = codec.OBJECT
     user_agent: str = ""
+    #: Who makes the request (``authn.UserInfo``; None when the server authenticates nobody).
+    user: Any = None
 
 
 @dataclass
@@ -113,6 +115,13 @@ class RestAPI:
         self.store = store
         self.defaulter = Defaulter(store)
         self.garbage_collect = garbage_collect
+        #: Checks a write by ``call.user`` of the final object before it is stored (RBAC's
+        #: escalation check); raises to refuse it.
+        self.guard: Callable[[Call, dict], None] | None = None
+
+    def _guard(self, call: Call, obj: dict) -> None:
+        if self.guard is not None:
+            self.guard(call, obj)
 
     # --- helpers ----------------------------------------------------------------------------
     def now(self) -> str:
@@ -245,6 +254,7 @@ class RestAPI:
         self._check_namespace(call, obj)
         dry = self._dry_run(call)
         self._admit(call.view.kind, obj)
+        self._guard(call, obj)
         self._record(call, None, obj)
         stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
         return Reply(201, call.view.out(stored))
@@ -282,6 +292,7 @@ class RestAPI:
         if call.subresource == "finalize":
             return self._finalize(call, current, obj, dry)
         self._admit(call.view.kind, obj, call.subresource)
+        self._guard(call, obj)
         self._record(call, served, obj, call.subresource or "")
         stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
         return Reply(200, call.view.out(stored))
@@ -310,6 +321,7 @@ class RestAPI:
             meta["namespace"] = served["metadata"].get("namespace")
         meta.setdefault("resourceVersion", served["metadata"]["resourceVersion"])
         self._admit(call.view.kind, patched, call.subresource)
+        self._guard(call, patched)
         self._record(call, served, patched, call.subresource or "")
         stored = self.store.update(call.view.store_kind, call.view.into(patched), status_only=call.subresource == "status", dry_run=dry)
         return Reply(200, call.view.out(stored))
@@ -342,6 +354,7 @@ class RestAPI:
             obj = ssa.server_side_apply(None, applied, manager, force, kind.kind, self.now())
             check_decoded(kind, obj)
             self._admit(kind, obj)
+            self._guard(call, obj)
             stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
             return Reply(201, call.view.out(stored))
         served = call.view.out(current)
@@ -349,6 +362,7 @@ class RestAPI:
         check_decoded(kind, obj)
         obj["metadata"]["resourceVersion"] = served["metadata"]["resourceVersion"]
         self._admit(kind, obj, call.subresource)
+        self._guard(call, obj)
         stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
         return Reply(200, call.view.out(stored))
 

@@ -231,6 +231,9 @@ def _paths(spelling: _Spelling, kind: Kind) -> dict[str, Any]:
     prefix, schema = _collection_path(kind), _kind_definition(kind)
     name = f"{kind.kind}{'Namespaced' if kind.namespaced else ''}"
     op = partial(_operation, spelling, kind, response=schema)
+    if kind.verbs == ("create",):  # the review kinds: POST only, nothing stored to read back
+        return {prefix: {"post": op("post", f"create{name}", body=schema),
+                         "parameters": _path_parameters(spelling, kind, named=False)}}
     collection = {"get": op("list", f"list{name}", response=f"{schema}List" if _has(f"{schema}List") else schema, query=()),
                   "post": op("post", f"create{name}", body=schema),
                   "delete": op("deletecollection", f"deletecollection{name}", body=_DELETE_OPTIONS, response=_STATUS,

@@ -27,7 +27,8 @@ FILES = (
     "k8s.io/api/scheduling/v1/generated.proto", "k8s.io/api/storage/v1/generated.proto",
     "k8s.io/api/coordination/v1/generated.proto", "k8s.io/api/events/v1/generated.proto",
     "k8s.io/api/rbac/v1/generated.proto", "k8s.io/api/autoscaling/v1/generated.proto",
-    "k8s.io/api/resource/v1/generated.proto",
+    "k8s.io/api/resource/v1/generated.proto", "k8s.io/api/authentication/v1/generated.proto",
+    "k8s.io/api/authorization/v1/generated.proto",
     "k8s.io/apimachinery/pkg/apis/meta/v1/generated.proto", "k8s.io/apimachinery/pkg/runtime/generated.proto",
     "k8s.io/apimachinery/pkg/util/intstr/generated.proto", "k8s.io/apimachinery/pkg/api/resource/generated.proto",
 )

@@ -4,7 +4,11 @@ One catch-all route parses ``/api/v1/...`` and ``/apis/<group>/<version>/...`` i
 a router with hundreds of patterns, and it keeps unknown paths answering with apiserver's 404
 Status). Watches stream newline-delimited JSON events over a chunked response, with bookmarks,
 ``timeoutSeconds``, ``sendInitialEvents`` and a 410 ``ERROR`` event for a resourceVersion the
-store no longer has. Plain HTTP, no authentication: any bearer token is accepted as anyone.
+store no longer has.
+
+Every request is authenticated (``authn``) and authorized by RBAC (``rbac``) before it is
+dispatched, over HTTPS (``security``); ``SecurityOptions(allow_anonymous=True)`` serves plain HTTP
+and lets every request through, as ``--insecure-allow-anonymous``.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import logging
 import random
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import orjson
 import yaml
 from aiohttp import web
@@ -23,10 +28,17 @@ from aiohttp import web
 from kubesched.api.apierrors import APIError, BadRequest, Gone, Timeout
 from kubesched.api.kinds import Kind, kind_for_resource
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
-from kubesched.apiserver import bounds, codec, discovery, kubeletproxy, metrics, openapi, openapi_proto, tables
+from kubesched.apiserver import bootstrappolicy, bounds, codec, discovery, kubeletproxy, metrics, openapi, openapi_proto, tables
+from kubesched.apiserver.authn import ANONYMOUS_USER, UserInfo
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
+from kubesched.apiserver.rbac import RBACAuthorizer, check_escalation, forbidden, impersonated, request_attributes
+from kubesched.apiserver.reviews import REVIEW_KINDS, Reviews
+from kubesched.apiserver.security import SecurityOptions, ServerSecurity
 from kubesched.apiserver.store import ObjectStore
+
+if TYPE_CHECKING:
+    from kubesched.client.kube import KubeClient
 
 log = logging.getLogger(__name__)
 
@@ -51,18 +63,25 @@ KUBERNETES_SERVICE = {
 
 
 class APIServer:
-    """Serve ``store`` (a fresh one by default) on ``host:port``; ``port=0`` picks a free port."""
+    """Serve ``store`` (a fresh one by default) on ``host:port``; ``port=0`` picks a free port.
+    ``security`` defaults to HTTPS with authentication and RBAC (see ``security``)."""
 
     def __init__(self, store: ObjectStore | None = None, *, host: str = "127.0.0.1", port: int = 6443,
                  data: str | Path | None = None, bookmark_interval: float = 60.0, garbage_collect: bool = True,
-                 fresh_timeout: float = FRESH_TIMEOUT) -> None:
+                 fresh_timeout: float = FRESH_TIMEOUT, security: SecurityOptions | None = None) -> None:
         self.store = store if store is not None else ObjectStore()
+        state = Path(f"{data}.credentials") if data else None
+        self.security = ServerSecurity(security or SecurityOptions(), host, state)
+        self.authorizer = RBACAuthorizer(self.store)
+        self.reviews = Reviews(self.security.authenticator, self.authorizer, always_allow=not self.security.enabled)
         self.host = host
         self.port = port
         self.data = Path(data) if data else None
         self.bookmark_interval = bookmark_interval
         self.fresh_timeout = fresh_timeout
         self.rest = RestAPI(self.store, garbage_collect=garbage_collect)
+        if self.security.enabled:
+            self.rest.guard = lambda call, obj: check_escalation(self.authorizer, call.user, obj)
         self.persistence: SQLitePersistence | None = None
         self.restored = 0
         self._runner: web.AppRunner | None = None
@@ -75,7 +94,39 @@ class APIServer:
     # --- lifecycle ------------------------------------------------------------------------------
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        """Where clients reach the server (127.0.0.1 when it listens on every address, so that
+        the serving certificate's 127.0.0.1 matches)."""
+        scheme = "https" if self.security.enabled else "http"
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"{scheme}://{host}:{self.port}"
+
+    @property
+    def admin_token(self) -> str:
+        """The bearer token of the admin (``system:masters``) the kubeconfig carries ("" when insecure)."""
+        return self.security.admin_token
+
+    @property
+    def scheduler_token(self) -> str:
+        """The bearer token of ``system:kube-scheduler`` ("" when insecure)."""
+        return self.security.scheduler_token
+
+    def client_session(self, token: str | None = None, **kwargs: Any) -> aiohttp.ClientSession:
+        """An ``aiohttp`` session that trusts this server's CA and sends ``token`` (the admin's by
+        default) on every request: for tests and tools that speak raw HTTP to the server."""
+        headers = {"Authorization": f"Bearer {token or self.admin_token}"} if (token or self.admin_token) else {}
+        connector = aiohttp.TCPConnector(ssl=self.security.client_ssl_context())
+        return aiohttp.ClientSession(connector=connector, headers=headers, **kwargs)
+
+    def mint_token(self, user: str, groups: tuple[str, ...] = ()) -> str:
+        """A new bearer token for ``user`` in ``groups``, valid while the server runs."""
+        return self.security.tokens.mint(user, groups)
+
+    def client(self, token: str | None = None, **kwargs: Any) -> KubeClient:
+        """A ``KubeClient`` for this server, trusting its CA, as ``token``'s user (the admin by default)."""
+        from kubesched.client.kube import KubeClient
+
+        return KubeClient.for_server(self.url, token=token or self.admin_token or "kubesched",
+                                     ca_data=self.security.ca_data, **kwargs)
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=codec.MAX_BODY)
@@ -88,10 +139,12 @@ class APIServer:
             self.restored = self.persistence.attach(self.store)
         if self.restored == 0:
             self._bootstrap()
+        self._bootstrap_rbac()
         self._runner = web.AppRunner(self.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0,
                                      max_line_size=MAX_HEADER_BYTES, max_field_size=MAX_HEADER_BYTES)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, backlog=2048, reuse_address=True)
+        site = web.TCPSite(self._runner, self.host, self.port, backlog=2048, reuse_address=True,
+                           ssl_context=self.security.ssl_context())
         await site.start()
         if self.port == 0:
             server = site._server
@@ -119,20 +172,29 @@ class APIServer:
             obj["spec"]["ports"][0]["targetPort"] = self.port or 6443
             self.rest.create_object(obj)
 
-    def kubeconfig(self, token: str = "kubesched") -> dict:
+    def _bootstrap_rbac(self) -> None:
+        """The default cluster roles and bindings that are missing (after a restore too, as
+        kube-apiserver reconciles them at every start; changed ones are left alone)."""
+        for obj in bootstrappolicy.bootstrap_objects():
+            kind = kind_for_resource("rbac.authorization.k8s.io", obj["kind"].lower() + "s")
+            if kind is not None and self.store.try_get(kind, None, obj["metadata"]["name"]) is None:
+                self.rest.create_object(obj)
+
+    def kubeconfig(self, token: str | None = None) -> dict:
+        """A kubeconfig for this server: its CA and ``token`` (the admin's by default)."""
         return {
             "apiVersion": "v1", "kind": "Config", "preferences": {},
-            "clusters": [{"name": "kubesched", "cluster": {"server": self.url}}],
-            "users": [{"name": "kubesched", "user": {"token": token}}],
+            "clusters": [{"name": "kubesched", "cluster": self.security.kubeconfig_cluster(self.url)}],
+            "users": [{"name": "kubesched", "user": {"token": token or self.admin_token or "kubesched"}}],
             "contexts": [{"name": "kubesched", "context": {"cluster": "kubesched", "user": "kubesched", "namespace": "default"}}],
             "current-context": "kubesched",
         }
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
+    def write_kubeconfig(self, path: str | Path, token: str | None = None) -> Path:
         target = Path(path).expanduser()
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(target.suffix + ".tmp")
-        tmp.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+        tmp.write_text(yaml.safe_dump(self.kubeconfig(token), sort_keys=False))
         tmp.chmod(0o600)
         tmp.replace(target)
         return target
@@ -152,7 +214,22 @@ class APIServer:
             log.exception("%s %s failed", request.method, request.path_qs)
             return _json(500, APIError(f"Internal error occurred: {e}").status())
 
+    def _authorize(self, request: web.Request) -> UserInfo | None:
+        """The caller of ``request`` once authenticated (401 otherwise) and authorized (403
+        otherwise); None when security is off."""
+        if not self.security.enabled:
+            return None
+        ssl_object = request.transport.get_extra_info("ssl_object") if request.transport is not None else None
+        peercert = ssl_object.getpeercert() if ssl_object is not None else None
+        user = self.security.authenticator.authenticate(request.path, request.headers.get("Authorization"), peercert)
+        user = impersonated(self.authorizer, user, request.headers, request.headers.getall("Impersonate-Group", []))
+        attrs = request_attributes(user, request.method, request.path, request.query)
+        if not self.authorizer.authorize(attrs):
+            raise forbidden(attrs)
+        return user
+
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        user = self._authorize(request)
         path = request.path
         parts = [p for p in path.split("/") if p]
         if not parts:
@@ -163,7 +240,7 @@ class APIServer:
             target = _parse_resource(parts)
             if target is None:
                 return self._discovery(request, parts)
-            return await self._resource(request, *target)
+            return await self._resource(request, user, *target)
         if head == "version":
             return _json(200, discovery.VERSION)
         if head in ("healthz", "livez", "readyz"):
@@ -215,17 +292,21 @@ class APIServer:
         body = served.body if request.method != "HEAD" else b""
         return web.Response(status=served.status, body=body or None, headers=served.headers)
 
-    async def _resource(self, request: web.Request, kind: Kind, namespace: str | None, name: str | None,
-                        subresource: str | None, watch_path: bool) -> web.StreamResponse:
+    async def _resource(self, request: web.Request, user: UserInfo | None, kind: Kind, namespace: str | None,
+                        name: str | None, subresource: str | None, watch_path: bool) -> web.StreamResponse:
         if subresource in kubeletproxy.ACTIONS:
             raise kubeletproxy.refuse(self.store, kind, namespace, name, subresource)
         method = request.method
         query = request.query
         body = await request.read() if request.can_read_body else b""
+        if kind.kind in REVIEW_KINDS:
+            caller = user or ANONYMOUS_USER
+            review = self.reviews.create(kind, method, namespace, body, request.headers.get("Content-Type", ""), caller)
+            return _json(201, review)
         if body and method in ("POST", "PUT"):
             codec.check_body_type(request.headers.get("Content-Type"))
         call = Call(method, View(kind), namespace, name, subresource, query, body,
-                    request.headers.get("Content-Type", codec.JSON), user_agent=request.headers.get("User-Agent", ""))
+                    request.headers.get("Content-Type", codec.JSON), user_agent=request.headers.get("User-Agent", ""), user=user)
         if method == "GET":
             call.output = codec.negotiate(request.headers.get("Accept"))
             if watch_path or codec.query_bool(query.get("watch")):

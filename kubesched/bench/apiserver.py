@@ -1,6 +1,7 @@
 """``python -m kubesched.bench.apiserver``: ``kubesched up``'s API server alone (no kubelet,
-controllers or scheduler) for ``kubesched bench --mode http``. Prints ``READY <url>`` once it
-serves, and exits when its standard input closes (so it never outlives the benchmark)."""
+controllers or scheduler) for ``kubesched bench --mode http``. Writes the kubeconfig given as its
+argument (admin credential and CA, as ``kubesched up`` does), prints ``READY <url>`` once it serves,
+and exits when its standard input closes (so it never outlives the benchmark)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ import sys
 from kubesched.bench.targets import server_options
 
 
-async def serve(seed: int | None) -> None:
+async def serve(seed: int | None, kubeconfig: str) -> None:
     from kubesched.simulator.up import Cluster
 
-    async with Cluster(server_options(seed)) as cluster:
+    async with Cluster(server_options(seed, kubeconfig)) as cluster:
         print(f"READY {cluster.server.url}", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
@@ -22,8 +23,9 @@ async def serve(seed: int | None) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("kubeconfig", help="where to write the kubeconfig of the server")
     args = parser.parse_args()
-    asyncio.run(serve(args.seed))
+    asyncio.run(serve(args.seed, args.kubeconfig))
 
 
 if __name__ == "__main__":

@@ -36,19 +36,19 @@ async def create_concurrently(client: KubeClient, objs: Sequence[dict], concurre
     await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(objs))))))
 
 
-async def create_in_subprocess(url: str, objs: list[dict], concurrency: int = CONCURRENCY) -> None:
+async def create_in_subprocess(kubeconfig: str, objs: list[dict], concurrency: int = CONCURRENCY) -> None:
     """``create_concurrently`` in a child process (``python -m kubesched.bench.creator``), which
     reads the objects as JSON from its standard input; returns once it exited successfully."""
-    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "kubesched.bench.creator", url, str(concurrency),
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "kubesched.bench.creator", kubeconfig, str(concurrency),
                                                 stdin=asyncio.subprocess.PIPE)
     await proc.communicate(orjson.dumps(objs))
     if proc.returncode != 0:
         raise RuntimeError(f"the pod creator process failed (exit code {proc.returncode})")
 
 
-async def _main(url: str, concurrency: int) -> None:
+async def _main(kubeconfig: str, concurrency: int) -> None:
     objs = orjson.loads(sys.stdin.buffer.read())
-    client = KubeClient.for_server(url, token="kubesched-bench-creator", connections=concurrency)
+    client = KubeClient(kubeconfig=kubeconfig, connections=concurrency, user_agent="kubesched-bench-creator")
     try:
         await create_concurrently(client, objs, concurrency)
     finally:

@@ -17,7 +17,9 @@ import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists
@@ -96,24 +98,32 @@ class HttpTarget(Target):
         self.in_process = in_process
         self.concurrency = concurrency
         self.url = ""
+        #: The kubeconfig the server wrote (admin credential and CA), for every client of the run.
+        self.kubeconfig = ""
+        self._workdir: tempfile.TemporaryDirectory | None = None
         self.client: KubeClient | None = None
         self._cluster: Any = None
         self._proc: subprocess.Popen | None = None
 
     async def start(self) -> None:
+        self._workdir = tempfile.TemporaryDirectory(prefix="kubesched-bench-")
+        self.kubeconfig = str(Path(self._workdir.name) / "kubeconfig")
         if self.in_process:
             from kubesched.simulator.up import Cluster
 
-            self._cluster = Cluster(server_options(self.seed))
+            self._cluster = Cluster(server_options(self.seed, self.kubeconfig))
             await self._cluster.start()
             self.url = self._cluster.server.url
         else:
             self.url = await self._spawn_server()
-        self.client = KubeClient.for_server(self.url, token="kubesched-bench", connections=self.concurrency)
+        self.client = self._client("kubesched-bench", connections=self.concurrency)
         await wait_ready(self.client)
 
+    def _client(self, agent: str, **kwargs: Any) -> KubeClient:
+        return KubeClient(kubeconfig=self.kubeconfig, user_agent=agent, **kwargs)
+
     async def _spawn_server(self) -> str:
-        args = [sys.executable, "-m", "kubesched.bench.apiserver"]
+        args = [sys.executable, "-m", "kubesched.bench.apiserver", self.kubeconfig]
         if self.seed is not None:
             args += ["--seed", str(self.seed)]
         self._proc = subprocess.Popen(args, stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
@@ -138,9 +148,12 @@ class HttpTarget(Target):
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
+        if self._workdir is not None:
+            self._workdir.cleanup()
+            self._workdir = None
 
     def scheduler_client(self) -> ClusterClient:
-        return KubeClient.for_server(self.url, token="kubesched")
+        return self._client("kubesched")
 
     async def create(self, obj: dict) -> dict:
         assert self.client is not None
@@ -148,7 +161,7 @@ class HttpTarget(Target):
 
     async def create_many(self, objs: Sequence[dict], *, measured: bool = False) -> None:
         if measured:
-            await creator.create_in_subprocess(self.url, list(objs), self.concurrency)
+            await creator.create_in_subprocess(self.kubeconfig, list(objs), self.concurrency)
             return
         assert self.client is not None
         await creator.create_concurrently(self.client, objs, self.concurrency)
@@ -159,11 +172,12 @@ class HttpTarget(Target):
         await self.client.delete(kind_of(obj), meta.get("namespace"), meta["name"])
 
 
-def server_options(seed: int | None) -> Any:
-    """``kubesched up`` with only its API server: no kubelet, controllers or scheduler, no kubeconfig."""
+def server_options(seed: int | None, kubeconfig: str) -> Any:
+    """``kubesched up`` with only its API server (no kubelet, controllers or scheduler), writing its
+    kubeconfig to ``kubeconfig``."""
     from kubesched.simulator.up import UpOptions
 
-    return UpOptions(port=0, kubeconfig_out=None, seed=seed, scheduler=False, kubelet=False, controllers=False)
+    return UpOptions(port=0, kubeconfig_out=kubeconfig, seed=seed, scheduler=False, kubelet=False, controllers=False)
 
 
 def peak_rss_of(pid: int | str = "self") -> int | None:

@@ -14,8 +14,10 @@ from collections.abc import Iterator
 
 from kubesched.api.errors import FileUnreadable, ListenError
 from kubesched.apiserver import APIServer
+from kubesched.apiserver.security import SecurityOptions, warn_insecure
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.apiserver.store import ObjectStore
+from kubesched.cli.exitcodes import USAGE
 from kubesched.utils.clock import RealClock
 
 
@@ -30,12 +32,38 @@ def add_server_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--data", metavar="FILE.sqlite", help="keep every object in this SQLite file (survives restarts)")
     p.add_argument("--kubeconfig-out", metavar="FILE", default=DEFAULT_KUBECONFIG,
-                   help=f"write a kubeconfig for this server here (default {DEFAULT_KUBECONFIG})")
+                   help=f"write a kubeconfig for this server here, with an admin credential (default {DEFAULT_KUBECONFIG})")
+    sec = p.add_argument_group("security (see docs/security.md)")
+    sec.add_argument("--token-auth-file", default="", metavar="FILE",
+                     help="bearer tokens, one per line: token,user,uid,\"group1,group2\" (kube-apiserver's format)")
+    sec.add_argument("--client-ca-file", default="", metavar="FILE",
+                     help="accept client certificates signed by this CA (user = CN, groups = O)")
+    sec.add_argument("--tls-cert-file", default="", metavar="FILE",
+                     help="serving certificate (PEM); default: a self-signed one made at start, its CA in the kubeconfig")
+    sec.add_argument("--tls-private-key-file", default="", metavar="FILE", help="key of --tls-cert-file (PEM)")
+    sec.add_argument("--insecure-allow-anonymous", action="store_true",
+                     help="serve plain HTTP with no authentication or authorization (anyone may do anything)")
+
+
+def security_from(args: argparse.Namespace) -> SecurityOptions:
+    """The ``SecurityOptions`` of the flags; prints the warning of ``--insecure-allow-anonymous``."""
+    options = SecurityOptions(allow_anonymous=args.insecure_allow_anonymous, token_auth_file=args.token_auth_file,
+                              client_ca_file=args.client_ca_file, tls_cert_file=args.tls_cert_file,
+                              tls_private_key_file=args.tls_private_key_file)
+    options.check()
+    if options.allow_anonymous:
+        warn_insecure()
+    return options
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        security = security_from(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return USAGE
     with server_errors(args):
-        asyncio.run(_serve(args))
+        asyncio.run(_serve(args, security))
     return 0
 
 
@@ -58,13 +86,13 @@ def server_errors(args: argparse.Namespace) -> Iterator[None]:
         raise
 
 
-async def _serve(args: argparse.Namespace) -> None:
+async def _serve(args: argparse.Namespace, security: SecurityOptions) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    server = APIServer(ObjectStore(RealClock()), host=args.address, port=args.port, data=args.data)
+    server = APIServer(ObjectStore(RealClock()), host=args.address, port=args.port, data=args.data, security=security)
     await server.start()
     try:
         print(f"kubesched API server listening on {server.url}")

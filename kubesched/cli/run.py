@@ -8,9 +8,12 @@ flags (``--kubeconfig``, ``--kube-api-qps``, ...) and leader election flags appl
 One kubesched extension: ``--kubeconfig`` is honoured with ``--config`` when the file leaves
 ``clientConnection.kubeconfig`` empty. Serving: ``--secure-port`` (default 10259) serves HTTPS with
 ``--tls-cert-file``/``--tls-private-key-file`` or a self-signed certificate; ``--port`` (kubesched's,
-default 0 = off) serves the same endpoints over plain HTTP. Authentication and authorization
-delegation, metric filtering and klog's other output options are accepted and ignored (a warning
-says so); ``--logging-format json`` is kube-scheduler's structured logging.
+default 0 = off) serves the same endpoints over plain HTTP without authentication. The secure port
+delegates authentication (TokenReview) and authorization (SubjectAccessReview) to the API server
+as kube-scheduler does (``--authentication-kubeconfig``, ``--authorization-kubeconfig``,
+``--authorization-always-allow-paths``; docs/security.md). Metric filtering and klog output
+options are accepted and ignored (a warning says so); ``--logging-format json`` is kube-scheduler's
+structured logging.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.config.validation import validate_or_raise
 from kubesched.scheduler.features import FeatureGates, parse_flag
 from kubesched.scheduler.framework.registry import Registry
+from kubesched.scheduler.serving.delegated import DEFAULT_ALWAYS_ALLOW_PATHS
 
 if TYPE_CHECKING:
     from kubesched.scheduler.serving.app import RunOptions
@@ -46,11 +50,9 @@ DEFAULT_SECURE_PORT = 10259
 #: Flags kube-scheduler has that kubesched accepts without acting on them (value-taking ones).
 IGNORED_VALUE_FLAGS = (
     "--tls-cipher-suites", "--tls-min-version", "--tls-sni-cert-key", "--http2-max-streams-per-connection",
-    "--authentication-kubeconfig", "--authentication-token-webhook-cache-ttl", "--client-ca-file",
-    "--requestheader-allowed-names", "--requestheader-client-ca-file", "--requestheader-extra-headers-prefix",
+    "--client-ca-file", "--requestheader-allowed-names", "--requestheader-client-ca-file", "--requestheader-extra-headers-prefix",
     "--requestheader-group-headers", "--requestheader-uid-headers", "--requestheader-username-headers",
-    "--authorization-always-allow-paths", "--authorization-kubeconfig", "--authorization-webhook-cache-authorized-ttl",
-    "--authorization-webhook-cache-unauthorized-ttl", "--allow-metric-labels", "--allow-metric-labels-manifest",
+    "--allow-metric-labels", "--allow-metric-labels-manifest",
     "--disabled-metrics", "--show-hidden-metrics-for-version", "--log-flush-frequency", "--log-json-info-buffer-size",
     "--log-text-info-buffer-size", "--vmodule",
 )
@@ -107,6 +109,21 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     serving.add_argument("--cert-dir", default="", help="the directory for the self-signed certificate (kube-scheduler.crt/.key)")
     serving.add_argument("--tls-cert-file", default="", help="x509 certificate for HTTPS (with --tls-private-key-file)")
     serving.add_argument("--tls-private-key-file", default="", help="x509 private key matching --tls-cert-file")
+    delegated = p.add_argument_group("authentication and authorization of the secure port (delegated to the API server)")
+    delegated.add_argument("--authentication-kubeconfig", default="",
+                           help="kubeconfig of the API server that reviews bearer tokens (TokenReview); empty: the "
+                                "in-cluster service account, else no token authentication")
+    delegated.add_argument("--authorization-kubeconfig", default="",
+                           help="kubeconfig of the API server that authorizes requests (SubjectAccessReview); empty: the "
+                                "in-cluster service account, else only system:masters and the always-allowed paths")
+    delegated.add_argument("--authorization-always-allow-paths", default=",".join(DEFAULT_ALWAYS_ALLOW_PATHS),
+                           help="paths allowed without authorization (default /healthz,/readyz,/livez; 'p/*' is a prefix)")
+    delegated.add_argument("--authentication-token-webhook-cache-ttl", default="10s",
+                           help="how long TokenReview answers are cached (default 10s)")
+    delegated.add_argument("--authorization-webhook-cache-authorized-ttl", default="10s",
+                           help="how long allowed SubjectAccessReview answers are cached (default 10s)")
+    delegated.add_argument("--authorization-webhook-cache-unauthorized-ttl", default="10s",
+                           help="how long denied SubjectAccessReview answers are cached (default 10s)")
     deprecated = p.add_argument_group("deprecated (ignored when --config is given, except --kubeconfig, see above)")
     deprecated.add_argument("--kubeconfig", default=None, help="path to a kubeconfig file with the API server location and credentials")
     deprecated.add_argument("--kube-api-qps", type=float, default=None, help="QPS to use while talking with the API server")
@@ -192,7 +209,11 @@ def apply_leader_election(args: argparse.Namespace, cfg: SchedulerConfiguration)
         ("leader_elect_resource_lock", "resource_lock"), ("leader_elect_resource_name", "resource_name"),
         ("leader_elect_resource_namespace", "resource_namespace"),
     ):
-        _apply(args, flag, functools.partial(setattr, le, field_name))
+        _apply(args, flag, functools.partial(_set, le, field_name))
+
+
+def _set(target: object, name: str, value: object) -> None:
+    setattr(target, name, value)
 
 
 def _apply(args: argparse.Namespace, flag: str, setter: Callable[[object], None]) -> None:
@@ -248,4 +269,20 @@ def options_from(args: argparse.Namespace) -> RunOptions:
     return RunOptions(config=cfg, feature_gates=gates, registry=registry, kubeconfig=kubeconfig, master=args.master,
                       bind_address=args.bind_address, secure_port=args.secure_port, insecure_port=args.port,
                       cert_dir=args.cert_dir, tls_cert_file=args.tls_cert_file, tls_private_key_file=args.tls_private_key_file,
-                      pod_max_in_unschedulable=args.pod_max_in_unschedulable_pods_duration)
+                      pod_max_in_unschedulable=args.pod_max_in_unschedulable_pods_duration,
+                      authentication_kubeconfig=args.authentication_kubeconfig,
+                      authorization_kubeconfig=args.authorization_kubeconfig,
+                      authorization_always_allow_paths=tuple(p.strip() for p in args.authorization_always_allow_paths.split(",")
+                                                             if p.strip()),
+                      authentication_token_cache_ttl=_ttl(args, "authentication_token_webhook_cache_ttl"),
+                      authorization_allow_cache_ttl=_ttl(args, "authorization_webhook_cache_authorized_ttl"),
+                      authorization_deny_cache_ttl=_ttl(args, "authorization_webhook_cache_unauthorized_ttl"))
+
+
+def _ttl(args: argparse.Namespace, dest: str) -> float:
+    """A cache TTL flag (a Go duration) in seconds; a clear error naming the flag when malformed."""
+    text = getattr(args, dest)
+    try:
+        return ns_to_seconds(parse_duration(text))
+    except ValueError as e:
+        raise FlagError(f"--{dest.replace('_', '-')}: {e}") from None

@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from kubesched.cli.apiserver import add_server_args, server_errors
+from kubesched.cli.apiserver import add_server_args, security_from, server_errors
 from kubesched.cli.common import add_config_args, configuration_from, load_manifests, progress_reporter, registry_from
+from kubesched.cli.exitcodes import USAGE
 from kubesched.simulator.up import Cluster, UpOptions, banner
 from kubesched.simulator.up import run as run_up
 
@@ -31,6 +32,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        security = security_from(args)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return USAGE
     registry = registry_from(args.plugins)
     cfg, gates = configuration_from(args, registry)
     objects = []
@@ -39,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             objects = load_manifests(args, progress)
     options = UpOptions(host=args.address, port=args.port, data=args.data, kubeconfig_out=args.kubeconfig_out,
                         config=cfg, registry=registry, feature_gates=gates, objects=objects, seed=args.seed,
-                        termination_delay=args.termination_delay, scheduler=not args.no_scheduler)
+                        termination_delay=args.termination_delay, scheduler=not args.no_scheduler, security=security)
 
     def ready(cluster: Cluster) -> None:
         print(banner(cluster))

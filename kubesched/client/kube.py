@@ -21,6 +21,7 @@ file are re-read every minute and after a 401, so rotated service-account tokens
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import os
@@ -156,11 +157,15 @@ class KubeClient(ClusterClient):
         self.clock = RealClock()
 
     @classmethod
-    def for_server(cls, url: str, token: str | None = None, **kwargs: Any) -> KubeClient:
-        """A client for ``url`` (plain HTTP or TLS without verification of a custom CA) and an optional token."""
+    def for_server(cls, url: str, token: str | None = None, *, ca_data: bytes = b"", **kwargs: Any) -> KubeClient:
+        """A client for ``url`` and an optional token; over HTTPS the server's certificate is
+        verified against ``ca_data`` (PEM) when given, else against the system's CAs."""
         from lightkube.config.kubeconfig import KubeConfig
 
-        conf = {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "c", "cluster": {"server": url}}],
+        cluster: dict[str, Any] = {"server": url}
+        if ca_data:
+            cluster["certificate-authority-data"] = base64.b64encode(ca_data).decode()
+        conf = {"apiVersion": "v1", "kind": "Config", "clusters": [{"name": "c", "cluster": cluster}],
                 "users": [{"name": "u", "user": {"token": token} if token else {}}],
                 "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}], "current-context": "c"}
         return cls(KubeConfig.from_dict(conf).get(), **kwargs)

@@ -43,10 +43,12 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10
 CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.Override)
 
 #: Kinds the scheduler's informers watch: what the cache and the in-tree plugins read.
+#: What the scheduler informs on: exactly what the bootstrap ``system:kube-scheduler`` and
+#: ``system:volume-scheduler`` roles let kube-scheduler read, so it runs under them unchanged.
 WATCHED_KINDS = (
     "Pod", "Node", "Namespace", "PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode",
-    "CSIDriver", "CSIStorageCapacity", "VolumeAttachment", "PodDisruptionBudget", "PriorityClass", "Service", "ReplicaSet",
-    "StatefulSet", "ReplicationController", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass", "ResourceSlice",
+    "CSIDriver", "CSIStorageCapacity", "VolumeAttachment", "PodDisruptionBudget", "Service", "ReplicaSet",
+    "StatefulSet", "ReplicationController", "ResourceClaim", "DeviceClass", "ResourceSlice",
 )
 
 

@@ -49,10 +49,11 @@ POLL = 0.1
 SIMULATION_COMPONENTS = ComponentOptions(collect_dangling=False, lease_renew_interval=LEASE_DURATION)
 #: The store's kinds, typed as always there (the store asserts it).
 POD_KIND, EVENT_KIND = cast(Kind, POD), cast(Kind, EVENT)
-#: Kinds something in the simulation reads: the scheduler's informers, and the controllers (which
-#: read Deployments, and node Leases for the node lifecycle, on top of what the scheduler watches).
-#: Other objects are kept, not acted on.
-ACTED_ON = frozenset(WATCHED_KINDS) | {"Deployment", "Lease"}
+#: Kinds something in the simulation reads: the scheduler's informers, admission (PriorityClasses
+#: give pods their priority) and the controllers (Deployments, ResourceClaimTemplates, and node
+#: Leases for the node lifecycle, on top of what the scheduler watches). Other objects are kept,
+#: not acted on.
+ACTED_ON = frozenset(WATCHED_KINDS) | {"Deployment", "Lease", "PriorityClass", "ResourceClaimTemplate"}
 #: Why a served kind is not acted on, when there is more to say than "nothing reads it".
 NOT_ACTED_ON_BECAUSE = {
     "DaemonSet": "the simulation runs no DaemonSet controller, so its pods are not created",

@@ -8,9 +8,14 @@ Pieces, all on one event loop:
   lifecycle controller, the PersistentVolume and ResourceClaim controllers and the workload
   controllers. Here the kubelet finishes graceful deletions once "containers have stopped" (a
   short delay instead of the full grace period, so ``kubectl delete`` returns promptly);
-* the scheduler, talking to the API server **over HTTP** with ``kubesched.client.kube.KubeClient``,
-  exactly as it would to a real cluster. Its metrics are served by the API server's ``/metrics``
+* the scheduler, talking to the API server **over HTTPS** with ``kubesched.client.kube.KubeClient``,
+  exactly as it would to a real cluster, as the user ``system:kube-scheduler`` (its own token, and
+  only the rights of the bootstrap ``system:kube-scheduler`` and ``system:volume-scheduler`` roles). Its metrics are served by the API server's ``/metrics``
   after the server's own (``kubectl get --raw /metrics``).
+
+The kubelets and controllers act on the object store in-process: like components with direct
+storage access they pass no API request, so they need no identity (their writes still go through
+validation and admission).
 
 ``Cluster`` is the programmatic entry point (``async with Cluster(options) as c``); ``run`` is what
 the CLI calls.
@@ -30,6 +35,7 @@ from prometheus_client import disable_created_metrics
 
 from kubesched.api.apierrors import AlreadyExists, APIError
 from kubesched.apiserver import APIServer
+from kubesched.apiserver.security import SecurityOptions
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.apiserver.store import ObjectStore
 from kubesched.client.kube import KubeClient, wait_ready
@@ -61,6 +67,8 @@ class UpOptions:
     controllers: bool = True
     kubelet: bool = True
     bookmark_interval: float = 60.0
+    #: TLS, authentication and authorization of the API server (secure by default).
+    security: SecurityOptions = field(default_factory=SecurityOptions)
 
 
 def create_objects(server: APIServer, objects: list[dict]) -> tuple[int, list[str]]:
@@ -89,7 +97,8 @@ class Cluster:
         self.options = options
         self.store = ObjectStore(RealClock(), seed=options.seed)
         self.server = APIServer(self.store, host=options.host, port=options.port, data=options.data,
-                                bookmark_interval=options.bookmark_interval, garbage_collect=not options.controllers)
+                                bookmark_interval=options.bookmark_interval, garbage_collect=not options.controllers,
+                                security=options.security)
         self.components: Components | None = None
         self.client: KubeClient | None = None
         self.scheduler: Scheduler | None = None
@@ -125,7 +134,7 @@ class Cluster:
         from kubesched.scheduler import config as config_module
 
         cfg = opts.config or config_module.default_configuration(feature_gates=opts.feature_gates)
-        self.client = KubeClient.for_server(self.server.url, token="kubesched")
+        self.client = self.server.client(token=self.server.scheduler_token or None)
         await wait_ready(self.client)
         disable_created_metrics()  # no ``*_created`` series: upstream's registry has none
         self.scheduler = sched = Scheduler(self.client, cfg, registry=opts.registry, seed=opts.seed,
@@ -159,7 +168,8 @@ def banner(cluster: Cluster) -> str:
     if cluster.options.data:
         lines.append(f"data: {cluster.options.data} ({cluster.server.restored} objects restored)")
     if cluster.kubeconfig is not None:
-        lines.append(f"kubeconfig written to {cluster.kubeconfig}")
+        lines.append(f"kubeconfig written to {cluster.kubeconfig}"
+                     + (" (admin credential and CA; see docs/security.md)" if cluster.server.security.enabled else ""))
         lines.append(f"  export KUBECONFIG={cluster.kubeconfig}    # then: kubectl get nodes,pods -o wide")
     parts = (["scheduler"] if cluster.scheduler is not None else []) + (cluster.components.names() if cluster.components else [])
     lines.append("running: API server" + "".join(f", {p}" for p in parts))

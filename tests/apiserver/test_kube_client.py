@@ -9,7 +9,7 @@ import pytest
 from kubesched.api.apierrors import Conflict, Gone, Invalid
 from kubesched.api.kinds import POD, kind_for, kind_named
 from kubesched.client.informers import Informer
-from kubesched.client.kube import KubeClient, api_error
+from kubesched.client.kube import api_error
 from tests.apiserver.conftest import pod
 
 POD_KIND = kind_named("Pod")
@@ -18,7 +18,7 @@ EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
 
 @pytest.fixture
 async def client(api):
-    c = KubeClient.for_server(api.server.url, token="anything")
+    c = api.server.client()
     yield c
     await c.close()
 

@@ -60,7 +60,11 @@ def gvk(kind: Kind) -> dict[str, str]:
     return {"group": kind.group, "version": kind.version, "kind": kind.kind}
 
 
-@pytest.mark.parametrize("kind", KINDS, ids=lambda k: f"{k.api_version}/{k.kind}")
+#: Kinds stored and read back (the review kinds are create-only, as kube-apiserver serves them).
+STORED = [kind for kind in KINDS if kind.verbs != ("create",)]
+
+
+@pytest.mark.parametrize("kind", STORED, ids=lambda k: f"{k.api_version}/{k.kind}")
 def test_every_kinds_patch_accepts_field_validation_in_v2_and_v3(kind):
     for patch in (v3(kind.api_version)["paths"][item_path(kind)]["patch"], openapi.v2_spec()["paths"][item_path(kind)]["patch"]):
         assert patch["x-kubernetes-group-version-kind"] == gvk(kind)

@@ -319,14 +319,12 @@ async def test_protobuf_bodies_from_kubectl_typed_clients(api):
 
 
 async def test_sqlite_persistence_survives_a_restart(tmp_path):
-    import aiohttp
-
     from tests.apiserver.conftest import Http
 
     data = tmp_path / "state.sqlite"
     first = APIServer(ObjectStore(), port=0, data=data)
     await first.start()
-    async with aiohttp.ClientSession() as session:
+    async with first.client_session() as session:
         http = Http(first, session)
         _, created, _ = await http.call("POST", PODS, pod("keep"))
         await http.call("POST", PODS, pod("gone"))
@@ -337,7 +335,7 @@ async def test_sqlite_persistence_survives_a_restart(tmp_path):
     second = APIServer(ObjectStore(), port=0, data=data)
     await second.start()
     try:
-        async with aiohttp.ClientSession() as session:
+        async with second.client_session() as session:
             http = Http(second, session)
             _, kept, _ = await http.call("GET", f"{PODS}/keep")
             assert kept["metadata"]["resourceVersion"] == old_rv and kept["metadata"]["uid"] == created["metadata"]["uid"]

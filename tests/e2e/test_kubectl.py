@@ -3,11 +3,13 @@ client, the way a user would (no in-process shortcuts)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import textwrap
@@ -16,8 +18,10 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from kubesched.apiserver.codec import MAX_BODY
 
@@ -105,17 +109,28 @@ def _free_port() -> int:
 class Up:
     """A ``kubesched up`` subprocess and a kubectl bound to its kubeconfig."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, extra: list[str] | None = None) -> None:
         self.workdir = workdir
+        self.extra = extra or []
         self.port = _free_port()
         self.kubeconfig = workdir / "kubeconfig.yaml"
         self.data = workdir / "state.sqlite"
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"https://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
+
+    def urlopen(self, path: str, *, method: str = "GET", body: bytes | None = None, timeout: float = 10) -> Any:
+        """``urllib.request.urlopen`` of a path with the kubeconfig's server, CA and admin token, as
+        kubectl would send them."""
+        conf = yaml.safe_load(self.kubeconfig.read_text())
+        cluster, user = conf["clusters"][0]["cluster"], conf["users"][0]["user"]
+        request = urllib.request.Request(cluster["server"] + path, data=body, method=method, headers={
+            "Content-Type": "application/json", "Authorization": f"Bearer {user['token']}"})
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        return urllib.request.urlopen(request, timeout=timeout, context=ssl.create_default_context(cadata=ca))
 
     def start(self) -> None:
         cmd = [sys.executable, "-m", "kubesched.cli.main", "up", "--port", str(self.port), "--kubeconfig-out", str(self.kubeconfig),
-               "--data", str(self.data)]
+               "--data", str(self.data), *self.extra]
         log = open(self.workdir / "up.log", "a")  # noqa: SIM115 - the process owns it
         self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         until(lambda: self._ready(), 30, "kubesched up did not become ready")
@@ -125,8 +140,10 @@ class Up:
         if self.proc.poll() is not None:
             raise RuntimeError("kubesched up exited:\n" + (self.workdir / "up.log").read_text())
         try:
-            with urllib.request.urlopen(self.url + "/readyz", timeout=1) as resp:
-                return resp.status == 200 and self.kubeconfig.exists()
+            if not self.kubeconfig.exists():
+                return False
+            with self.urlopen("/readyz", timeout=1) as resp:
+                return resp.status == 200
         except OSError:
             return False
 
@@ -150,9 +167,8 @@ class Up:
         return json.loads(self.kubectl(*args, "-o", "json").stdout)
 
     def raw(self, method: str, path: str, body: bytes | None = None) -> tuple[int, dict]:
-        request = urllib.request.Request(self.url + path, data=body, method=method, headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=10) as resp:
+            with self.urlopen(path, method=method, body=body) as resp:
                 return resp.status, json.loads(resp.read() or b"{}")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"{}")
@@ -333,7 +349,7 @@ def test_restart_with_data_keeps_objects_and_versions_and_old_watches_relist(up)
     up.start()
     after = {p["metadata"]["name"]: (p["metadata"]["uid"], p["metadata"]["resourceVersion"]) for p in up.json("get", "pods")["items"]}
     assert after == before
-    with urllib.request.urlopen(f"{up.url}/api/v1/namespaces/default/pods?watch=1&resourceVersion={old_rv}&timeoutSeconds=2") as resp:
+    with up.urlopen(f"/api/v1/namespaces/default/pods?watch=1&resourceVersion={old_rv}&timeoutSeconds=2") as resp:
         first = json.loads(resp.readline())
     assert first["type"] == "ERROR" and first["object"]["code"] == 410
     up.kubectl("run", "after-restart", "--image=nginx")

@@ -83,7 +83,8 @@ def resource_ref(obj: dict) -> str:
 
 
 def test_the_every_kind_manifest_covers_every_served_kind():
-    assert {(o["apiVersion"], o["kind"]) for o in every_kind()} == {(k.api_version, k.kind) for k in KINDS}
+    stored = {(k.api_version, k.kind) for k in KINDS if k.verbs != ("create",)}  # reviews are never stored
+    assert {(o["apiVersion"], o["kind"]) for o in every_kind()} == stored
 
 
 def manifest_refs(directory: Path) -> list[str]:

@@ -3,6 +3,7 @@ as subprocesses on free ports, the real kubectl, and plain-HTTP probes of the sc
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -19,6 +20,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from kubesched.utils.certs import generate
 
 KUBECTL = shutil.which("kubectl")
 
@@ -125,35 +128,57 @@ class Process:
 
 
 class APIServer(Process):
-    """``kubesched apiserver`` on a free port, durable in ``state.sqlite`` so it can be restarted."""
+    """``kubesched apiserver`` on a free port, durable in ``state.sqlite`` so it can be restarted.
+    It serves the harness's own certificate and admin token (``--tls-cert-file``,
+    ``--token-auth-file``), so a kubeconfig written before it starts is valid."""
+
+    TOKEN = "harness-admin-token"
+    #: Tokens of the other users the token file names (name -> token).
+    USERS = {"system:kube-scheduler": "harness-scheduler-token", "prometheus": "harness-prometheus-token",
+             "nobody": "harness-nobody-token"}
 
     def __init__(self, workdir: Path) -> None:
         super().__init__(workdir, "apiserver")
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"https://127.0.0.1:{self.port}"
         self.kubeconfig = workdir / "kubeconfig.yaml"
         self.data = workdir / "state.sqlite"
+        self.cert, self.key, self.tokens = workdir / "apiserver.crt", workdir / "apiserver.key", workdir / "tokens.csv"
+        cert_pem, key_pem = generate("localhost")
+        self.cert.write_bytes(cert_pem)
+        self.key.write_bytes(key_pem)
+        self.tokens.write_text(f'{self.TOKEN},harness-admin,1,"system:masters"\n'
+                               f'{self.USERS["system:kube-scheduler"]},system:kube-scheduler,2\n'
+                               f'{self.USERS["prometheus"]},prometheus,3,"system:monitoring"\n'
+                               f'{self.USERS["nobody"]},nobody,4\n')
+        self.tls = ssl.create_default_context(cadata=cert_pem.decode())
 
-    def write_kubeconfig(self) -> Path:
-        """The kubeconfig the server would write, written before it starts (for clients started first)."""
-        self.kubeconfig.write_text(textwrap.dedent(f"""\
+    def write_kubeconfig(self, user: str = "", path: Path | None = None) -> Path:
+        """The kubeconfig the server would write (the admin's, or ``user``'s from ``USERS``),
+        written before it starts (for clients started first)."""
+        ca = base64.b64encode(self.cert.read_bytes()).decode()
+        token = self.USERS[user] if user else self.TOKEN
+        target = path or self.kubeconfig
+        target.write_text(textwrap.dedent(f"""\
             apiVersion: v1
             kind: Config
-            clusters: [{{name: c, cluster: {{server: "{self.url}"}}}}]
-            users: [{{name: u, user: {{token: kubesched}}}}]
+            clusters: [{{name: c, cluster: {{server: "{self.url}", certificate-authority-data: "{ca}"}}}}]
+            users: [{{name: u, user: {{token: {token}}}}}]
             contexts: [{{name: c, context: {{cluster: c, user: u, namespace: default}}}}]
             current-context: c
             """))
-        return self.kubeconfig
+        return target
 
     def start(self) -> None:
-        self.spawn(["apiserver", "--port", str(self.port), "--data", str(self.data), "--kubeconfig-out", str(self.kubeconfig)])
+        self.spawn(["apiserver", "--port", str(self.port), "--data", str(self.data), "--kubeconfig-out", str(self.kubeconfig),
+                    "--tls-cert-file", str(self.cert), "--tls-private-key-file", str(self.key),
+                    "--token-auth-file", str(self.tokens)])
         until(self.ready, 30, lambda: f"kubesched apiserver did not become ready:\n{self.output()}")
 
     def ready(self) -> bool:
         if not self.alive():
             raise AssertionError(f"kubesched apiserver exited:\n{self.output()}")
-        return http_status(self.url + "/readyz") == 200
+        return http_status(self.url + "/readyz", self.tls) == 200
 
     def kubectl(self, *args: str, check: bool = True, stdin: str | None = None) -> subprocess.CompletedProcess:
         assert KUBECTL is not None

@@ -98,9 +98,28 @@ def test_unparsable_flag_values_fail_like_pflag(capsys):
 
 def test_kube_scheduler_flags_kubesched_ignores_are_accepted_with_a_warning(caplog):
     with caplog.at_level(logging.WARNING):
-        resolve("--authorization-kubeconfig=/etc/k", "--authentication-skip-lookup", "--tls-min-version", "VersionTLS12",
+        resolve("--client-ca-file=/etc/ca", "--authentication-skip-lookup", "--tls-min-version", "VersionTLS12",
                 "--vmodule", "x=2")
-    assert "--tls-min-version, --authorization-kubeconfig, --vmodule, --authentication-skip-lookup are accepted" in caplog.text
+    assert "--tls-min-version, --client-ca-file, --vmodule, --authentication-skip-lookup are accepted" in caplog.text
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    ((), ("", "", ("/healthz", "/readyz", "/livez"), 10.0, 10.0, 10.0)),
+    (("--authentication-kubeconfig", "/a", "--authorization-kubeconfig", "/z", "--authorization-always-allow-paths",
+      "/healthz,/metrics/*", "--authentication-token-webhook-cache-ttl", "1m", "--authorization-webhook-cache-authorized-ttl",
+      "5s", "--authorization-webhook-cache-unauthorized-ttl", "0s"), ("/a", "/z", ("/healthz", "/metrics/*"), 60.0, 5.0, 0.0)),
+])
+def test_delegated_authentication_and_authorization_flags_have_upstreams_defaults(tmp_path, argv, expected):
+    args = build_parser().parse_args(["run", "--config", config_file(tmp_path), *argv])
+    o = run_cmd.options_from(args)
+    assert (o.authentication_kubeconfig, o.authorization_kubeconfig, o.authorization_always_allow_paths,
+            o.authentication_token_cache_ttl, o.authorization_allow_cache_ttl, o.authorization_deny_cache_ttl) == expected
+
+
+def test_a_malformed_cache_ttl_names_the_flag(tmp_path):
+    args = build_parser().parse_args(["run", "--config", config_file(tmp_path), "--authorization-webhook-cache-authorized-ttl", "ten"])
+    with pytest.raises(run_cmd.FlagError, match='--authorization-webhook-cache-authorized-ttl: time: invalid duration "ten"'):
+        run_cmd.options_from(args)
 
 
 def test_write_config_to_writes_the_effective_configuration_and_exits(tmp_path):

@@ -8,8 +8,8 @@ import aiohttp
 import pytest
 from prometheus_client import CollectorRegistry, Counter, generate_latest
 
-from kubesched.scheduler.serving.certs import server_context
 from kubesched.scheduler.serving.endpoints import Check, Endpoints
+from kubesched.utils.certs import server_context
 
 
 class Flag:

@@ -106,7 +106,7 @@ async def test_an_informer_over_http_survives_an_api_server_restart_and_ends_equ
     port, data = free_port(), tmp_path / "state.sqlite"
     server = APIServer(ObjectStore(RealClock()), port=port, data=data)
     await server.start()
-    client = KubeClient.for_server(server.url)
+    client = server.client()
     informer = Informer(client, POD_KIND)
     informer.start()
     try:
@@ -168,7 +168,7 @@ async def test_every_request_waits_for_the_rate_limiter():
     server = APIServer(ObjectStore(RealClock()), port=0)
     await server.start()
     # 5 qps: a request must take over 200 ms for the next one to find a token, even on a slow machine.
-    client = KubeClient.for_server(server.url, qps=5, burst=1)
+    client = server.client(qps=5, burst=1)
     try:
         for _ in range(3):
             await client.list(POD_KIND)
@@ -217,7 +217,7 @@ current-context: c
 async def test_an_event_series_is_one_merge_patch_and_recreated_if_the_event_was_removed():
     server = APIServer(ObjectStore(RealClock()), port=0)
     await server.start()
-    client = KubeClient.for_server(server.url)
+    client = server.client()
     sink = EventSink(client)
     event = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "p.1", "namespace": "default"},
              "eventTime": "2025-01-01T00:00:00.000000Z", "reportingController": "s", "reportingInstance": "s-1",

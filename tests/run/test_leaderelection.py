@@ -29,7 +29,7 @@ LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 2.0, 1.0, 0.2
 async def client():
     server = APIServer(ObjectStore(RealClock()), port=0)
     await server.start()
-    c = KubeClient.for_server(server.url)
+    c = server.client()
     yield c
     await c.close()
     await server.stop()
@@ -38,12 +38,12 @@ async def client():
 class Candidate:
     """An elector plus a record of its callbacks."""
 
-    def __init__(self, client: KubeClient, identity: str) -> None:
+    def __init__(self, client: KubeClient, identity: str, lease: str = "lock") -> None:
         self.events: list[str] = []
         self.started = asyncio.Event()
         self.stopped = asyncio.Event()
         self.leaders: list[str] = []
-        lock = LeaseLock(client, "kube-system", "lock", identity, recorder=lambda _lease, message: self.events.append(message))
+        lock = LeaseLock(client, "kube-system", lease, identity, recorder=lambda _lease, message: self.events.append(message))
         self.elector = LeaderElector(lock, lease_duration=LEASE_DURATION, renew_deadline=RENEW_DEADLINE, retry_period=RETRY_PERIOD,
                                      on_started_leading=self.started.set, on_stopped_leading=self.stopped.set,
                                      on_new_leader=self.leaders.append)
@@ -75,6 +75,28 @@ async def test_the_first_candidate_creates_the_lease_and_leads(client):
     renewed = await lease_spec(client)
     assert renewed["renewTime"] > spec["renewTime"] and renewed["acquireTime"] == spec["acquireTime"]
     await a.stop()
+
+
+async def test_system_kube_scheduler_may_lead_on_the_kube_scheduler_lease_only():
+    """The bootstrap role lets the scheduler create Leases and get/update only ``kube-scheduler``."""
+    server = APIServer(ObjectStore(RealClock()), port=0)
+    await server.start()
+    scheduler, admin = server.client(token=server.scheduler_token), server.client()
+    try:
+        ours = Candidate(scheduler, "a", lease="kube-scheduler").run()
+        await asyncio.wait_for(ours.started.wait(), 5)
+        await asyncio.sleep(RETRY_PERIOD * 2)
+        lease = await admin.get(LEASE, "kube-system", "kube-scheduler")
+        assert lease is not None and lease["spec"]["holderIdentity"] == "a"
+        await ours.stop()
+        other = Candidate(scheduler, "b", lease="someone-else").run()
+        await asyncio.sleep(RETRY_PERIOD * 3)
+        assert not other.started.is_set()  # forbidden to read or renew another Lease
+        await other.stop()
+    finally:
+        await scheduler.close()
+        await admin.close()
+        await server.stop()
 
 
 async def test_a_standby_does_not_take_a_lease_its_holder_keeps_renewing(client):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import signal
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -73,8 +75,12 @@ def processes():
 
 
 def test_a_scheduler_binds_kubectl_pods_reports_unschedulable_ones_and_retries_them_when_a_node_is_added(api, processes, tmp_path):
+    """As ``system:kube-scheduler`` (only the bootstrap role's rights), with the secure port's
+    authentication and authorization delegated to the API server with the same credential."""
     api.write_kubeconfig()
-    sched = Scheduler(tmp_path, "sched", scheduler_config(tmp_path / "sched.yaml"), api.kubeconfig, secure=True)
+    own = api.write_kubeconfig("system:kube-scheduler", tmp_path / "scheduler.kubeconfig")
+    sched = Scheduler(tmp_path, "sched", scheduler_config(tmp_path / "sched.yaml"), own, secure=True,
+                      extra=["--authentication-kubeconfig", str(own), "--authorization-kubeconfig", str(own)])
     processes.append(sched)
     sched.start(wait_ready=False)  # before the API server exists: alive, not ready
     assert sched.status("/livez") == 200 and sched.status("/healthz") == 200
@@ -119,6 +125,7 @@ def test_a_scheduler_binds_kubectl_pods_reports_unschedulable_ones_and_retries_t
     config = sched.json("/configz")["componentconfig"]
     assert config["profiles"][0]["schedulerName"] == "kubesched" and config["leaderElection"]["leaderElect"] is False
     assert http_status(f"https://127.0.0.1:{sched.secure_port}/healthz", insecure_tls()) == 200
+    assert secure_statuses(sched, api) == {"anonymous": 403, "wrong-token": 401, "nobody": 403, "prometheus": 200, "admin": 200}
 
     sched.signal(signal.SIGTERM)
     assert sched.wait(15) == 0
@@ -238,6 +245,23 @@ def test_deploy_manifests_pass_a_server_side_dry_run_and_carry_a_valid_configura
 def _single_leader(replicas: list[Scheduler]) -> Scheduler | None:
     leaders = [r for r in replicas if r.leading()]
     return leaders[0] if len(leaders) == 1 else None
+
+
+def secure_statuses(sched: Scheduler, api: APIServer) -> dict[str, int]:
+    """``GET /metrics`` on the secure port as each identity: its status (delegated authentication
+    and authorization; ``prometheus`` is in ``system:monitoring``, the admin in ``system:masters``)."""
+    tokens = {"anonymous": "", "wrong-token": "not-a-token", "nobody": api.USERS["nobody"],
+              "prometheus": api.USERS["prometheus"], "admin": api.TOKEN}
+    out = {}
+    for who, token in tokens.items():
+        request = urllib.request.Request(f"https://127.0.0.1:{sched.secure_port}/metrics",
+                                         headers={"Authorization": f"Bearer {token}"} if token else {})
+        try:
+            with urllib.request.urlopen(request, timeout=5, context=insecure_tls()) as resp:
+                out[who] = resp.status
+        except urllib.error.HTTPError as e:
+            out[who] = e.code
+    return out
 
 
 def _error_body(sched: Scheduler, path: str) -> str:

@@ -49,8 +49,15 @@ from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.scheduler.serving import debug
-from kubesched.scheduler.serving.certs import server_context
+from kubesched.scheduler.serving.delegated import (
+    DEFAULT_ALWAYS_ALLOW_PATHS,
+    DEFAULT_CACHE_TTL,
+    DelegatedAuth,
+    requester_of,
+    review_client,
+)
 from kubesched.scheduler.serving.endpoints import Check, Endpoints
+from kubesched.utils.certs import server_context
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +84,13 @@ class RunOptions:
     pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE
     binding_grace: float = BINDING_GRACE
     identity: str = field(default_factory=new_identity)
+    #: Delegated authentication and authorization of the secure port (``serving.delegated``).
+    authentication_kubeconfig: str = ""
+    authorization_kubeconfig: str = ""
+    authorization_always_allow_paths: tuple[str, ...] = DEFAULT_ALWAYS_ALLOW_PATHS
+    authentication_token_cache_ttl: float = DEFAULT_CACHE_TTL
+    authorization_allow_cache_ttl: float = DEFAULT_CACHE_TTL
+    authorization_deny_cache_ttl: float = DEFAULT_CACHE_TTL
 
 
 class SchedulerApp:
@@ -149,7 +163,20 @@ class SchedulerApp:
         profiling = self.options.config.enable_profiling
         return Endpoints(healthz=watchdog, livez=[], readyz=readyz, metrics=self._render_metrics,
                          configz=lambda: config_module.to_v1(self.options.config),
-                         debug=(lambda: debug.dump(sched)) if profiling else None)
+                         debug=(lambda: debug.dump(sched)) if profiling else None, auth=self._delegated_auth())
+
+    def _delegated_auth(self) -> DelegatedAuth | None:
+        """The secure port's authentication and authorization (None without a secure port)."""
+        opts = self.options
+        if not opts.secure_port:
+            return None
+        authn = review_client(opts.authentication_kubeconfig, "authentication")
+        authz = review_client(opts.authorization_kubeconfig, "authorization")
+        self._clients += [c for c in (authn, authz) if c is not None]
+        return DelegatedAuth(token_reviews=requester_of(authn), access_reviews=requester_of(authz),
+                             always_allow_paths=opts.authorization_always_allow_paths,
+                             token_ttl=opts.authentication_token_cache_ttl, allow_ttl=opts.authorization_allow_cache_ttl,
+                             deny_ttl=opts.authorization_deny_cache_ttl)
 
     def _render_metrics(self) -> bytes:
         assert self.scheduler is not None

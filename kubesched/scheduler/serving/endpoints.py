@@ -12,8 +12,9 @@
 * ``/debug/cache`` (kubesched's; with ``enableProfiling``): the cache dump and comparer as JSON;
   ``PUT /debug/flags/v`` sets the log verbosity, as upstream's ``/debug/flags/v``.
 
-There is no delegated authentication or authorization: anyone who reaches the port can read
-every endpoint (keep it on a private network or behind a NetworkPolicy).
+The secure port authenticates and authorizes every request through the API server when given a
+``DelegatedAuth`` (``delegated``), as kube-scheduler does; kubesched's plain-HTTP ``--port`` (which
+kube-scheduler no longer has) is open to anyone who reaches it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from kubesched.scheduler.serving.delegated import DelegatedAuth
 
 log = logging.getLogger(__name__)
 
@@ -74,17 +77,19 @@ class Endpoints:
     ``/debug/*``)."""
 
     def __init__(self, *, healthz: list[Check], livez: list[Check], readyz: list[Check], metrics: Callable[[], bytes],
-                 configz: Callable[[], dict], debug: Callable[[], dict] | None = None) -> None:
+                 configz: Callable[[], dict], debug: Callable[[], dict] | None = None, auth: DelegatedAuth | None = None) -> None:
         self.checks = {"healthz": healthz or [ping()], "livez": livez or [ping()], "readyz": readyz or [ping()]}
         self.metrics = metrics
         self.configz = configz
         self.debug = debug
         self.slis = SLIMetrics()
-        self._runner: web.AppRunner | None = None
+        self.auth = auth
+        self._runners: list[web.AppRunner] = []
         self.ports: dict[str, int] = {}
 
-    def app(self) -> web.Application:
-        app = web.Application()
+    def app(self, secure: bool = False) -> web.Application:
+        """The routes; the secure port's app checks ``auth`` first."""
+        app = web.Application(middlewares=[self.auth.middleware] if secure and self.auth is not None else [])
         for kind in self.checks:
             app.router.add_get(f"/{kind}", self._health(kind))
             app.router.add_get(f"/{kind}/{{check}}", self._single(kind))
@@ -101,12 +106,13 @@ class Endpoints:
         """Serve on ``secure_port`` (TLS with ``ssl_context``) and/or ``insecure_port`` (plain HTTP);
         0 turns either off. Bound ports (useful after asking for port 0 in tests: pass -1) are in
         ``self.ports``."""
-        self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=1.0)
-        await self._runner.setup()
         for name, port, context in (("secure", secure_port, ssl_context), ("insecure", insecure_port, None)):
             if port == 0:
                 continue
-            site = web.TCPSite(self._runner, bind_address, max(port, 0), ssl_context=context, reuse_address=True)
+            runner = web.AppRunner(self.app(secure=name == "secure"), access_log=None, shutdown_timeout=1.0)
+            await runner.setup()
+            self._runners.append(runner)
+            site = web.TCPSite(runner, bind_address, max(port, 0), ssl_context=context, reuse_address=True)
             await site.start()
             server = site._server
             sockets = getattr(server, "sockets", None) or []
@@ -114,9 +120,9 @@ class Endpoints:
             log.info("Serving %s on %s:%d", "securely" if context else "insecurely", bind_address, self.ports[name])
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners = []
 
     # --- health ---------------------------------------------------------------------------------
     def _health(self, kind: str) -> Callable[[web.Request], Any]:

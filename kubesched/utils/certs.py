@@ -43,9 +43,9 @@ def self_signed_pair(cert_dir: str | None, host: str = "localhost") -> tuple[str
     return str(cert_path), str(key_path)
 
 
-def generate(host: str) -> tuple[bytes, bytes]:
-    """A one-year self-signed ECDSA P-256 certificate (PEM) and its key for ``host``, localhost and
-    127.0.0.1, named ``<host>@<unix time>`` like client-go's self-signed certificates."""
+def generate(host: str, ips: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
+    """A one-year self-signed ECDSA P-256 certificate (PEM) and its key for ``host``, localhost,
+    127.0.0.1 and ``ips``, named ``<host>@<unix time>`` like client-go's self-signed certificates."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -57,6 +57,7 @@ def generate(host: str) -> tuple[bytes, bytes]:
     alt_names = [x509.DNSName(host), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
     if host != "localhost":
         alt_names.append(x509.DNSName("localhost"))
+    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips if ip != "127.0.0.1"]
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
