@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from kubesched.api.kinds import kind_for, kind_named
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
 from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import POD, ObjectStore
+from kubesched.cluster.store import ObjectStore
 from kubesched.config import load_dict
 from kubesched.config.types import SchedulerConfiguration
 from kubesched.features import FeatureGates
@@ -34,13 +34,14 @@ FOREVER = 30.0
 POLL = 0.1
 
 
-def configuration(*profiles: Mapping[str, Any], gates: Mapping[str, bool] | None = None) -> SchedulerConfiguration:
+def configuration(*profiles: Mapping[str, Any], gates: Mapping[str, bool] | None = None,
+                  registry: Registry | None = None) -> SchedulerConfiguration:
     """A v1 KubeSchedulerConfiguration with ``profiles`` (none: the default profile), defaulted and
-    validated as a file would be."""
+    validated as a file would be (against ``registry`` when out-of-tree plugins are named)."""
     doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"}
     if profiles:
         doc["profiles"] = [dict(p) for p in profiles]
-    return load_dict(doc, feature_gates=gates, source="integration test")
+    return load_dict(doc, registry=registry, feature_gates=gates, source="integration test")
 
 
 def scoring_configuration(score_plugin: str, pre_score_plugin: str | None = None) -> SchedulerConfiguration:
@@ -77,7 +78,15 @@ class Cluster:
         self.store.delete(_kind(kind), namespace, name, grace_period=0)
 
     def pod(self, name: str, namespace: str = "default") -> dict:
-        return self.store.get(POD, namespace, name)
+        return self.store.get(_kind("Pod"), namespace, name)
+
+    def exists(self, name: str, namespace: str = "default") -> bool:
+        """Whether the pod is still stored (a deleted victim is not)."""
+        return self.store.try_get(_kind("Pod"), namespace, name) is not None
+
+    def events(self, reason: str) -> list[dict]:
+        """The core/v1 Events with ``reason``."""
+        return [e for e in self.store.iter_all(_kind("Event")) if e.get("reason") == reason]
 
     def node_of(self, name: str, namespace: str = "default") -> str:
         return (self.pod(name, namespace).get("spec") or {}).get("nodeName") or ""

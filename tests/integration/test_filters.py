@@ -41,12 +41,16 @@ def affinity(required: list[dict[str, Any]] | None = None, anti: list[dict[str, 
 
 def incoming(labels: dict[str, str] | None, aff: dict[str, Any] | None = None, name: str = "fakename",
              **spec: Any) -> dict[str, Any]:
-    return pod(name, "ns1", labels, **({"affinity": aff} if aff else {}), **spec)
+    if aff:
+        spec["affinity"] = aff
+    return pod(name, "ns1", labels, **spec)
 
 
 def existing(name: str = "fakename2", labels: dict[str, str] | None = None, on: str = "testnode-0", ns: str = "ns1",
              aff: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
-    return pod(name, ns, labels if labels is not None else POD_LABEL, node_name=on, **({"affinity": aff} if aff else {}), **spec)
+    if aff:
+        spec["affinity"] = aff
+    return pod(name, ns, labels if labels is not None else POD_LABEL, node_name=on, **spec)
 
 
 SECURITYSCAN_REGION = term("region", expr("service", "In", "securityscan", "value2"))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 
 from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import EVENT
 from kubesched.scheduler import Scheduler
 from tests.integration.embedded import configuration, embedded, run
 from tests.integration.wrappers import node, pod
@@ -65,7 +64,7 @@ def test_multiple_scheduling_profiles() -> None:
             for name in ("foo", "baz", "zet"):
                 await cluster.scheduled(name)
             await cluster.stays_pending("bar", seconds=5)
-            events = [e for e in cluster.store.iter_all(EVENT) if e.get("reason") == "Scheduled"]
+            events = cluster.events("Scheduled")
             return {e["involvedObject"]["name"]: e.get("reportingComponent", "") for e in events}, cluster.node_of("bar")
 
     profiles, bar_node = run(scenario)

@@ -1,0 +1,139 @@
+"""Upstream's test/integration/scheduler/preemption/preemption_test.go TestPreemption, end to end
+on the embedded cluster, with upstream's token filter plugin: each table case is a parametrized id
+named as upstream names it.
+
+Upstream runs every case with async preemption, async API calls and
+ClearingNominatedNodeNameAfterBinding on and off; kubesched has one behaviour (preemption runs
+asynchronously, as with SchedulerAsyncPreemption on, its default in 1.35), so each case runs once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubesched.cluster.store import POD
+from kubesched.framework.cycle_state import CycleState
+from kubesched.framework.interface import FilterPlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult
+from kubesched.framework.registry import in_tree_registry, merge
+from kubesched.framework.status import Code, Status
+from kubesched.framework.types import NodeInfo, PodInfo
+from kubesched.nodetable.table import NodeBatch
+from tests.integration.embedded import configuration, embedded, run
+from tests.integration.wrappers import node, pod
+
+TOKEN_FILTER = "tokenfilter"
+PRIORITIES = {"low": 100, "medium": 200, "high": 300}
+
+
+class TokenFilter(PreFilterPlugin, FilterPlugin, PreFilterExtensions):
+    """Upstream's ``tokenFilter``: each Filter call spends a token and fails once none are left;
+    the preemption dry run's AddPod/RemovePod take or give back one; with ``pre_filter_enabled``
+    PreFilter fails when no token is left."""
+
+    name = TOKEN_FILTER
+
+    def __init__(self, tokens: int, unresolvable: bool, pre_filter_enabled: bool) -> None:
+        super().__init__(None, None)
+        self.tokens, self.unresolvable, self.pre_filter_enabled = tokens, unresolvable, pre_filter_enabled
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status | None:
+        if self.tokens > 0:
+            self.tokens -= 1
+            return None
+        code = Code.UnschedulableAndUnresolvable if self.unresolvable else Code.Unschedulable
+        return Status(code, f"can't fit {pod.name}")
+
+    def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
+        if not self.pre_filter_enabled or self.tokens > 0:
+            return None, None
+        return None, Status(Code.Unschedulable)
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return self
+
+    def add_pod(self, state: CycleState, pod: PodInfo, pod_to_add: PodInfo, node_info: NodeInfo) -> Status | None:
+        self.tokens -= 1
+        return None
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, pod_to_remove: PodInfo, node_info: NodeInfo) -> Status | None:
+        self.tokens += 1
+        return None
+
+
+def _pod(name: str, priority: str, cpu: str = "100m", memory: str = "100", labels: dict[str, str] | None = None,
+         anti_to: str | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"priorityClassName": priority}
+    if anti_to:
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchExpressions": [{"key": "pod", "operator": "In", "values": [anti_to]}]}, "topologyKey": "node"}]}}
+    return pod(name, labels=labels, requests={"cpu": cpu, "memory": memory}, **spec)
+
+
+MAX_TOKENS = 1000
+CASES = [
+    pytest.param(MAX_TOKENS, False, False, [_pod("victim-pod", "low", "400m", "200")], _pod("preemptor-pod", "high", "300m", "200"),
+                 {"victim-pod"}, id="basic pod preemption"),
+    pytest.param(1, False, False, [_pod("victim-pod", "low", "200m", "200")], _pod("preemptor-pod", "high", "200m", "200"),
+                 {"victim-pod"}, id="basic pod preemption with filter"),
+    pytest.param(1, True, False, [_pod("victim-pod", "low", "200m", "200")], _pod("preemptor-pod", "high", "200m", "200"),
+                 {"victim-pod"}, id="basic pod preemption with preFilter"),
+    pytest.param(1, False, True, [_pod("victim-pod", "low", "200m", "200")], _pod("preemptor-pod", "high", "200m", "200"),
+                 set(), id="basic pod preemption with unresolvable filter"),
+    pytest.param(MAX_TOKENS, False, False,
+                 [_pod("pod-0", "medium", labels={"pod": "p0"}), _pod("pod-1", "low", labels={"pod": "p1"}, anti_to="preemptor")],
+                 _pod("preemptor-pod", "high", labels={"pod": "preemptor"}, anti_to="p0"), {"pod-0", "pod-1"},
+                 id="preemption is performed to satisfy anti-affinity"),
+    pytest.param(MAX_TOKENS, False, False,
+                 [_pod("pod-0", "medium", labels={"pod": "p0"}), _pod("pod-1", "high", labels={"pod": "p1"}, anti_to="preemptor")],
+                 _pod("preemptor-pod", "high", labels={"pod": "preemptor"}, anti_to="p0"), set(),
+                 id="preemption is not performed when anti-affinity is not satisfied"),
+]
+
+
+@pytest.mark.parametrize(("tokens", "pre_filter_enabled", "unresolvable", "existing", "preemptor", "victims"), CASES)
+def test_preemption(tokens: int, pre_filter_enabled: bool, unresolvable: bool, existing: list[dict[str, Any]],
+                    preemptor: dict[str, Any], victims: set[str]) -> None:
+    """The victims are deleted carrying the DisruptionTarget condition, the others stay, and the
+    preemptor is nominated to the node when there were victims."""
+    token_filter = TokenFilter(tokens, unresolvable, pre_filter_enabled)
+    registry = merge(in_tree_registry(), {TOKEN_FILTER: lambda _args, _handle: token_filter})
+    config = configuration({"schedulerName": "default-scheduler", "plugins": {
+        "filter": {"enabled": [{"name": TOKEN_FILTER}]}, "preFilter": {"enabled": [{"name": TOKEN_FILTER}]}}}, registry=registry)
+    classes = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+               for n, v in PRIORITIES.items()]
+    node1 = node("node1", {"node": "node1"}, capacity={"cpu": "500m", "memory": "500"})
+
+    async def scenario() -> tuple[set[str], set[str], str]:
+        last_seen: dict[str, dict[str, Any]] = {}
+        nominated: list[str] = []
+        async with embedded(config, [*classes, node1], registry=registry) as cluster:
+            def watch(_rv: int, kind: object, event: Any) -> None:
+                if kind == POD:
+                    last_seen[event.object["metadata"]["name"]] = event.object
+                    if event.object["metadata"]["name"] == "preemptor-pod":
+                        nominated.append((event.object.get("status") or {}).get("nominatedNodeName") or "")
+
+            cluster.store.write_hooks.append(watch)
+            for p in existing:
+                cluster.create(p)
+                await cluster.scheduled(p["metadata"]["name"])
+            cluster.create(preemptor)
+            names = [p["metadata"]["name"] for p in existing]
+
+            def settled() -> bool:
+                gone = {n for n in names if not cluster.exists(n)}
+                return gone == victims and (not victims or "node1" in nominated)
+
+            await cluster.wait_for("the preemption to settle", settled)
+            if not victims:
+                await cluster.stays_pending("preemptor-pod", seconds=5)
+            gone = {n for n in names if not cluster.exists(n)}
+            marked = {n for n in gone if any(c.get("type") == "DisruptionTarget"
+                                             for c in (last_seen[n].get("status") or {}).get("conditions") or [])}
+            return gone, marked, "node1" if "node1" in nominated else ""
+
+    gone, marked, nominated_node = run(scenario)
+    assert gone == victims
+    assert marked == victims
+    assert nominated_node == ("node1" if victims else "")
