@@ -10,7 +10,7 @@ import pytest
 
 from kubesched.cluster.errors import Invalid
 from tests.integration.embedded import embedded, run
-from tests.integration.wrappers import namespace, node, pod
+from tests.integration.wrappers import bound_claim, claim_volume, namespace, node, persistent_volume, pod, spread
 
 POD_LABEL = {"service": "securityscan"}
 POD_LABEL2 = {"security": "S1"}
@@ -188,3 +188,188 @@ TAINT2 = {"key": "example.com/taint2", "value": "value2", "effect": "NoSchedule"
 def test_taint_toleration_filter(nodes: list[dict[str, Any]], tolerations: list[dict[str, Any]], fits: bool) -> None:
     new = pod("pod", tolerations=[dict(t) for t in tolerations])
     assert run(lambda: _fits(nodes, [], new)) is fits
+
+
+# --- TestPodTopologySpreadFilter -------------------------------------------------------------------------
+HARD = "DoNotSchedule"
+FOO_SELECTOR = {"matchExpressions": [expr("foo", "Exists")]}
+UNSCHEDULABLE_TAINT = [{"key": "node.kubernetes.io/unschedulable", "value": "", "effect": "NoSchedule"}]
+PTS_NODES = [node(f"node-{i}", {"node": f"node-{i}", "zone": f"zone-{i // 2}"}) for i in range(4)]
+
+
+def _inclusion_nodes(tainted: str | None = None) -> list[dict[str, Any]]:
+    """node-1..4 over zone-1/zone-2, all but node-3 labelled foo; ``tainted`` gets the
+    unschedulable NoSchedule taint."""
+    out = []
+    for i in range(1, 5):
+        labels = {"node": f"node-{i}", "zone": f"zone-{(i + 1) // 2}", **({} if i == 3 else {"foo": ""})}
+        out.append(node(f"node-{i}", labels, taints=UNSCHEDULABLE_TAINT if tainted == f"node-{i}" else None))
+    return out
+
+
+def _on(*placements: tuple[str, str], bar: tuple[str, ...] = (), grace_zero: bool = False) -> list[dict[str, Any]]:
+    """Existing pods labelled foo (and bar for those named in ``bar``), (name, node) each."""
+    extra: dict[str, Any] = {"terminationGracePeriodSeconds": 0} if grace_zero else {}
+    return [pod(name, labels={"foo": "", **({"bar": ""} if name in bar else {})}, node_name=where, **extra)
+            for name, where in placements]
+
+
+def _spread_pod(*constraints: dict[str, Any], labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return pod("p", labels=labels or {"foo": ""}, topologySpreadConstraints=list(constraints), **spec)
+
+
+def _c(skew: int, key: str, **options: Any) -> dict[str, Any]:
+    selector = options.pop("selector", FOO_SELECTOR)
+    return spread(skew, key, HARD, selector, **options)
+
+
+NOT_NODE_0 = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [expr("node", "NotIn", "node-0")]}]}}}
+ZONE_0 = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [expr("zone", "In", "zone-0")]}]}}}
+FOO_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [expr("foo", "In", "")]}]}}}
+SPREAD_221 = (("p1a", "node-1"), ("p1b", "node-1"), ("p2a", "node-2"), ("p2b", "node-2"), ("p3", "node-3"))
+FOUR = (("p1a", "node-1"), ("p2a", "node-2"), ("p3a", "node-3"), ("p4a", "node-4"))
+
+PTS_FILTER_CASES = [
+    pytest.param(_spread_pod(_c(1, "node")), _on(("p0", "node-0"), ("p1", "node-1"), ("p3", "node-3")), PTS_NODES,
+                 {"node-2"}, None, id="place pod on a 1/1/0/1 cluster with MaxSkew=1, node-2 is the only fit"),
+    pytest.param(_spread_pod(_c(2, "node")), _on(("p0a", "node-0"), ("p0b", "node-0"), ("p3", "node-3")), PTS_NODES,
+                 {"node-1", "node-2", "node-3"}, None, id="place pod on a 2/0/0/1 cluster with MaxSkew=2, node-{1,2,3} are good fits"),
+    pytest.param(_spread_pod(_c(1, "node"), affinity=ZONE_0), _on(("p0", "node-0"), ("p3", "node-3")), PTS_NODES,
+                 {"node-1"}, None, id="pod is required to be placed on zone0, so only node-1 fits"),
+    pytest.param(_spread_pod(_c(1, "zone"), _c(1, "node")),
+                 _on(("p0", "node-0"), ("p1", "node-1"), ("p3a", "node-3"), ("p3b", "node-3")), PTS_NODES,
+                 {"node-2"}, None, id="two constraints: pod can only be placed to zone-1/node-2"),
+    pytest.param(_spread_pod(_c(1, "zone"), _c(1, "node"), affinity=NOT_NODE_0), _on(*SPREAD_221), PTS_NODES,
+                 set(), None, id="pod cannot be placed onto any node"),
+    pytest.param(_spread_pod(_c(1, "zone"), _c(1, "node"), affinity=NOT_NODE_0, priorityClassName="p100"),
+                 _on(*SPREAD_221, grace_zero=True), PTS_NODES, {"node-1", "node-2", "node-3"}, None,
+                 id="high priority pod can preempt others"),
+    pytest.param(_spread_pod(_c(2, "node", min_domains=4), affinity=NOT_NODE_0), _on(*SPREAD_221, grace_zero=True), PTS_NODES,
+                 {"node-3"}, None,
+                 id="pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains < minDomains, then the third node fits"),
+    pytest.param(_spread_pod(_c(2, "node", min_domains=2), affinity=NOT_NODE_0), _on(*SPREAD_221, grace_zero=True), PTS_NODES,
+                 {"node-1", "node-2", "node-3"}, None,
+                 id="pods spread across nodes as 2/2/1, maxSkew is 2, and the number of domains > minDomains, then the all nodes fit"),
+    pytest.param(_spread_pod(_c(2, "zone", min_domains=3)), _on(("p1a", "node-0"), ("p2a", "node-1"), ("p3a", "node-2")),
+                 PTS_NODES, {"node-2", "node-3"}, None,
+                 id="pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the third and fourth nodes fit"),
+    pytest.param(_spread_pod(_c(2, "zone", min_domains=1)), _on(("p1a", "node-1"), ("p2a", "node-2"), ("p3a", "node-3")),
+                 PTS_NODES, {"node-0", "node-1", "node-2", "node-3"}, None,
+                 id="pods spread across zone as 2/1, maxSkew is 2 and the number of domains < minDomains, then the all nodes fit"),
+    pytest.param(_spread_pod(_c(1, "zone"), nodeSelector={"foo": ""}), _on(*FOUR), _inclusion_nodes(), {"node-4"}, None,
+                 id="NodeAffinityPolicy honored with labelSelectors, pods spread across zone as 2/1"),
+    pytest.param(_spread_pod(_c(1, "zone", node_affinity_policy="Ignore"), affinity=FOO_AFFINITY),
+                 _on(("p1a", "node-1"), ("p3a", "node-3"), ("p4a", "node-4")), _inclusion_nodes(), {"node-1", "node-2"}, None,
+                 id="NodeAffinityPolicy ignored with nodeAffinity, pods spread across zone as 1/~2~"),
+    pytest.param(_spread_pod(_c(1, "zone", node_taints_policy="Honor")), _on(*FOUR), _inclusion_nodes("node-3"), {"node-4"}, None,
+                 id="NodeTaintsPolicy honored, pods spread across zone as 2/1"),
+    pytest.param(_spread_pod(_c(1, "zone")), _on(*FOUR), _inclusion_nodes("node-3"), {"node-1", "node-2", "node-4"}, None,
+                 id="NodeTaintsPolicy ignored, pods spread across zone as 2/2"),
+    pytest.param(_spread_pod(_c(1, "zone"), _c(1, "node"), nodeSelector={"foo": ""}), _on(*FOUR), _inclusion_nodes("node-2"),
+                 {"node-4"}, None, id="two node inclusion Constraints, zone: honor/ignore, node: honor/ignore"),
+    pytest.param(_spread_pod(_c(1, "zone"), _c(1, "node"), nodeSelector={"foo": ""}), _on(*FOUR), _inclusion_nodes("node-2"),
+                 {"node-4"}, None, id="feature gate disabled, two node inclusion Constraints, zone: honor/ignore, node: honor/ignore"),
+    pytest.param(_spread_pod(_c(1, "zone", node_affinity_policy="Ignore"), _c(1, "node", node_taints_policy="Honor"),
+                             nodeSelector={"foo": ""}), _on(*FOUR), _inclusion_nodes("node-2"), {"node-1", "node-4"}, None,
+                 id="two node inclusion Constraints, zone: ignore/ignore, node: honor/honor"),
+    pytest.param(_spread_pod(_c(1, "zone", match_label_keys=["bar"]), labels={"foo": "", "bar": ""}),
+                 _on(("p1a", "node-0"), ("p2a", "node-1"), ("p3a", "node-2"), bar=("p3a",)), PTS_NODES, {"node-2", "node-3"},
+                 {"MatchLabelKeysInPodTopologySpread": False},
+                 id="matchLabelKeys ignored when feature gate disabled, pods spread across zone as 2/1"),
+    pytest.param(_spread_pod(_c(1, "zone", match_label_keys=["bar"]), labels={"foo": "", "bar": ""}),
+                 _on(("p1a", "node-0"), ("p2a", "node-1"), ("p3a", "node-2"), bar=("p3a",)), PTS_NODES, {"node-0", "node-1"},
+                 None, id="matchLabelKeys ANDed with LabelSelector when LabelSelector isn't empty, pods spread across zone as 0/1"),
+    pytest.param(_spread_pod(_c(1, "zone", selector={}, match_label_keys=["foo"])),
+                 _on(("p1a", "node-0"), ("p2a", "node-1"), ("p3a", "node-2")), PTS_NODES, {"node-2", "node-3"}, None,
+                 id="matchLabelKeys ANDed with LabelSelector when LabelSelector is empty, pods spread across zone as 2/1"),
+]
+
+
+@pytest.mark.parametrize(("incoming", "existing_pods", "nodes", "candidates", "gates"), PTS_FILTER_CASES)
+def test_pod_topology_spread_filter(incoming: dict[str, Any], existing_pods: list[dict[str, Any]], nodes: list[dict[str, Any]],
+                                    candidates: set[str], gates: dict[str, bool] | None) -> None:
+    """An empty ``candidates`` means the pod must be unschedulable. NodeInclusionPolicyInPodTopologySpread
+    is GA and locked on in 1.35, so upstream's "feature gate disabled" case runs with it on (both
+    expect node-4). Upstream gives the preemptor ``spec.priority: 100`` directly (its test API
+    server runs no Priority admission); here a PriorityClass of value 100 does."""
+    p100 = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "p100"}, "value": 100}
+
+    async def scenario() -> str:
+        async with embedded(None, [p100, *nodes], gates=gates) as cluster:
+            for p in existing_pods:
+                cluster.create(p)
+                await cluster.scheduled(p["metadata"]["name"])
+            cluster.create(incoming)
+            if not candidates:
+                await cluster.unschedulable("p")
+                return ""
+            return await cluster.scheduled("p")
+
+    got = run(scenario)
+    assert (got in candidates) if candidates else got == ""
+
+
+# --- TestUnschedulablePodBecomesSchedulable ----------------------------------------------------------------
+RWOP = ["ReadWriteOncePod"]
+WITH_AFFINITY = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"labelSelector": {"matchLabels": {"pod-with-affinity": "true"}}, "topologyKey": "region"}]}}
+
+
+def _relabel(name: str, labels: dict[str, str]) -> Any:
+    return lambda c: c.mutate("Node", name, lambda n: n["metadata"].update(labels=dict(labels)))
+
+
+BECOMES_SCHEDULABLE_CASES = [
+    pytest.param([], pod("pod-1"), lambda c: c.create(node("node-added")), id="node gets added"),
+    pytest.param([node("node-tainted", taints=[{"key": "test", "value": "test", "effect": "NoSchedule"}])], pod("pod-1"),
+                 lambda c: c.mutate("Node", "node-tainted", lambda n: n["spec"].pop("taints")), id="node gets taint removed"),
+    pytest.param([node("node-scheduler-integration-test", capacity={"pods": "1"}), pod("pod-to-be-deleted")], pod("pod-1"),
+                 lambda c: c.delete("Pod", "pod-to-be-deleted", "default"), id="other pod gets deleted"),
+    pytest.param([node("node-1", {"region": "test"})], pod("pod-1", affinity=WITH_AFFINITY),
+                 lambda c: c.create(pod("pod-with-affinity", labels={"pod-with-affinity": "true"})),
+                 id="pod with pod-affinity gets added"),
+    pytest.param([node("node-1", {"region": "test"}), pod("pod-to-be-updated")], pod("pod-1", affinity=WITH_AFFINITY),
+                 lambda c: c.mutate("Pod", "pod-to-be-updated", lambda p: p["metadata"].update(labels={"pod-with-affinity": "true"}),
+                                    "default"),
+                 id="scheduled pod gets updated to match affinity"),
+    pytest.param([node("node"), persistent_volume("pv-with-read-write-once-pod", RWOP),
+                  bound_claim("pvc-with-read-write-once-pod", "pv-with-read-write-once-pod", RWOP),
+                  pod("pod-to-be-deleted", volumes=claim_volume("pvc-with-read-write-once-pod"))],
+                 pod("pod-to-take-over-pvc", volumes=claim_volume("pvc-with-read-write-once-pod")),
+                 lambda c: c.delete("Pod", "pod-to-be-deleted", "default"), id="scheduled pod uses read-write-once-pod pvc"),
+    pytest.param([persistent_volume("pv-has-non-existent-nodes", RWOP,
+                                    node_affinity=("kubernetes.io/hostname", ["node-available", "non-existing"])),
+                  bound_claim("pvc-has-non-existent-nodes", "pv-has-non-existent-nodes", RWOP)],
+                 pod("pod-with-pvc-has-non-existent-nodes", volumes=claim_volume("pvc-has-non-existent-nodes")),
+                 lambda c: c.create(node("node-available", {"kubernetes.io/hostname": "node-available"})),
+                 id="pod with pvc has node-affinity to non-existent/illegal nodes"),
+    pytest.param([node("node-foo", {"foo": "foo"}), persistent_volume("pv-foo", RWOP, node_affinity=("foo", ["bar"])),
+                  bound_claim("pvc-foo", "pv-foo", RWOP)],
+                 pod("pod-with-pvc-foo", volumes=claim_volume("pvc-foo")), _relabel("node-foo", {"foo": "bar"}),
+                 id="pod with pvc got scheduled after node updated it's label"),
+]
+
+
+@pytest.mark.parametrize(("init", "new", "update"), BECOMES_SCHEDULABLE_CASES)
+def test_unschedulable_pod_becomes_schedulable(init: list[dict[str, Any]], new: dict[str, Any], update: Any) -> None:
+    """The pod is reported unschedulable, the cluster event makes room, the pod is scheduled and
+    nothing is left pending."""
+
+    async def scenario() -> tuple[str, int]:
+        async with embedded(None) as cluster:
+            for obj in init:
+                cluster.create(obj)
+                if obj["kind"] == "Pod":
+                    await cluster.scheduled(obj["metadata"]["name"])
+            cluster.create(new)
+            await cluster.unschedulable(new["metadata"]["name"])
+            update(cluster)
+            where = await cluster.scheduled(new["metadata"]["name"])
+            pending, _ = cluster.scheduler.queue.pending_pods()
+            return where, len(pending)
+
+    where, pending = run(scenario)
+    assert where and pending == 0

@@ -64,9 +64,12 @@ def label_selector(**match: Any) -> dict[str, Any]:
 
 
 def spread(max_skew: int, key: str, when: str, selector: dict[str, Any], match_label_keys: list[str] | None = None,
-           node_affinity_policy: str | None = None, node_taints_policy: str | None = None) -> dict[str, Any]:
-    """``SpreadConstraint(maxSkew, key, when, selector, minDomains=nil, affinityPolicy, taintsPolicy, matchLabelKeys)``."""
+           node_affinity_policy: str | None = None, node_taints_policy: str | None = None,
+           min_domains: int | None = None) -> dict[str, Any]:
+    """``SpreadConstraint(maxSkew, key, when, selector, minDomains, affinityPolicy, taintsPolicy, matchLabelKeys)``."""
     c: dict[str, Any] = {"maxSkew": max_skew, "topologyKey": key, "whenUnsatisfiable": when, "labelSelector": selector}
+    if min_domains is not None:
+        c["minDomains"] = min_domains
     if match_label_keys:
         c["matchLabelKeys"] = list(match_label_keys)
     if node_affinity_policy:
@@ -74,3 +77,26 @@ def spread(max_skew: int, key: str, when: str, selector: dict[str, Any], match_l
     if node_taints_policy:
         c["nodeTaintsPolicy"] = node_taints_policy
     return c
+
+
+def persistent_volume(name: str, modes: list[str], capacity: str = "1Mi",
+                      node_affinity: tuple[str, list[str]] | None = None) -> dict[str, Any]:
+    """``st.MakePersistentVolume()`` with a host path source, as upstream's filter tests build it."""
+    spec: dict[str, Any] = {"accessModes": list(modes), "capacity": {"storage": capacity},
+                            "hostPath": {"path": "/tmp", "type": "DirectoryOrCreate"}}
+    if node_affinity:
+        key, values = node_affinity
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": key, "operator": "In", "values": list(values)}]}]}}
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
+
+
+def bound_claim(name: str, volume: str, modes: list[str], namespace: str = "default", storage: str = "1Mi") -> dict[str, Any]:
+    """A claim already bound to ``volume`` (``pv.kubernetes.io/bind-completed`` and ``volumeName``)."""
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": namespace, "annotations": {"pv.kubernetes.io/bind-completed": "true"}},
+            "spec": {"accessModes": list(modes), "volumeName": volume, "resources": {"requests": {"storage": storage}}}}
+
+
+def claim_volume(claim: str) -> list[dict[str, Any]]:
+    return [{"name": "volume", "persistentVolumeClaim": {"claimName": claim}}]
