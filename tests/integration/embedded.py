@@ -84,6 +84,10 @@ class Cluster:
         """Whether the pod is still stored (a deleted victim is not)."""
         return self.store.try_get(_kind("Pod"), namespace, name) is not None
 
+    def get(self, kind: str, name: str, namespace: str | None = None) -> dict:
+        """Any stored object, by kind name."""
+        return self.store.get(_kind(kind), namespace, name)
+
     def events(self, reason: str) -> list[dict]:
         """The core/v1 Events with ``reason``."""
         return [e for e in self.store.iter_all(_kind("Event")) if e.get("reason") == reason]

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from kubesched.api.kinds import kind_named
 from tests.integration.embedded import Cluster, embedded, run
 from tests.integration.wrappers import node, pod
 
@@ -53,7 +52,7 @@ def claim_pod(name: str, *claims: str) -> dict[str, Any]:
 
 
 def _phase(cluster: Cluster, kind: str, name: str) -> str:
-    obj = cluster.store.get(kind_named(kind), "default" if kind == "PersistentVolumeClaim" else None, name)
+    obj = cluster.get(kind, name, "default" if kind == "PersistentVolumeClaim" else None)
     return str((obj.get("status") or {}).get("phase", ""))
 
 
