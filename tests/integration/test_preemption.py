@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kubesched.cluster.errors import Forbidden
 from kubesched.cluster.store import POD
 from kubesched.framework.cycle_state import CycleState
 from kubesched.framework.interface import FilterPlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult
@@ -137,3 +138,127 @@ def test_preemption(tokens: int, pre_filter_enabled: bool, unresolvable: bool, e
     assert gone == victims
     assert marked == victims
     assert nominated_node == ("node1" if victims else "")
+
+
+# --- TestNonPreemption, TestDisablePreemption, TestPodPriorityResolution, TestPreemptionStarvation --------
+NODE_500M = node("node1", capacity={"cpu": "500m", "memory": "500"})
+
+
+def _priority_class(name: str, value: int, policy: str | None = None) -> dict[str, Any]:
+    pc: dict[str, Any] = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+    if policy:
+        pc["preemptionPolicy"] = policy
+    return pc
+
+
+LOW_HIGH = [_priority_class("low", 100), _priority_class("medium", 200), _priority_class("high", 300),
+            _priority_class("high-never", 300, "Never")]
+
+
+async def _nominated_within(cluster: Any, name: str, seconds: float) -> bool:
+    """Upstream's ``WaitForNominatedNodeNameWithTimeout``: whether the pod gets a nominated node."""
+    try:
+        await cluster.wait_for(f"{name} to be nominated",
+                               lambda: bool((cluster.pod(name).get("status") or {}).get("nominatedNodeName"))
+                               or bool(cluster.node_of(name)), seconds)
+    except AssertionError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(("preemptor_class", "nominated"), [
+    pytest.param("high", True, id="pod preemption will happen"),
+    pytest.param("high-never", False, id="pod preemption will not happen"),
+])
+def test_non_preemption(preemptor_class: str, nominated: bool) -> None:
+    """A preemptor whose PriorityClass says ``preemptionPolicy: Never`` is not nominated. Upstream
+    sets the policy on the pod; admission derives it from the class, so the class carries it here."""
+
+    async def scenario() -> bool:
+        async with embedded(None, [*LOW_HIGH, NODE_500M]) as cluster:
+            cluster.create(_pod("victim-pod", "low", "400m", "200"))
+            await cluster.scheduled("victim-pod", timeout=5)
+            cluster.create(_pod("preemptor-pod", preemptor_class, "300m", "200"))
+            return await _nominated_within(cluster, "preemptor-pod", 5)
+
+    assert run(scenario) is nominated
+
+
+def test_disable_preemption() -> None:
+    """Upstream case "pod preemption will not happen": with DefaultPreemption disabled at
+    PostFilter the preemptor stays unschedulable and is never nominated."""
+    config = configuration({"schedulerName": "default-scheduler",
+                            "plugins": {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}}})
+
+    async def scenario() -> tuple[bool, bool]:
+        async with embedded(config, [*LOW_HIGH, NODE_500M]) as cluster:
+            cluster.create(_pod("victim-pod", "low", "400m", "200"))
+            await cluster.scheduled("victim-pod")
+            cluster.create(_pod("preemptor-pod", "high", "300m", "200"))
+            await cluster.unschedulable("preemptor-pod")
+            return await _nominated_within(cluster, "preemptor-pod", 5), cluster.exists("victim-pod")
+
+    assert run(scenario) == (False, True)
+
+
+@pytest.mark.parametrize(("class_name", "priority", "error"), [
+    pytest.param("system-node-critical", 2000001000, None, id="SystemNodeCritical priority class"),
+    pytest.param("system-cluster-critical", 2000000000, None, id="SystemClusterCritical priority class"),
+    pytest.param("foo", None, 'pods "pod3-system-cluster-critical" is forbidden: no PriorityClass with name foo was found',
+                 id="Invalid priority class should result in error"),
+])
+def test_pod_priority_resolution(class_name: str, priority: int | None, error: str | None) -> None:
+    """The system priority classes exist from the start and resolve to their values; an unknown
+    class is refused by admission with upstream's message."""
+    names = {"system-node-critical": "pod1-system-node-critical", "system-cluster-critical": "pod2-system-cluster-critical",
+             "foo": "pod3-system-cluster-critical"}
+
+    async def scenario() -> tuple[int | None, str]:
+        async with embedded(None, [NODE_500M]) as cluster:
+            try:
+                cluster.create(pod(names[class_name], "kube-system", priorityClassName=class_name))
+            except Forbidden as e:
+                return None, str(e)
+            await cluster.scheduled(names[class_name], "kube-system")
+            return cluster.pod(names[class_name], "kube-system")["spec"].get("priority"), ""
+
+    got_priority, got_error = run(scenario)
+    assert got_priority == priority
+    assert (error in got_error) if error else got_error == ""
+
+
+def test_preemption_starvation() -> None:
+    """Upstream case "starvation test: higher priority pod is scheduled before the lower priority
+    ones": five medium pods fill the node, five more wait; the high-priority preemptor evicts room
+    for itself and gets it, nominated on the way, while the waiting pods do not take that room."""
+
+    def medium(name: str) -> dict[str, Any]:
+        return _pod(name, "medium", labels={"pod": name})
+
+    async def scenario() -> tuple[str, bool, int]:
+        async with embedded(None, [*LOW_HIGH, NODE_500M]) as cluster:
+            nominated: list[str] = []
+
+            def watch(_rv: int, kind: object, event: Any) -> None:
+                if kind == POD and event.object["metadata"]["name"] == "preemptor-pod":
+                    nominated.append((event.object.get("status") or {}).get("nominatedNodeName") or "")
+
+            cluster.store.write_hooks.append(watch)
+            for i in range(5):
+                p = medium(f"rpod-{i}")
+                p["spec"]["terminationGracePeriodSeconds"] = 0
+                cluster.create(p)
+            for i in range(5):
+                await cluster.scheduled(f"rpod-{i}")
+            for i in range(5):
+                p = medium(f"ppod-{i}")
+                p["spec"]["terminationGracePeriodSeconds"] = 0
+                cluster.create(p)
+            for i in range(5):
+                await cluster.unschedulable(f"ppod-{i}")
+            cluster.create(_pod("preemptor-pod", "high", "300m", "200"))
+            where = await cluster.scheduled("preemptor-pod", timeout=60)
+            pending = sum(1 for i in range(5) if not cluster.node_of(f"ppod-{i}"))
+            return where, "node1" in nominated, pending
+
+    assert run(scenario) == ("node1", True, 5)
