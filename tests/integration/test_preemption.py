@@ -262,3 +262,69 @@ def test_preemption_starvation() -> None:
             return where, "node1" in nominated, pending
 
     assert run(scenario) == ("node1", True, 5)
+
+
+# --- TestPDBInPreemption --------------------------------------------------------------------------------
+def _pdb(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    """Upstream's ``mkMinAvailablePDB(name, ns, uid, 2, labels)``."""
+    return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minAvailable": 2, "selector": {"matchLabels": dict(labels)}}}
+
+
+def _on_node(name: str, priority: str, where: str = "", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    p = _pod(name, priority, labels=labels)
+    if where:
+        p["spec"]["nodeName"] = where
+    return p
+
+
+@pytest.mark.parametrize(("node_count", "pdbs", "pdb_pods", "existing", "preemptor", "victims"), [
+    pytest.param(1, [_pdb("pdb-1", {"foo": "bar"})], [2],
+                 [_on_node("low-pod1", "low", labels={"foo": "bar"}), _on_node("low-pod2", "low", labels={"foo": "bar"}),
+                  _on_node("mid-pod3", "medium")],
+                 _pod("preemptor-pod", "high", "300m", "200"), {"mid-pod3"},
+                 id="A non-PDB violating pod is preempted despite its higher priority"),
+    pytest.param(2, [_pdb("pdb-1", {"foo": "bar"})], [1],
+                 [_on_node("low-pod1", "low", "node-1", {"foo": "bar"}), _on_node("mid-pod2", "medium", "node-2")],
+                 _pod("preemptor-pod", "high", "500m", "200"), {"mid-pod2"},
+                 id="A node without any PDB violating pods is preferred for preemption"),
+    pytest.param(3, [_pdb("pdb-1", {"foo1": "bar"}), _pdb("pdb-2", {"foo2": "bar"})], [1, 5],
+                 [_on_node("low-pod1", "low", "node-1", {"foo1": "bar"}), _on_node("mid-pod1", "medium", "node-1"),
+                  _on_node("low-pod2", "low", "node-2", {"foo2": "bar"}), _on_node("mid-pod2", "medium", "node-2", {"foo2": "bar"}),
+                  _on_node("low-pod4", "low", "node-3", {"foo2": "bar"}), _on_node("low-pod5", "low", "node-3", {"foo2": "bar"}),
+                  _on_node("low-pod6", "low", "node-3", {"foo2": "bar"})],
+                 _pod("preemptor-pod", "high", "500m", "400"), {"low-pod4", "low-pod5", "low-pod6"},
+                 id="A node with fewer PDB violating pods is preferred for preemption"),
+])
+def test_pdb_in_preemption(node_count: int, pdbs: list[dict[str, Any]], pdb_pods: list[int], existing: list[dict[str, Any]],
+                           preemptor: dict[str, Any], victims: set[str]) -> None:
+    """With the disruption controller counting each PDB's pods, preemption picks the victims
+    upstream picks, and the preemptor is nominated to their node (the last node in every case)."""
+    nodes = [node(f"node-{i}", capacity={"cpu": "500m", "memory": "500"}) for i in range(1, node_count + 1)]
+
+    async def scenario() -> tuple[set[str], str]:
+        async with embedded(None, [*LOW_HIGH, *nodes]) as cluster:
+            nominated: list[str] = []
+
+            def watch(_rv: int, kind: object, event: Any) -> None:
+                if kind == POD and event.object["metadata"]["name"] == "preemptor-pod":
+                    nominated.append((event.object.get("status") or {}).get("nominatedNodeName") or "")
+
+            cluster.store.write_hooks.append(watch)
+            for p in existing:
+                cluster.create(p)
+                await cluster.scheduled(p["metadata"]["name"])
+            cluster.create(*pdbs)
+            for pdb, count in zip(pdbs, pdb_pods):
+                name = pdb["metadata"]["name"]
+                await cluster.wait_for(f"{name} to count {count} pods", lambda n=name, c=count: (
+                    cluster.get("PodDisruptionBudget", n, "default").get("status") or {}).get("expectedPods") == c)
+            cluster.create(preemptor)
+            names = [p["metadata"]["name"] for p in existing]
+            await cluster.wait_for("the victims to go", lambda: {n for n in names if not cluster.exists(n)} == victims)
+            await cluster.wait_for("the preemptor to be nominated", lambda: any(nominated))
+            return {n for n in names if not cluster.exists(n)}, next(n for n in nominated if n)
+
+    gone, nominated_node = run(scenario)
+    assert gone == victims
+    assert nominated_node == f"node-{node_count}"
