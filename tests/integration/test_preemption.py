@@ -8,6 +8,7 @@ asynchronously, as with SchedulerAsyncPreemption on, its default in 1.35), so ea
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -315,10 +316,12 @@ def test_pdb_in_preemption(node_count: int, pdbs: list[dict[str, Any]], pdb_pods
                 cluster.create(p)
                 await cluster.scheduled(p["metadata"]["name"])
             cluster.create(*pdbs)
+            def counts(name: str, count: int) -> Callable[[], bool]:
+                return lambda: (cluster.get("PodDisruptionBudget", name, "default").get("status") or {}).get("expectedPods") == count
+
             for pdb, count in zip(pdbs, pdb_pods):
                 name = pdb["metadata"]["name"]
-                await cluster.wait_for(f"{name} to count {count} pods", lambda n=name, c=count: (
-                    cluster.get("PodDisruptionBudget", n, "default").get("status") or {}).get("expectedPods") == c)
+                await cluster.wait_for(f"{name} to count {count} pods", counts(name, count))
             cluster.create(preemptor)
             names = [p["metadata"]["name"] for p in existing]
             await cluster.wait_for("the victims to go", lambda: {n for n in names if not cluster.exists(n)} == victims)
