@@ -1,5 +1,6 @@
 """Upstream's test/integration/scheduler/queueing/queue_test.go, end to end on the embedded
-cluster: TestSchedulingGates and the first cases of TestCoreResourceEnqueue.
+cluster: TestSchedulingGates and the node, taint, toleration, resource and pod-deletion cases of
+TestCoreResourceEnqueue.
 
 Upstream drives these with the queue stopped, popping pods by hand (``ScheduleOne``) and reading
 activeQ; here the scheduler runs and the test reads outcomes: a gated pod stays pending and out of
@@ -123,6 +124,7 @@ def _anti_exists(key: str, topology: str) -> dict[str, Any]:
 
 NOT_READY_TAINT = [{"key": NOT_READY, "effect": "NoSchedule"}]
 CPU4 = {"cpu": "4"}
+TOLERATE_KEY = {"key": "taint-key", "operator": "Exists"}
 
 ENQUEUE_CASES = [
     pytest.param([node("fake-node", capacity={"cpu": "2"}, taints=NOT_READY_TAINT)], [],
@@ -151,6 +153,41 @@ ENQUEUE_CASES = [
     pytest.param([node("fake-node", taints=[{"key": "taint-key", "effect": "NoSchedule"}])], [],
                  [pod("pod1"), pod("pod2")], _add_toleration("pod1", "taint-key"), {"pod1"},
                  id="Pod updated with toleration requeued to activeQ"),
+    pytest.param([node("fake-node", taints=NOT_READY_TAINT)], [],
+                 [pod("pod1", tolerations=[TOLERATE_KEY]), pod("pod2", tolerations=[{"key": "taint-key2", "operator": "Exists"}]),
+                  pod("pod3")],
+                 _set_node("fake-node", taints=[{"key": "taint-key", "effect": "NoSchedule"}]), {"pod1"},
+                 id="Pod rejected by the TaintToleration plugin is requeued when the Node's taint is updated"),
+    pytest.param([node("fake-node1", taints=NOT_READY_TAINT)], [], [pod("pod1", tolerations=[TOLERATE_KEY]), pod("pod2")],
+                 _add_node(node("fake-node2", taints=[{"key": "taint-key", "effect": "NoSchedule"}])), {"pod1"},
+                 id="Pod rejected by the TaintToleration plugin is requeued when a Node that has the correspoding taint is added"),
+    pytest.param([node("fake-node", capacity={"cpu": "2"})], [pod("pod1", requests={"cpu": "2"}, node_name="fake-node")],
+                 [pod("pod2", requests={"cpu": "2"})], lambda c: c.delete("Pod", "pod1", "default"), {"pod2"},
+                 id="Pod rejected by the NodeResourcesFit plugin is requeued when a Pod is deleted"),
+    pytest.param([node("fake-node1", capacity={"cpu": "2"})], [], [pod("pod1", requests=CPU4), pod("pod2", requests={"cpu": "5"})],
+                 _add_node(node("fake-node2", capacity=CPU4)), {"pod1"},
+                 id="Pod rejected by the NodeResourcesFit plugin is requeued when a Node is created"),
+    pytest.param([node("fake-node", capacity={"cpu": "2"})], [], [pod("pod1", requests=CPU4), pod("pod2", requests={"cpu": "5"})],
+                 _set_node("fake-node", capacity=CPU4), {"pod1"},
+                 id="Pod rejected by the NodeResourcesFit plugin is requeued when a Node is updated"),
+    pytest.param([node("fake-node1", capacity=CPU4), node("fake-node2", {"group": "b"}, capacity={"cpu": "2"})], [],
+                 [pod("pod1", requests=CPU4, affinity=_affinity_in("group", "b"))],
+                 _set_node("fake-node1", capacity={"cpu": "4", "memory": "4000"}), set(),
+                 id="Pod rejected by the NodeResourcesFit plugin isn't requeued when a Node is updated without increase in "
+                    "the requested resources"),
+    pytest.param([node("fake-node1", capacity=CPU4), node("fake-node2", {"group": "b"}, capacity={"cpu": "2"})], [],
+                 [pod("pod1", requests=CPU4, affinity=_affinity_in("group", "b"))],
+                 _set_node("fake-node1", capacity={"cpu": "5"}), {"pod1"},
+                 id="Pod rejected by the NodeResourcesFit plugin is requeued when a Node is updated with increase in the "
+                    "requested resources"),
+    pytest.param([node("fake-node1", capacity={"pods": "2"}), node("fake-node2", {"group": "b"}, capacity={"pods": "1"})],
+                 [pod("pod1", node_name="fake-node2", affinity=_affinity_in("group", "b"))],
+                 [pod("pod2", affinity=_affinity_in("group", "b"))], _set_node("fake-node1", capacity={"pods": "3"}), {"pod2"},
+                 id="Pod rejected by the NodeResourcesFit plugin is requeued when a Node is updated with increase in the "
+                    "allowed pods number"),
+    pytest.param([node("fake-node", taints=NOT_READY_TAINT)], [], [pod("pod1")],
+                 lambda c: c.mutate("Pod", "pod1", lambda p: p["metadata"].update(labels={"key": "val"}), "default"), set(),
+                 id="Updating pod label doesn't retry scheduling if the Pod was rejected by TaintToleration"),
 ]
 
 
