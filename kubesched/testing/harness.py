@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from kubesched import config as config_module
-from kubesched.api.kinds import kind_for
+from kubesched.api.kinds import Kind, kind_for, kind_named
 from kubesched.backend.cache import Cache
 from kubesched.backend.queue.types import QueuedPodInfo
 from kubesched.clock import ManualClock
 from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import NODE, POD, ObjectStore, json_copy
+from kubesched.cluster.store import ObjectStore, json_copy
 from kubesched.config.types import PluginRef, Plugins, PluginSet, Profile
 from kubesched.features import FeatureGates
 from kubesched.framework import status as st
@@ -48,6 +48,16 @@ from kubesched.framework.types import PodInfo
 from kubesched.nodetable.table import NodeBatch
 
 __all__ = ["HarnessResult", "PluginHarness", "Status"]
+
+
+def _served(name: str) -> Kind:
+    kind = kind_named(name)
+    if kind is None:
+        raise RuntimeError(f"kind {name} is not served by kubesched")
+    return kind
+
+
+POD, NODE = _served("Pod"), _served("Node")
 
 
 @dataclass(frozen=True)
@@ -125,8 +135,6 @@ class _Informers:
 
 
 def _kind_by_name(name: str) -> Any:
-    from kubesched.api.kinds import kind_named
-
     return kind_named(name)
 
 
