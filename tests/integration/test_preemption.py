@@ -22,7 +22,7 @@ from kubesched.framework.status import Code, Status
 from kubesched.framework.types import NodeInfo, PodInfo
 from kubesched.nodetable.table import NodeBatch
 from tests.integration.embedded import configuration, embedded, run
-from tests.integration.wrappers import node, pod
+from tests.integration.wrappers import bound_claim, node, persistent_volume, pod
 
 TOKEN_FILTER = "tokenfilter"
 PRIORITIES = {"low": 100, "medium": 200, "high": 300}
@@ -331,3 +331,41 @@ def test_pdb_in_preemption(node_count: int, pdbs: list[dict[str, Any]], pdb_pods
     gone, nominated_node = run(scenario)
     assert gone == victims
     assert nominated_node == f"node-{node_count}"
+
+
+# --- TestReadWriteOncePodPreemption ------------------------------------------------------------------------
+RWOP_OBJECTS = [persistent_volume("pv-with-read-write-once-pod-1", ["ReadWriteOncePod"]),
+                bound_claim("pvc-with-read-write-once-pod-1", "pv-with-read-write-once-pod-1", ["ReadWriteOncePod"]),
+                persistent_volume("pv-with-read-write-once-pod-2", ["ReadWriteOncePod"]),
+                bound_claim("pvc-with-read-write-once-pod-2", "pv-with-read-write-once-pod-2", ["ReadWriteOncePod"])]
+
+
+def _claims_pod(name: str, priority: str, *claims: int) -> dict[str, Any]:
+    volumes = [{"name": f"volume-{i}", "persistentVolumeClaim": {"claimName": f"pvc-with-read-write-once-pod-{i}"}} for i in claims]
+    return pod(name, priorityClassName=priority, volumes=volumes)
+
+
+@pytest.mark.parametrize(("existing", "preemptor", "victims"), [
+    pytest.param([_claims_pod("victim-pod", "low", 1)], _claims_pod("preemptor-pod", "high", 1), {"victim-pod"},
+                 id="preempt single pod"),
+    pytest.param([_claims_pod("victim-pod-1", "low", 1), _claims_pod("victim-pod-2", "low", 2)],
+                 _claims_pod("preemptor-pod", "high", 1, 2), {"victim-pod-1", "victim-pod-2"}, id="preempt two pods"),
+    pytest.param([_claims_pod("victim-pod", "low", 1, 2)], _claims_pod("preemptor-pod", "high", 1, 2), {"victim-pod"},
+                 id="preempt single pod with two volumes"),
+])
+def test_read_write_once_pod_preemption(existing: list[dict[str, Any]], preemptor: dict[str, Any], victims: set[str]) -> None:
+    """The pods holding the preemptor's ReadWriteOncePod claims are its victims, and the
+    preemptor then runs on their node."""
+
+    async def scenario() -> tuple[set[str], str]:
+        async with embedded(None, [*LOW_HIGH, node("node1", {"node": "node1"}, capacity={"cpu": "500m", "memory": "500"}),
+                                   *RWOP_OBJECTS]) as cluster:
+            for p in existing:
+                cluster.create(p)
+                await cluster.scheduled(p["metadata"]["name"])
+            cluster.create(preemptor)
+            names = [p["metadata"]["name"] for p in existing]
+            await cluster.wait_for("the victims to go", lambda: {n for n in names if not cluster.exists(n)} == victims)
+            return {n for n in names if not cluster.exists(n)}, await cluster.scheduled("preemptor-pod")
+
+    assert run(scenario) == (victims, "node1")
