@@ -186,6 +186,14 @@ def _default_pv(pv: dict, _gates: Gates = None) -> None:
     _set_default(pv.setdefault("status", {}), "phase", "Pending")
 
 
+def _default_storage_class(sc: dict, _gates: Gates = None) -> None:
+    """storage/v1 ``SetDefaults_StorageClass``: volumes are deleted with their claim and bound at
+    once unless the class says otherwise (the scheduler's volume plugins rely on the mode being
+    set, and report a class without one)."""
+    _set_default(sc, "reclaimPolicy", "Delete")
+    _set_default(sc, "volumeBindingMode", "Immediate")
+
+
 # --- workloads -----------------------------------------------------------------------------------
 def default_pod_template(template: dict) -> None:
     template.setdefault("metadata", {})
@@ -284,6 +292,7 @@ DEFAULTERS: dict[tuple[str, str], Defaulter] = {
     ("apps", "StatefulSet"): default_stateful_set,
     ("apps", "DaemonSet"): default_daemon_set,
     ("scheduling.k8s.io", "PriorityClass"): default_priority_class,
+    ("storage.k8s.io", "StorageClass"): _default_storage_class,
 }
 
 #: The workload kinds whose selector must select their template (``ValidateDeployment`` and

@@ -7,7 +7,9 @@ pretend to. ``validate(obj)`` returns every problem found, so a user fixes them 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from kubesched.api.errors import FieldError, InvalidQuantity, invalid, required, unsupported
 from kubesched.api.names import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors
@@ -16,18 +18,34 @@ from kubesched.api.selectors import InvalidSelector, parse_label_selector, parse
 
 TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 TOLERATION_OPERATORS = ["Equal", "Exists"]
+#: With the TaintTolerationComparisonOperators gate, Lt and Gt compare integer taint values.
+COMPARISON_OPERATORS = ["Lt", "Gt"]
+COMPARISON_GATE = "TaintTolerationComparisonOperators"
+_CANONICAL_INT = re.compile(r"^(0|-?[1-9][0-9]*)$")
 UNSATISFIABLE_ACTIONS = ["DoNotSchedule", "ScheduleAnyway"]
 INCLUSION_POLICIES = ["Honor", "Ignore"]
 PROTOCOLS = ["TCP", "UDP", "SCTP"]
 
 
-def validate(obj: Mapping) -> list[FieldError]:
-    """Every problem with ``obj``; an empty list means the scheduler can read it."""
+def validate(obj: Mapping, gates: Any = None) -> list[FieldError]:
+    """Every problem with ``obj``; an empty list means the scheduler can read it. ``gates`` (a
+    ``FeatureGates``) widens what is accepted as the API server's gates do (Lt/Gt tolerations)."""
     errors = _validate_meta(obj)
+    if obj.get("kind") == "Pod":
+        return errors + validate_pod(obj, comparison_operators=_gate_on(gates, COMPARISON_GATE))
     check = _BY_KIND.get(obj.get("kind", ""))
     if check is not None:
         errors += check(obj)
     return errors
+
+
+def _gate_on(gates: Any, name: str) -> bool:
+    """A gate's value from a ``FeatureGates`` or a plain mapping (off when not given)."""
+    if gates is None:
+        return False
+    if hasattr(gates, "enabled"):
+        return bool(gates.enabled(name))
+    return bool(gates.get(name, False))
 
 
 def _validate_meta(obj: Mapping) -> list[FieldError]:
@@ -139,7 +157,7 @@ def _validate_port(port: Mapping, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_toleration(tol: Mapping, path: str) -> list[FieldError]:
+def _validate_toleration(tol: Mapping, path: str, comparison_operators: bool = False) -> list[FieldError]:
     errors = []
     key = tol.get("key", "")
     op = tol.get("operator", "Equal") or "Equal"
@@ -147,8 +165,11 @@ def _validate_toleration(tol: Mapping, path: str) -> list[FieldError]:
         errors += [invalid(f"{path}.key", key, msg) for msg in qualified_name_errors(key)]
     if not key and op != "Exists":
         errors.append(invalid(f"{path}.operator", op, "operator must be Exists when `key` is empty, which means \"match all values and all keys\""))
-    if op not in TOLERATION_OPERATORS:
-        errors.append(unsupported(f"{path}.operator", op, TOLERATION_OPERATORS))
+    operators = TOLERATION_OPERATORS + COMPARISON_OPERATORS if comparison_operators else TOLERATION_OPERATORS
+    if op not in operators:
+        errors.append(unsupported(f"{path}.operator", op, operators))
+    elif op in COMPARISON_OPERATORS:
+        errors += _comparison_value_errors(str(tol.get("value", "")), f"{path}.value")
     if op == "Exists" and tol.get("value"):
         errors.append(invalid(f"{path}.operator", tol.get("value"), "value must be empty when `operator` is 'Exists'"))
     effect = tol.get("effect", "")
@@ -231,7 +252,16 @@ def _validate_spread(constraint: Mapping, path: str) -> list[FieldError]:
     return errors
 
 
-def validate_pod(pod: Mapping) -> list[FieldError]:
+def _comparison_value_errors(value: str, path: str) -> list[FieldError]:
+    """An Lt/Gt toleration compares integers: its value must be a canonical decimal int64."""
+    if not _CANONICAL_INT.match(value):
+        return [invalid(path, value, "must be a valid decimal integer in canonical form")]
+    if not -(2**63) <= int(value) < 2**63:
+        return [invalid(path, value, "must be a valid 64-bit integer")]
+    return []
+
+
+def validate_pod(pod: Mapping, *, comparison_operators: bool = False) -> list[FieldError]:
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return [required("spec")]
@@ -252,7 +282,7 @@ def validate_pod(pod: Mapping) -> list[FieldError]:
     if spec.get("affinity"):
         errors += _validate_affinity(spec["affinity"], "spec.affinity")
     for i, tol in enumerate(spec.get("tolerations") or []):
-        errors += _validate_toleration(tol, f"spec.tolerations[{i}]")
+        errors += _validate_toleration(tol, f"spec.tolerations[{i}]", comparison_operators)
     for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
         errors += _validate_spread(c, f"spec.topologySpreadConstraints[{i}]")
     for i, gate in enumerate(spec.get("schedulingGates") or []):

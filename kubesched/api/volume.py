@@ -137,9 +137,10 @@ def volume_class(pv: Mapping) -> str:
 
 
 def binding_mode(sc: Mapping) -> str | None:
-    """The class's ``volumeBindingMode``. A class without the field gets ``Immediate``, as the API
-    server defaults it on create; an explicit null stays None (upstream reports it as an error)."""
-    return sc.get("volumeBindingMode", IMMEDIATE)
+    """The class's ``volumeBindingMode``, None when unset (upstream's nil pointer, which its plugins
+    report as an error). The API server defaults it to ``Immediate`` on create, so only objects
+    that skipped admission (``PluginHarness(admission=False)``, as upstream's listers) lack it."""
+    return sc.get("volumeBindingMode")
 
 
 def quantity(raw: Any) -> Fraction:

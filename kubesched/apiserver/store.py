@@ -423,7 +423,7 @@ class ObjectStore:
 
     def _validate(self, kind: Kind, obj: dict, old: dict | None = None, *, status_only: bool = False) -> None:
         """Validation (422), then validating admission (403); ``old`` is the object an update replaces."""
-        errors: list[FieldError] = validate(obj)
+        errors: list[FieldError] = validate(obj, self.feature_gates)
         if not status_only:
             errors += validate_spec(kind, obj)
             if kind == POD and old is not None:

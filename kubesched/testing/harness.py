@@ -1,9 +1,13 @@
 """PluginHarness: run one plugin's extension points against a handful of manifests, no cluster.
 
 Inputs go through the same admission and defaulting as objects created in a cluster (pods get
-their priority, default tolerations and requests-from-limits; nodes their allocatable), and the
-plugin gets a real handle: the node table, the informer caches (``handle.objects(kind)``), feature
-gates and a client on an embedded store. What comes back is plain data: codes are the status
+their priority, default tolerations and requests-from-limits; nodes their allocatable), except that
+what a test sets on purpose is kept: ``metadata.uid``, ``metadata.creationTimestamp`` and a
+``spec.priority`` given without a PriorityClass (upstream's plugin tests build pods that way, and
+the harness judges the plugin, not admission). With ``admission=False`` objects are used exactly as
+written, as upstream's fake listers hold them (a StorageClass without ``volumeBindingMode``, say).
+The plugin gets a real handle: the node table, the informer caches (``handle.objects(kind)``),
+feature gates and a client on an embedded store. What comes back is plain data: codes are the status
 names, so a test reads like upstream's table tests.
 """
 
@@ -15,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.api.kinds import NODE, POD, kind_for
+from kubesched.api.kinds import NODE, POD, kind_for, kind_named
 from kubesched.api.meta import json_copy
 from kubesched.api.types import PodInfo
 from kubesched.apiserver.memory_client import MemoryClient
@@ -78,12 +82,23 @@ SUCCESS = Status()
 class HarnessResult:
     """What ``PluginHarness.run`` observed at each extension point: the PreFilter status, each node's
     Filter status, the PreScore status, and raw and normalised scores by node name (the values
-    upstream's plugin tests compare)."""
+    upstream's plugin tests compare).
+
+    ``filter`` is the plugin's own Filter verdict on every node, even after PreFilter rejected the
+    pod (upstream's plugin tests check both); the scheduler would record ``pre_filter`` for every
+    node then, which ``scheduler_view`` gives."""
     pre_filter: Status
     filter: dict[str, Status]
     pre_score: Status
     raw_scores: dict[str, int]
     scores: dict[str, int]
+
+    def scheduler_view(self) -> dict[str, Status]:
+        """Each node's status as the scheduler records it: PreFilter's rejection for every node,
+        else the Filter verdict."""
+        if self.pre_filter.is_success or self.pre_filter.code == "Skip":
+            return dict(self.filter)
+        return {name: self.pre_filter for name in self.filter}
 
 
 class _Informer:
@@ -111,8 +126,6 @@ class _Informers:
 
 
 def _kind_by_name(name: str) -> Any:
-    from kubesched.api.kinds import kind_named
-
     return kind_named(name)
 
 
@@ -127,7 +140,8 @@ class PluginHarness:
     ``args`` is the plugin's v1 args (camelCase dict) — upstream's defaults are applied and the
     args are validated exactly as in a configuration file. ``nodes``, ``pods`` (bound ones have
     ``spec.nodeName``), ``namespaces`` and ``objects`` (PVCs, Services, PriorityClasses, ...) are
-    manifest dicts.
+    manifest dicts. ``admission`` (default True) defaults and admits them as a cluster would, keeping
+    the uid, creation time and pod priority a test set; False stores them exactly as written.
 
     Upstream has no such harness: its plugin tests build a framework with
     ``frameworkruntime.NewFramework`` over fake informers and a snapshot; this does the same once
@@ -136,7 +150,9 @@ class PluginHarness:
 
     def __init__(self, plugin: str | type[Plugin], args: Mapping[str, Any] | None = None, *,
                  nodes: Iterable[Mapping] = (), pods: Iterable[Mapping] = (), namespaces: Iterable[Mapping] = (),
-                 objects: Iterable[Mapping] = (), feature_gates: Mapping[str, bool] | None = None) -> None:
+                 objects: Iterable[Mapping] = (), feature_gates: Mapping[str, bool] | None = None,
+                 admission: bool = True) -> None:
+        self.admission = admission
         self.gates = FeatureGates(dict(feature_gates or {}))
         self.registry = in_tree_registry()
         if isinstance(plugin, str):
@@ -148,8 +164,7 @@ class PluginHarness:
             self.registry = {**self.registry, plugin.name: plugin}
         clock = ManualClock()
         self.store = ObjectStore(clock, seed=0, auto_create_namespaces=True, feature_gates=self.gates)
-        for obj in [*namespaces, *objects, *nodes, *pods]:
-            self._create(obj)
+        self._load([*namespaces, *objects, *nodes, *pods])
         self.cache = Cache(clock)
         for node in self.store.iter_all(NODE):
             self.cache.add_node(node)
@@ -166,12 +181,7 @@ class PluginHarness:
         info = PodInfo(self._admitted(pod))
         state = CycleState()
         pre_filter, skipped = self._pre_filter(state, info)
-        if skipped:
-            filtered = {name: SUCCESS for name in self._names()}
-        elif pre_filter.is_success:
-            filtered = self._filter(state, info)
-        else:
-            filtered = {name: pre_filter for name in self._names()}
+        filtered = {name: SUCCESS for name in self._names()} if skipped else self._filter(state, info)
         batch = self._candidates(candidates)
         pre_score, score_skipped = self._pre_score(state, info, batch)
         raw: dict[str, int] = {}
@@ -197,20 +207,74 @@ class PluginHarness:
         return self.plugin.less(a, b)
 
     # --- setup ---------------------------------------------------------------------------------------
-    def _create(self, obj: Mapping) -> None:
+    def _load(self, manifests: list[Mapping]) -> None:
+        """Store the inputs: through admission, then with the caller's identities put back (a
+        uid an ephemeral claim's owner reference names, a start time preemption compares, a
+        priority without its class); or, without admission, exactly as written."""
+        created = [self._create(obj) for obj in manifests]
+        if self.admission and all(self._given_identity(kind, json_copy(obj), given) == obj for kind, obj, given in created):
+            return
+        stored = {(kind.kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]): (kind, obj, given)
+                  for kind, obj, given in created}
+        objects = []
+        for kind in list(self.store.kinds()):
+            for obj in self.store.iter_all(kind):
+                entry = stored.get((kind.kind, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]))
+                objects.append((kind, obj if entry is None else self._as_given(kind, obj, entry[2])))
+        self.store.restore(objects, self.store.rv)
+
+    def _create(self, obj: Mapping) -> tuple[Any, dict, dict]:
+        """Store ``obj`` through admission; returns its kind, the stored object and what was given."""
         kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
         if kind is None:
             raise ValueError(f"kind {obj.get('kind')!r} ({obj.get('apiVersion')}) is not served by kubesched")
-        self.store.create(kind, json_copy(dict(obj)))
+        return kind, self.store.create(kind, self._without_priority(kind, obj)), dict(obj)
+
+    @staticmethod
+    def _without_priority(kind: Any, obj: Mapping) -> dict:
+        """A copy for admission without a pod's explicit priority when it names no PriorityClass
+        (admission would refuse it; ``_given_identity`` puts it back)."""
+        copy = json_copy(dict(obj))
+        spec = copy.get("spec")
+        if kind == POD and isinstance(spec, dict) and not spec.get("priorityClassName"):
+            spec.pop("priority", None)
+        return copy
+
+    @staticmethod
+    def _given_identity(kind: Any, admitted: dict, given: Mapping) -> dict:
+        """``admitted`` with the uid, creation time and pod priority the caller set."""
+        meta, given_meta = admitted["metadata"], given.get("metadata") or {}
+        for name in ("uid", "creationTimestamp"):
+            if given_meta.get(name):
+                meta[name] = given_meta[name]
+        given_spec = given.get("spec") or {}
+        if kind == POD and isinstance(given_spec, Mapping) and given_spec.get("priority") is not None:
+            admitted["spec"]["priority"] = given_spec["priority"]
+        return admitted
+
+    def _as_given(self, kind: Any, admitted: dict, given: Mapping) -> dict:
+        """The stored form of one input: admitted with the caller's identity, or (without
+        admission) the manifest itself with the admitted object's names, uid and version."""
+        if self.admission:
+            return self._given_identity(kind, json_copy(admitted), given)
+        raw = json_copy(dict(given))
+        raw.setdefault("apiVersion", admitted.get("apiVersion"))
+        raw.setdefault("kind", admitted.get("kind"))
+        meta = raw.setdefault("metadata", {})
+        for name in ("name", "namespace", "uid", "creationTimestamp", "resourceVersion"):
+            if admitted["metadata"].get(name) is not None:
+                meta.setdefault(name, admitted["metadata"][name])
+        return raw
 
     def _admitted(self, pod: Mapping) -> dict:
         """The pod as the API server would store it (not stored: it is the pod being scheduled)."""
-        copy = json_copy(dict(pod))
+        copy = self._without_priority(POD, pod)
         copy.setdefault("apiVersion", "v1")
         copy.setdefault("kind", "Pod")
         admitted = self.store.create(POD, copy, dry_run=True)
-        admitted["metadata"].setdefault("uid", f"harness-{admitted['metadata'].get('name', '')}")
-        return admitted
+        result = self._as_given(POD, admitted, pod)
+        result["metadata"].setdefault("uid", f"harness-{result['metadata'].get('name', '')}")
+        return result
 
     def _framework(self, args: Mapping[str, Any] | None, clock: ManualClock) -> Framework:
         plugin_args = self._decoded_args(args)

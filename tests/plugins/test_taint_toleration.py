@@ -88,9 +88,6 @@ FILTER_CASES = [
     ("Lt toleration accepts a taint value below its threshold",
      [{"key": "node.kubernetes.io/sla", "operator": "Lt", "value": "950", "effect": "NoSchedule"}],
      [ns("node.kubernetes.io/sla", "800")], True, True),
-    ("Gt toleration never matches a non-numeric taint value",
-     [{"key": "node.kubernetes.io/sla", "operator": "Gt", "value": "950", "effect": "NoSchedule"}],
-     [ns("node.kubernetes.io/sla", "high")], False, True),
     ("Gt toleration is ignored when the comparison gate is off",
      [{"key": "node.kubernetes.io/sla", "operator": "Gt", "value": "750", "effect": "NoSchedule"}],
      [ns("node.kubernetes.io/sla", "950")], False, False),
@@ -103,8 +100,6 @@ FILTER_CASES = [
     ("mixed tolerations with the gate off: the needed Gt toleration doesn't count",
      [ns("dedicated", "user1"), {"key": "node.kubernetes.io/sla", "operator": "Gt", "value": "750", "effect": "NoSchedule"}],
      [ns("dedicated", "user1"), ns("node.kubernetes.io/sla", "950")], False, False),
-    ("numeric comparison needs canonical integers (no leading zeros)",
-     [{"key": "sla", "operator": "Gt", "value": "0750", "effect": "NoSchedule"}], [ns("sla", "950")], False, True),
 ]
 
 
@@ -119,6 +114,40 @@ def test_filter(name, tolerations, taints, fits, comparison_ops):
         assert status is not None
         assert status.code == Code.UnschedulableAndUnresolvable
         assert status.reasons == [ERR_REASON_UNTOLERATED]
+
+
+PARSE_ERROR_CASES = [
+    ("Pod with Gt toleration cannot be scheduled on node with non-numeric taint value",
+     [{"key": "node.kubernetes.io/sla", "operator": "Gt", "value": "950", "effect": "NoSchedule"}],
+     [ns("node.kubernetes.io/sla", "high")],
+     'failed to parse taint value "high" as int64: must be a valid decimal integer in canonical form'),
+    ("a toleration value with a leading zero is no canonical integer",
+     [{"key": "sla", "operator": "Gt", "value": "0750", "effect": "NoSchedule"}], [ns("sla", "950")],
+     'failed to parse toleration value "0750" as int64: must be a valid decimal integer in canonical form'),
+    ("a taint value beyond int64 is out of range",
+     [{"key": "sla", "operator": "Lt", "value": "5", "effect": "NoSchedule"}], [ns("sla", "99999999999999999999")],
+     'failed to parse taint value "99999999999999999999" as int64: '
+     'strconv.ParseInt: parsing "99999999999999999999": value out of range'),
+    ("a cleanly untolerated taint wins over a parse error on another taint",
+     [{"key": "sla", "operator": "Gt", "value": "5", "effect": "NoSchedule"}], [ns("sla", "high"), ns("other", "x")],
+     ERR_REASON_UNTOLERATED),
+    ("another toleration tolerating the taint makes the parse error moot",
+     [{"key": "sla", "operator": "Gt", "value": "5", "effect": "NoSchedule"}, {"key": "sla", "operator": "Exists"}],
+     [ns("sla", "high")], None),
+]
+
+
+@pytest.mark.parametrize("name,tolerations,taints,reason", PARSE_ERROR_CASES, ids=[c[0] for c in PARSE_ERROR_CASES])
+def test_filter_comparison_parse_errors(name, tolerations, taints, reason):
+    """With comparison operators, a value that is no int64 rejects the node with upstream's parse
+    message (``FindMatchingUntoleratedTaint``'s error), unless a plain untolerated taint is there."""
+    table = table_of([node_with_taints("nodeA", taints)])
+    verdict = plugin(True).filter_nodes(CycleState(), pod_with_tolerations(tolerations), table.all_rows())
+    status = None if verdict is None else verdict.status_at(0)
+    if reason is None:
+        assert status is None
+    else:
+        assert (status.code, status.reasons) == (Code.UnschedulableAndUnresolvable, [reason])
 
 
 def test_nodes_failing_share_one_status():

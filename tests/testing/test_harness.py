@@ -2,7 +2,9 @@
 
 import pytest
 
+from kubesched.api.apierrors import Invalid
 from kubesched.api.errors import ConfigError
+from kubesched.api.kinds import POD
 from kubesched.scheduler.framework.interface import FilterPlugin, ScorePlugin
 from kubesched.scheduler.framework.status import Code
 from kubesched.scheduler.framework.status import Status as FwStatus
@@ -105,8 +107,30 @@ def test_works_for_out_of_tree_classic_plugins():
 
 
 def test_bad_manifests_are_rejected_with_the_field():
-    from kubesched.api.apierrors import Invalid
-
     with pytest.raises(Invalid, match=r"spec.containers\[0\].image: Required value"):
         PluginHarness("NodeName", pods=[{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"},
                                          "spec": {"containers": [{"name": "c"}]}}])
+
+
+@pytest.mark.parametrize(("admission", "mode"), [
+    pytest.param(True, "Immediate", id="admission defaults the class as the API server does"),
+    pytest.param(False, None, id="without admission the class stays as written"),
+])
+def test_admission_switch_decides_whether_inputs_are_defaulted(admission, mode):
+    sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "plain"}, "provisioner": "p"}
+    h = PluginHarness("VolumeZone", objects=[sc], admission=admission)
+    assert h.plugin.handle.objects("StorageClass")["plain"].get("volumeBindingMode") == mode
+
+
+def test_inputs_without_admission_are_still_validated():
+    with pytest.raises(Invalid, match=r"spec.containers\[0\].image: Required value"):
+        PluginHarness("NodeName", admission=False, pods=[{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"},
+                                                          "spec": {"containers": [{"name": "c"}]}}])
+
+
+def test_given_uid_and_bare_priority_reach_the_plugin():
+    pod = make_pod("p", uid="given-uid")
+    pod["spec"]["priority"] = 7
+    h = PluginHarness("NodeName", pods=[dict(pod, spec=dict(pod["spec"], nodeName="a"))], nodes=[make_node("a")])
+    stored = next(iter(h.store.iter_all(POD)))
+    assert (stored["metadata"]["uid"], stored["spec"]["priority"]) == ("given-uid", 7)

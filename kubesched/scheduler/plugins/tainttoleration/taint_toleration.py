@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.api.golang import go_quote
 from kubesched.api.types import PodInfo, Taint, Toleration
 from kubesched.scheduler.features import DEFAULT_GATES
 from kubesched.scheduler.framework.cycle_state import CycleState
@@ -45,31 +46,67 @@ _DECIMAL_INTEGER = re.compile(r"^(0|-?[1-9][0-9]*)$")
 
 
 # --- toleration matching (k8s.io/api core/v1 ``Toleration.ToleratesTaint``) ------------------------
+#: ``content.IsDecimalInteger``'s message for a value that is not a canonical base-10 integer.
+NOT_DECIMAL = "must be a valid decimal integer in canonical form"
+
+
 def _decimal_int64(text: str) -> int | None:
     """``content.IsDecimalInteger`` then ``strconv.ParseInt``: canonical base-10, no leading zeros or '+'."""
+    return _parse_int64(text, "")[0]
+
+
+def _parse_int64(text: str, what: str) -> tuple[int | None, str | None]:
+    """The integer, or why ``text`` (a toleration or taint value) is not one, in upstream's words
+    (``compareNumericValues``)."""
     if not _DECIMAL_INTEGER.match(text):
-        return None
+        return None, f"failed to parse {what} value {go_quote(text)} as int64: {NOT_DECIMAL}"
     value = int(text)
-    return value if -(2**63) <= value < 2**63 else None
+    if -(2**63) <= value < 2**63:
+        return value, None
+    return None, (f"failed to parse {what} value {go_quote(text)} as int64: "
+                  f"strconv.ParseInt: parsing {go_quote(text)}: value out of range")
+
+
+def tolerates_checked(toleration: Toleration, taint: Taint, comparison_operators: bool = False) -> tuple[bool, str | None]:
+    """``Toleration.ToleratesTaint``: whether one toleration tolerates one taint, and for Lt/Gt
+    (with the gate on) the error when either value is not an int64."""
+    if toleration.effect and toleration.effect != taint.effect:
+        return False, None
+    if toleration.key and toleration.key != taint.key:
+        return False, None
+    op = toleration.operator
+    if op in ("", "Equal"):
+        return toleration.value == taint.value, None
+    if op == "Exists":
+        return True, None
+    if op in ("Lt", "Gt") and comparison_operators:
+        wanted, error = _parse_int64(toleration.value, "toleration")
+        if error is not None:
+            return False, error
+        actual, error = _parse_int64(taint.value, "taint")
+        if error is not None or actual is None or wanted is None:
+            return False, error
+        return (actual < wanted if op == "Lt" else actual > wanted), None
+    return False, None
 
 
 def tolerates(toleration: Toleration, taint: Taint, comparison_operators: bool = False) -> bool:
-    """Whether one toleration tolerates one taint; Lt/Gt compare integers when the gate is on."""
-    if toleration.effect and toleration.effect != taint.effect:
-        return False
-    if toleration.key and toleration.key != taint.key:
-        return False
-    op = toleration.operator
-    if op in ("", "Equal"):
-        return toleration.value == taint.value
-    if op == "Exists":
-        return True
-    if op in ("Lt", "Gt") and comparison_operators:
-        wanted, actual = _decimal_int64(toleration.value), _decimal_int64(taint.value)
-        if wanted is None or actual is None:
-            return False
-        return actual < wanted if op == "Lt" else actual > wanted
-    return False
+    """Whether one toleration tolerates one taint; Lt/Gt compare integers when the gate is on (a
+    value that is no integer tolerates nothing)."""
+    return tolerates_checked(toleration, taint, comparison_operators)[0]
+
+
+def tolerations_tolerate_checked(tolerations: Iterable[Toleration], taint: Taint,
+                                 comparison_operators: bool = False) -> tuple[bool, str | None]:
+    """``TolerationsTolerateTaint``: any toleration tolerating the taint; otherwise the first
+    comparison error met, if any."""
+    first_error: str | None = None
+    for toleration in tolerations:
+        tolerated, error = tolerates_checked(toleration, taint, comparison_operators)
+        if tolerated:
+            return True, None
+        first_error = first_error or error
+    return False, first_error
 
 
 def tolerations_tolerate(tolerations: Iterable[Toleration], taint: Taint, comparison_operators: bool = False) -> bool:
@@ -97,6 +134,25 @@ def find_untolerated_taint(taints: Iterable[Taint | Mapping], tolerations: Itera
         if not tolerations_tolerate(tols, taint, comparison_operators):
             return taint
     return None
+
+
+def find_untolerated_taint_checked(taints: Iterable[Taint | Mapping], tolerations: Iterable[Toleration | Mapping],
+                                   effects: Collection[str] | None = DO_NOT_SCHEDULE_EFFECTS,
+                                   comparison_operators: bool = False) -> tuple[Taint | None, str | None]:
+    """``FindMatchingUntoleratedTaint`` with its error: a cleanly untolerated taint wins (so the
+    answer does not depend on taint order); else the first taint whose only obstacle was a
+    comparison that could not parse, with that error; else (None, None)."""
+    tols = _as_tolerations(tolerations)
+    first: tuple[Taint, str] | None = None
+    for taint in _as_taints(taints):
+        if effects is not None and taint.effect not in effects:
+            continue
+        tolerated, error = tolerations_tolerate_checked(tols, taint, comparison_operators)
+        if error is not None:
+            first = first or (taint, error)
+        elif not tolerated:
+            return taint, None
+    return (first[0], first[1]) if first is not None else (None, None)
 
 
 def prefer_no_schedule_tolerations(tolerations: Iterable[Toleration]) -> tuple[Toleration, ...]:
@@ -147,12 +203,23 @@ class TaintToleration(BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, Enque
             return None
         tolerations = pod.tolerations
         cmp_ops = self.comparison_operators
+        statuses: dict[int, Status] = {1: self._untolerated}
+        keys_by_error: dict[str, int] = {}
 
-        def untolerated(taints: tuple[Taint, ...]) -> bool:
-            return find_untolerated_taint(taints, tolerations, DO_NOT_SCHEDULE_EFFECTS, cmp_ops) is not None
+        def key(taints: tuple[Taint, ...]) -> int:
+            """0 when every taint is tolerated, 1 when one is not, else the key of the parse error
+            (upstream: UnschedulableAndUnresolvable carrying the error as its message)."""
+            taint, error = find_untolerated_taint_checked(taints, tolerations, DO_NOT_SCHEDULE_EFFECTS, cmp_ops)
+            if taint is None:
+                return 0
+            if error is None:
+                return 1
+            if error not in keys_by_error:
+                keys_by_error[error] = len(statuses) + 1
+                statuses[keys_by_error[error]] = Status(Code.UnschedulableAndUnresolvable, error)
+            return keys_by_error[error]
 
-        failed = per_signature(nodes.table, sigs, untolerated, bool)
-        return FilterVerdict.fail_where(failed, self._untolerated)
+        return FilterVerdict.from_keys(per_signature(nodes.table, sigs, key, np.int64), statuses)
 
     # --- Score ------------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status | None:

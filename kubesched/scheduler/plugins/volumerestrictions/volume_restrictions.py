@@ -40,7 +40,7 @@ from kubesched.scheduler.plugins.volumeutil.claims import pvc_volume_claims, que
 PRE_FILTER_KEY = "PreFilter" + names.VolumeRestrictions
 EXTENSION_KEY = names.VolumeRestrictions
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
-ERR_REASON_RWOP_CONFLICT = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
+ERR_REASON_RWOP_CONFLICT = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod"
 
 GCE, EBS, ISCSI, RBD = "gce", "ebs", "iscsi", "rbd"
 
