@@ -4,12 +4,15 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 import yaml
 
+from kubesched.api.manifests import StrictLoader
+from kubesched.api.schema_validation import pairs_with_duplicates
 from kubesched.cluster.errors import APIError, BadRequest
 
 MAX_BODY = 3 * 1024 * 1024  # apiserver's MaxRequestBodyBytes
@@ -35,19 +38,37 @@ def _go_json_error(data: bytes, error: orjson.JSONDecodeError) -> str:
     return f"invalid character '{ch}' looking for beginning of value"
 
 
-def decode_body(data: bytes, content_type: str, expected_kind: str | None = None) -> Any:
-    """Parse a request body (JSON, protobuf, or YAML when the client says so); 400 BadRequest otherwise."""
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
+
+
+def _loads_keeping_duplicates(data: bytes) -> Any:
+    """JSON with duplicate keys remembered (strict decoding reports them); slower than orjson, so
+    only used when the request's ``fieldValidation`` cares."""
+    try:
+        return json.loads(data, object_pairs_hook=pairs_with_duplicates, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
+        raise orjson.JSONDecodeError(str(e), data.decode("utf-8", "replace"), getattr(e, "pos", 0)) from None
+
+
+def decode_body(data: bytes, content_type: str, expected_kind: str | None = None, *, duplicates: bool = False) -> Any:
+    """Parse a request body (JSON, protobuf, or YAML when the client says so); 400 BadRequest otherwise.
+    With ``duplicates``, mappings remember keys given twice."""
     if "protobuf" in content_type:
         from kubesched.apiserver.protobuf import decode
 
         return decode(data)
     if "yaml" in content_type:
         try:
-            return yaml.safe_load(data.decode("utf-8")) if data.strip() else None
-        except (yaml.YAMLError, UnicodeDecodeError) as e:
-            raise BadRequest(f"error converting YAML to JSON: {e}") from None
+            text = data.decode("utf-8")
+            if not data.strip():
+                return None
+            return yaml.load(text, Loader=StrictLoader) if duplicates else yaml.safe_load(text)
+        except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as e:
+            detail = " ".join(str(e).split())
+            raise BadRequest(f"error converting YAML to JSON: {detail}") from None
     try:
-        return orjson.loads(data)
+        return _loads_keeping_duplicates(data) if duplicates else orjson.loads(data)
     except orjson.JSONDecodeError as e:
         detail = _go_json_error(data, e)
         if expected_kind:

@@ -22,7 +22,7 @@ from kubesched.api.events import core_to_v1, v1_to_core
 from kubesched.api.kinds import Kind, kind_for, kind_named
 from kubesched.api.selectors import parse_label_selector
 from kubesched.apiserver import apply as ssa
-from kubesched.apiserver import codec, selectors, tables
+from kubesched.apiserver import codec, fieldvalidation, selectors, tables
 from kubesched.apiserver.codec import Output
 from kubesched.apiserver.defaults import Defaulter
 from kubesched.apiserver.patch import apply_patch
@@ -95,6 +95,7 @@ class Call:
     content_type: str = codec.JSON
     output: Output = codec.OBJECT
     user_agent: str = ""
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -123,11 +124,14 @@ class RestAPI:
             raise view.not_found(name)
         return obj
 
-    def _decode_object(self, call: Call) -> dict:
+    def _decode_object(self, call: Call, options_kind: str) -> dict:
+        """The body as an object of the endpoint's kind, type-checked and with unknown or
+        duplicate fields handled as ``fieldValidation`` says (before anything reads it)."""
         kind = call.view.kind
         if len(call.body) > codec.MAX_BODY:
             raise codec.RequestTooLarge(f"Request entity too large: limit is {codec.MAX_BODY}")
-        obj = codec.decode_body(call.body, call.content_type, kind.kind)
+        mode = fieldvalidation.directive(call.query, options_kind)
+        obj = codec.decode_body(call.body, call.content_type, kind.kind, duplicates=mode != fieldvalidation.IGNORE)
         if not isinstance(obj, dict):
             raise BadRequest(f"the object provided is unrecognized (must be of type {kind.kind}): couldn't get version/kind; "
                              f"json parse error: json: cannot unmarshal {type(obj).__name__} into Go value of type struct")
@@ -137,12 +141,16 @@ class RestAPI:
                              f'{kind.kind}: no kind "{obj_kind}" is registered for version "{api_version}" in scheme '
                              f'"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
-        meta = obj.get("metadata")
-        if meta is None:
-            obj["metadata"] = {}
-        elif not isinstance(meta, dict):
-            raise BadRequest(f"the object provided is unrecognized (must be of type {kind.kind}): metadata must be an object")
+        call.warnings += fieldvalidation.check(kind, obj, mode)
+        obj.setdefault("metadata", {})
         return obj
+
+    @staticmethod
+    def _reply(call: Call, status: int, body: Any) -> Reply:
+        """A write's reply, with the ``Warning`` headers its decoding earned."""
+        if not call.warnings:
+            return Reply(status, body)
+        return Reply(status, body, {"Warning": fieldvalidation.warning_header(call.warnings)})
 
     def _check_namespace(self, call: Call, obj: dict) -> None:
         if not call.view.kind.namespaced:
@@ -241,13 +249,13 @@ class RestAPI:
 
     # --- writes -------------------------------------------------------------------------------
     def create(self, call: Call) -> Reply:
-        obj = self._decode_object(call)
+        obj = self._decode_object(call, "CreateOptions")
         self._check_namespace(call, obj)
         dry = self._dry_run(call)
         self._admit(call.view.kind, obj)
         self._record(call, None, obj)
         stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
-        return Reply(201, call.view.out(stored))
+        return self._reply(call, 201, call.view.out(stored))
 
     def create_object(self, obj: dict) -> dict:
         """Create ``obj`` as a POST would (defaulting included), for in-process callers."""
@@ -266,7 +274,13 @@ class RestAPI:
 
     def replace(self, call: Call) -> Reply:
         assert call.name is not None
-        obj = self._decode_object(call)
+        if call.subresource == "scale":
+            obj = codec.decode_body(call.body, call.content_type, "Scale")
+            if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
+                raise BadRequest("the object provided is unrecognized (must be of type Scale)")
+            obj.setdefault("metadata", {})
+        else:
+            obj = self._decode_object(call, "UpdateOptions")
         meta = obj["metadata"]
         if meta.get("name") and meta["name"] != call.name:
             raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({call.name})")
@@ -284,16 +298,17 @@ class RestAPI:
         self._admit(call.view.kind, obj, call.subresource)
         self._record(call, served, obj, call.subresource or "")
         stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
-        return Reply(200, call.view.out(stored))
+        return self._reply(call, 200, call.view.out(stored))
 
     def patch(self, call: Call) -> Reply:
         assert call.name is not None
         if len(call.body) > codec.MAX_BODY:
             raise codec.RequestTooLarge(f"Request entity too large: limit is {codec.MAX_BODY}")
         media = codec.media_type(call.content_type)
+        mode = fieldvalidation.directive(call.query, "PatchOptions")
         if media == APPLY_PATCH:
-            return self._apply(call)
-        body = codec.decode_body(call.body, media)
+            return self._apply(call, mode)
+        body = codec.decode_body(call.body, media, duplicates=mode != fieldvalidation.IGNORE)
         dry = self._dry_run(call)
         current = self._get(call.view, call.namespace, call.name)
         served = call.view.out(current)
@@ -301,9 +316,11 @@ class RestAPI:
             scale = apply_patch(media, self._scale_of(call.view, served), body, "Scale")
             return self._write_scale(call, scale, dry)
         patched = apply_patch(media, json_copy(served), body, call.view.kind.kind)
+        if not isinstance(patched, dict):
+            raise BadRequest(f"the patched object is not a {call.view.kind.kind}")
+        patched["apiVersion"], patched["kind"] = call.view.kind.api_version, call.view.kind.kind
+        call.warnings += fieldvalidation.check(call.view.kind, patched, mode, body)
         meta = patched.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise BadRequest("metadata must be an object")
         meta["name"] = served["metadata"]["name"]
         if call.view.kind.namespaced:
             meta["namespace"] = served["metadata"].get("namespace")
@@ -311,22 +328,22 @@ class RestAPI:
         self._admit(call.view.kind, patched, call.subresource)
         self._record(call, served, patched, call.subresource or "")
         stored = self.store.update(call.view.store_kind, call.view.into(patched), status_only=call.subresource == "status", dry_run=dry)
-        return Reply(200, call.view.out(stored))
+        return self._reply(call, 200, call.view.out(stored))
 
-    def _apply(self, call: Call) -> Reply:
+    def _apply(self, call: Call, mode: str) -> Reply:
         assert call.name is not None
         manager = self._manager(call)
         if not manager:
             raise BadRequest("PATCH request with apply-patch+yaml content type requires fieldManager")
-        applied = codec.decode_body(call.body, "yaml")
+        applied = codec.decode_body(call.body, "yaml", duplicates=mode != fieldvalidation.IGNORE)
         if not isinstance(applied, dict):
             raise BadRequest("error decoding YAML: the applied configuration is not an object")
         kind = call.view.kind
-        meta = applied.setdefault("metadata", {}) or {}
-        applied["metadata"] = meta
         if applied.get("apiVersion") != kind.api_version or applied.get("kind") != kind.kind:
             raise BadRequest(f"apply configuration must be of kind {kind.kind} in version {kind.api_version}, "
                              f"got {applied.get('kind')} in {applied.get('apiVersion')}")
+        call.warnings += fieldvalidation.check(kind, applied, mode)
+        meta = applied.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != call.name:
             raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({call.name})")
         meta["name"] = call.name
@@ -340,13 +357,13 @@ class RestAPI:
             obj = ssa.server_side_apply(None, applied, manager, force, kind.kind, self.now())
             self._admit(kind, obj)
             stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
-            return Reply(201, call.view.out(stored))
+            return self._reply(call, 201, call.view.out(stored))
         served = call.view.out(current)
         obj = ssa.server_side_apply(served, applied, manager, force, kind.kind, self.now())
         obj["metadata"]["resourceVersion"] = served["metadata"]["resourceVersion"]
         self._admit(kind, obj, call.subresource)
         stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
-        return Reply(200, call.view.out(stored))
+        return self._reply(call, 200, call.view.out(stored))
 
     def delete(self, call: Call) -> Reply:
         assert call.name is not None
