@@ -158,18 +158,20 @@ def check_object(obj: dict, source: str = "") -> None:
         raise ManifestError(source, f"{describe(obj)}: strict decoding error: {', '.join(problems.messages())}")
     errors = validate(obj)
     if errors:
-        meta = obj.get("metadata") or {}
-        raise InvalidObject(obj["kind"], meta.get("name") or meta.get("generateName", ""), errors, source)
+        raise InvalidObject(obj["kind"], _key(obj), errors, source)
 
 
 def describe(obj: dict) -> str:
     """``Kind namespace/name`` (or ``Kind name``), as far as the object says, for error messages."""
+    return f"{obj.get('kind')} {_key(obj)}"
+
+
+def _key(obj: dict) -> str:
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     name = meta.get("name") or meta.get("generateName") or "<unnamed>"
     namespace = meta.get("namespace")
-    key = f"{namespace}/{name}" if namespace else str(name)
-    return f"{obj.get('kind')} {go_quote(key)[1:-1]}"
+    return go_quote(f"{namespace}/{name}" if namespace else str(name))[1:-1]
 
 
 def iter_kind(objects: Iterable[dict], kind: str) -> Iterator[dict]:

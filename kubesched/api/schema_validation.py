@@ -40,6 +40,7 @@ _FREE_FORM = frozenset({
     "io.k8s.apimachinery.pkg.apis.meta.v1.Patch",
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
 })
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
@@ -139,16 +140,20 @@ def decode(obj: dict, api_version: str, kind: str) -> StrictProblems:
     """Type-check ``obj`` against its kind's definition and normalise it in place.
 
     Raises :class:`DecodeError` on the first value of the wrong type; returns the unknown and
-    duplicate fields (already dropped from ``obj``) for the caller's ``fieldValidation``. A kind
-    with no 1.35 definition is left alone."""
+    duplicate fields (already dropped from ``obj``) for the caller's ``fieldValidation``. Of a
+    kind with no 1.35 definition (a custom resource) only ``metadata`` is decoded, as
+    kube-apiserver decodes every object's ``metadata`` as ``ObjectMeta``."""
     group, _, version = api_version.rpartition("/")
     name = openapi_spec.definition_name(group, version, kind)
     problems = StrictProblems()
-    if name is None:
-        return problems
     try:
-        _struct(name)(obj, "", problems)
+        if name is not None:
+            _struct(name)(obj, "", problems)
+        elif obj.get("metadata") is not None:
+            obj["metadata"] = _struct(_OBJECT_META)(obj["metadata"], "metadata", problems)
     except _Mismatch as e:
+        if not e.struct and e.path == "metadata":
+            e.struct = kind
         raise DecodeError(kind, api_version, _go_message(e), e.path) from None
     return problems
 
