@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from kubesched.api.errors import InvalidObject, ManifestError
-from kubesched.api.schema_validation import DecodeError, DuplicateKeyDict, decode, go_quote, pairs_with_duplicates
+from kubesched.api.schema_validation import DecodeError, decode, go_quote, pairs_with_duplicates, with_duplicates
 from kubesched.api.validation import validate
 
 try:
@@ -31,22 +31,25 @@ class StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
     """The safe loader, with mappings that remember keys given twice (strict decoding reports them)."""
 
 
-def _construct_mapping(loader: Any, node: yaml.MappingNode) -> Iterator[dict]:
-    data = DuplicateKeyDict()
-    yield data
+def _construct_mapping(loader: Any, node: yaml.MappingNode) -> dict:
+    """A mapping, remembering the keys given twice among its own (keys that override a ``<<``
+    merge are not duplicates). Built whole: a mapping that contains itself is refused."""
     own = {id(key) for key, _ in node.value if key.tag != _MERGE_TAG}
     loader.flatten_mapping(node)
+    data: dict = {}
     seen: set[Hashable] = set()
+    duplicates: list[Any] = []
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=False)
+        key = loader.construct_object(key_node, deep=True)
         if not isinstance(key, Hashable):
             raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
                                                     "found unhashable key", key_node.start_mark)
         if id(key_node) in own:
             if key in seen:
-                data.duplicates.append(key)
+                duplicates.append(key)
             seen.add(key)
-        data[key] = loader.construct_object(value_node, deep=False)
+        data[key] = loader.construct_object(value_node, deep=True)
+    return with_duplicates(data, duplicates)
 
 
 StrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)

@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from kubesched.api import openapi_spec
 from kubesched.api.errors import InvalidQuantity, KubeschedError
 from kubesched.api.quantity import parse_quantity
@@ -48,24 +50,37 @@ _INDEX = re.compile(r"\[\d+\]")
 
 
 class DuplicateKeyDict(dict):
-    """A mapping as a duplicate-detecting parser built it: ``duplicates`` lists keys given twice
-    (the value kept is the last, as JSON and YAML decoders keep it)."""
+    """A mapping in which a duplicate-detecting parser found keys given twice, listed in
+    ``duplicates`` (the value kept is the last, as JSON and YAML decoders keep it). Parsers make
+    one only when there are duplicates; decoding turns it back into a plain dict."""
 
     __slots__ = ("duplicates",)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.duplicates: list[str] = []
+        self.duplicates: list[Any] = []
+
+
+yaml.SafeDumper.add_representer(DuplicateKeyDict, yaml.SafeDumper.represent_dict)
+
+
+def with_duplicates(data: dict, duplicates: list[Any]) -> dict:
+    """``data`` itself, or a :class:`DuplicateKeyDict` copy of it when keys were given twice."""
+    if not duplicates:
+        return data
+    out = DuplicateKeyDict(data)
+    out.duplicates = duplicates
+    return out
 
 
 def pairs_with_duplicates(pairs: list[tuple[str, Any]]) -> dict:
     """``object_pairs_hook`` for :func:`json.loads` that remembers duplicate keys."""
-    out = DuplicateKeyDict()
-    for key, value in pairs:
-        if key in out:
-            out.duplicates.append(key)
-        out[key] = value
-    return out
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    seen: set[str] = set()
+    duplicates = [key for key, _ in pairs if key in seen or seen.add(key)]  # type: ignore[func-returns-value]
+    return with_duplicates(out, duplicates)
 
 
 def duplicate_paths(value: Any, path: str = "") -> list[str]:
@@ -146,6 +161,9 @@ def decode(obj: dict, api_version: str, kind: str) -> StrictProblems:
     group, _, version = api_version.rpartition("/")
     name = openapi_spec.definition_name(group, version, kind)
     problems = StrictProblems()
+    if isinstance(obj, DuplicateKeyDict) and obj.duplicates:
+        problems.duplicates += [_key_text(k) for k in dict.fromkeys(obj.duplicates)]
+        obj.duplicates = []  # reported: the walk below must change ``obj`` itself, not a copy
     try:
         if name is not None:
             _struct(name)(obj, "", problems)
@@ -282,7 +300,8 @@ def _compile_struct(name: str, schema: Mapping[str, Any]) -> Checker:
         prefix = f"{path}." if path else ""
         duplicates = getattr(value, "duplicates", None)
         if duplicates:
-            problems.duplicates += [prefix + str(k) for k in dict.fromkeys(duplicates)]
+            problems.duplicates += [prefix + _key_text(k) for k in dict.fromkeys(duplicates)]
+            value = dict(value)
         drop: list[Any] = []
         replace: dict[str, Any] = {}
         for key, item in value.items():
@@ -342,7 +361,8 @@ def _compile_map(item: Checker, zero: Any, go_type: str) -> Checker:
             raise _Mismatch(None, _json_type(value), go_type, path)
         duplicates = getattr(value, "duplicates", None)
         if duplicates:
-            problems.duplicates += [f"{path}.{k}" for k in dict.fromkeys(duplicates)]
+            problems.duplicates += [f"{path}.{_key_text(k)}" for k in dict.fromkeys(duplicates)]
+            value = dict(value)
         if any(type(k) is not str for k in value):
             converted = {_key_text(k): v for k, v in value.items()}
             value.clear()
