@@ -336,6 +336,8 @@ def _key_text(key: Any) -> str:
     """A YAML key as JSON conversion spells it (``true``, ``1``), so it is matched and reported as text."""
     if isinstance(key, bool):
         return "true" if key else "false"
+    if key is None:
+        return "null"
     return key if isinstance(key, str) else str(key)
 
 
