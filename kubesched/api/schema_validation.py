@@ -411,7 +411,7 @@ def _rfc3339(value: datetime.date) -> str:
     if not isinstance(value, datetime.datetime):
         return value.isoformat()
     if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.timezone.utc)
+        value = value.replace(tzinfo=datetime.UTC)
     return value.isoformat().replace("+00:00", "Z")
 
 
