@@ -43,6 +43,7 @@ _FREE_FORM = frozenset({
     "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
 })
 _OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_TIMES = frozenset({"io.k8s.apimachinery.pkg.apis.meta.v1.Time", "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"})
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
@@ -266,8 +267,10 @@ def _compile(schema: Mapping[str, Any]) -> Checker:
 
 def _zero_of(schema: Mapping[str, Any]) -> Any:
     """What Go decodes a ``null`` list item or map value into: the item type's zero value."""
-    if openapi_spec.ref_name(schema) in (_QUANTITY, _INT_OR_STRING):
-        return None
+    if openapi_spec.ref_name(schema) == _QUANTITY:
+        return "0"
+    if openapi_spec.ref_name(schema) == _INT_OR_STRING:
+        return 0
     if openapi_spec.ref_name(schema) is not None:
         return {}
     kind = (openapi_spec.schema_types(schema) or ("",))[0]
@@ -290,7 +293,10 @@ def _json_type(value: Any) -> str:
 
 
 def _compile_struct(name: str, schema: Mapping[str, Any]) -> Checker:
-    fields = {key: _compile(sub) for key, sub in (schema.get("properties") or {}).items()}
+    properties = schema.get("properties") or {}
+    fields = {key: _compile(sub) for key, sub in properties.items()}
+    # metav1.Time is a struct, not a pointer: Go writes a zero time back as null, so a null stays.
+    keep_null = {key for key, sub in properties.items() if openapi_spec.ref_name(sub) in _TIMES}
     struct = name.rpartition(".")[2]
     go_type = go_type_name({"$ref": "#/$defs/" + name})
 
@@ -312,7 +318,10 @@ def _compile_struct(name: str, schema: Mapping[str, Any]) -> Checker:
                 drop.append(key)
                 continue
             if item is None:
-                drop.append(key)
+                if text is not key or text not in keep_null:
+                    drop.append(key)
+                if text in keep_null:
+                    replace[text] = None
                 continue
             try:
                 new = check(item, prefix + text, problems)

@@ -10,6 +10,7 @@ field, and nothing may log an exception (a controller crashing in the background
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import logging
@@ -19,12 +20,13 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 
 from kubesched.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"zone": "a"}},
         "spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]},
@@ -135,17 +137,37 @@ def _deep(depth: int) -> Any:
 @st.composite
 def _mutation(draw: st.DrawFn) -> tuple[str, Any, int]:
     """(operation, new value or size, where): ``where`` picks the node to change, modulo the node
-    count. Deep and huge values are drawn as their size and built when applied, so that a report
-    of the input stays printable."""
-    operation = draw(st.sampled_from(["replace", "replace", "replace", "delete", "add_key", "deep", "huge_string"]))
+    count. ``same_type`` carries a value of each JSON type and applies the one of the node's type
+    (so that the input still decodes and reaches validation, controllers and the scheduler).
+    Deep and huge values are drawn as their size and built when applied, so that a report of the
+    input stays printable."""
+    operation = draw(st.sampled_from(["replace", "replace", "same_type", "same_type", "same_type", "delete", "add_key",
+                                      "deep", "huge_string"]))
     value: Any = None
     if operation in ("replace", "add_key"):
         value = draw(_VALUES)
+    elif operation == "same_type":
+        value = {"int": draw(st.one_of(st.integers(min_value=-3, max_value=3), st.sampled_from([-(2**31), 2**31 - 1, 10**6]))),
+                 "str": draw(st.one_of(_TEXT, st.sampled_from(["", "0", "-1", "1e3", "25%", "Exists", "NoSchedule", "a/b"]))),
+                 "bool": draw(st.booleans()), "list": draw(st.sampled_from(["empty", "twice"]))}
     elif operation == "deep":
         value = draw(st.integers(min_value=10, max_value=200))
     elif operation == "huge_string":
         value = draw(st.sampled_from([70_000, 300_000]))
     return operation, value, draw(st.integers(min_value=0, max_value=10_000))
+
+
+def _same_type(node: Any, values: dict[str, Any]) -> Any:
+    """A value of the node's own JSON type (a list emptied or its first item given twice)."""
+    if isinstance(node, bool):
+        return values["bool"]
+    if isinstance(node, int):
+        return values["int"]
+    if isinstance(node, str):
+        return values["str"]
+    if isinstance(node, list):
+        return [] if values["list"] == "empty" or not node else [node[0], *node]
+    return {} if isinstance(node, dict) else node
 
 
 def _nodes(doc: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
@@ -174,6 +196,8 @@ def _mutate(doc: Any, mutation: tuple[str, Any, int], key: str) -> Any:
     last = path[-1]
     if operation == "delete":
         del parent[last]
+    elif operation == "same_type":
+        parent[last] = _same_type(node, value)
     elif operation == "add_key" and isinstance(node, dict):
         node[key] = value
     else:
@@ -211,6 +235,7 @@ def tracebacks() -> Iterator[_Tracebacks]:
 def _assert_clean(code: int, err: str, source: Path, tracebacks: _Tracebacks, names: set[str]) -> None:
     """Success, or one ``error:`` line naming the file, or the object (errors raised after loading
     name it as their upstream counterparts do: the store's by kind, the framework's by profile)."""
+    event(f"exit code {code}")  # --hypothesis-show-statistics shows how many inputs got how far
     logged = [r.getMessage() for r in tracebacks.records]
     tracebacks.records.clear()
     assert not logged, f"exception logged: {logged}"
@@ -231,7 +256,7 @@ def _write(directory: Path, docs: list, mutations: list[tuple[str, Any, int]], d
         if duplicate:
             text = text.replace('"kind": ', '"kind": "List", "kind": ', 1)
     else:
-        path, text = directory / "input.yaml", yaml.safe_dump_all(docs, allow_unicode=True, width=10**9)
+        path, text = directory / "input.yaml", yaml.dump_all(docs, Dumper=_Dumper, allow_unicode=True, width=10**9)
         if duplicate:
             text = text.replace("kind:", "kind: List\nkind:", 1)
     path.write_text(text, encoding="utf-8")
@@ -242,7 +267,7 @@ def _write(directory: Path, docs: list, mutations: list[tuple[str, Any, int]], d
 @given(base=st.sampled_from(MANIFEST_DRAWS), mutations=st.lists(_mutation(), min_size=1, max_size=2),
        key=st.sampled_from(["nodeSelecter", "resource", "", "ü", "spec", "x" * 64]), duplicate=st.booleans())
 def test_mutated_manifests_succeed_or_name_the_object_and_field(tmp_path, tracebacks, base, mutations, key, duplicate):
-    docs = yaml.safe_load(yaml.safe_dump(MANIFESTS[base]))
+    docs = copy.deepcopy(MANIFESTS[base])
     for mutation in mutations:
         docs = _mutate(docs, mutation, key)
     source = _write(tmp_path, docs if isinstance(docs, list) else [docs], mutations, duplicate)
@@ -255,17 +280,18 @@ def test_mutated_manifests_succeed_or_name_the_object_and_field(tmp_path, traceb
        key=st.sampled_from(["percentageOfNodesToScore", "profile", "", "ü", "args"]), duplicate=st.booleans(),
        command=st.sampled_from(["config validate", "config validate", "config validate", "simulate --config"]))
 def test_mutated_configurations_succeed_or_name_the_field(tmp_path, tracebacks, base, mutations, key, duplicate, command):
-    doc = yaml.safe_load(yaml.safe_dump(CONFIGS[base]))
+    doc = copy.deepcopy(CONFIGS[base])
     for mutation in mutations:
         doc = _mutate(doc, mutation, key)
     source = _write(tmp_path, [doc], mutations, duplicate)
     if command == "simulate --config":
         manifest = tmp_path / "cluster.yaml"
-        manifest.write_text(yaml.safe_dump_all([NODE, POD]))
+        manifest.write_text(yaml.dump_all([NODE, POD], Dumper=_Dumper))
         code, _, err = _run(["simulate", "--config", str(source), "-f", str(manifest)])
         _assert_clean(code, err, source, tracebacks, {"KubeSchedulerConfiguration", "profile"})
         return
     code, out, err = _run(["config", "validate", "-f", str(source)])
+    event(f"exit code {code}")
     assert not [r.getMessage() for r in tracebacks.records]
     assert "Traceback" not in out + err
     assert code == 0 or (code == 1 and str(source) in out + err), out + err
