@@ -351,7 +351,7 @@ def _rolling_update_errors(rolling: Mapping | None) -> list[FieldError]:
     return errors
 
 
-def _int_or_percent_errors(value: object, path: str, *, at_most_all: bool) -> list[FieldError]:
+def _int_or_percent_errors(value: int | str | None, path: str, *, at_most_all: bool) -> list[FieldError]:
     """``ValidatePositiveIntOrPercent``, and ``IsNotMoreThan100Percent`` when ``at_most_all``
     (decoding made the value an int or a string)."""
     if value is None:
