@@ -119,7 +119,7 @@ class StrictProblems:
     duplicates: list[str] = field(default_factory=list)
 
     def messages(self) -> list[str]:
-        """apimachinery's wording, duplicates first as its strict decoder lists them."""
+        """apimachinery's wording: the duplicate fields, then the unknown ones, each in document order."""
         return [f"duplicate field {go_quote(p)}" for p in self.duplicates] + [f"unknown field {go_quote(p)}" for p in self.unknown]
 
     def __bool__(self) -> bool:
