@@ -360,10 +360,11 @@ def _rolling_update_errors(rolling: Mapping | None) -> list[FieldError]:
     return errors
 
 
-def _int_or_percent_errors(value: object, path: str, *, at_most_all: bool) -> list[FieldError]:
-    """``ValidatePositiveIntOrPercent``, and ``IsNotMoreThan100Percent`` when ``at_most_all``."""
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        return [invalid(path, go_stringer(value), "must be an integer or percentage (e.g '5%')")]
+def _int_or_percent_errors(value: int | str | None, path: str, *, at_most_all: bool) -> list[FieldError]:
+    """``ValidatePositiveIntOrPercent``, and ``IsNotMoreThan100Percent`` when ``at_most_all``
+    (decoding made the value an int or a string)."""
+    if value is None:
+        return []
     if isinstance(value, int):
         return [invalid(path, value, "must be greater than or equal to 0")] if value < 0 else []
     if not _PERCENT.fullmatch(value):

@@ -13,6 +13,14 @@ class KubeschedError(Exception):
     """Base class of every error kubesched raises on purpose."""
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped, so that an error about
+    user input (a key holding a newline, say) stays the single line a terminal user reads."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else json.dumps(ch)[1:-1] for ch in text)
+
+
 class InvalidQuantity(KubeschedError, ValueError):
     def __init__(self, text: str, detail: str) -> None:
         super().__init__(f'"{text}": {detail}')
@@ -35,10 +43,11 @@ class FieldError:
     def body(self) -> str:
         """``field.Error.ErrorBody``: the message without its field path (a Status cause's message)."""
         if self.kind == "Invalid value":
-            shown = f'"{self.value}"' if isinstance(self.value, str) else _go_repr(self.value)
+            shown = json.dumps(self.value, ensure_ascii=False) if isinstance(self.value, str) else _go_repr(self.value)
             return f"Invalid value: {shown}: {self.detail}"
         if self.kind == "Unsupported value":
-            return f'Unsupported value: "{self.value}": {self.detail}'
+            shown = json.dumps(self.value, ensure_ascii=False) if isinstance(self.value, str) else f'"{self.value}"'
+            return f"Unsupported value: {shown}: {self.detail}"
         if self.detail:
             return f"{self.kind}: {self.detail}" if self.kind else self.detail
         return self.kind
@@ -124,14 +133,14 @@ class InvalidObject(KubeschedError, ValueError):
         self.source = source
         where = f"{source}: " if source else ""
         details = aggregate(errors) if errors else "invalid object"
-        super().__init__(f'{where}{kind} "{name}" is invalid: {details}')
+        super().__init__(one_line(f'{where}{kind} "{name}" is invalid: {details}'))
 
 
 class ManifestError(KubeschedError, ValueError):
     """A manifest file that cannot be read at all (syntax, not an object, missing kind)."""
 
     def __init__(self, source: str, message: str) -> None:
-        super().__init__(f"{source}: {message}")
+        super().__init__(one_line(f"{source}: {message}"))
         self.source = source
         self.message = message
 
@@ -142,7 +151,7 @@ class ConfigError(KubeschedError, ValueError):
     def __init__(self, errors: list[FieldError] | list[str], source: str = "") -> None:
         self.errors = errors
         where = f"{source}: " if source else ""
-        super().__init__(f"{where}invalid KubeSchedulerConfiguration: {aggregate(errors)}")
+        super().__init__(one_line(f"{where}invalid KubeSchedulerConfiguration: {aggregate(errors)}"))
 
 
 class UnknownPlugin(KubeschedError, ValueError):

@@ -1,24 +1,58 @@
 """Reading Kubernetes manifests: YAML or JSON files, multi-document, ``kind: List``, directories.
 
 Loading is all-or-nothing: every document of every file is parsed and validated before the
-caller sees any of them, so a bad object never leaves a cluster half-built.
+caller sees any of them, so a bad object never leaves a cluster half-built. Each object is
+decoded strictly against its kind's schema first, as ``kubectl apply``'s default server-side
+strict validation would (wrong types, unknown and duplicate fields are errors), then validated.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from kubesched.api.errors import InvalidObject, ManifestError
+from kubesched.api.schema_validation import DecodeError, decode, go_quote, pairs_with_duplicates, with_duplicates
 from kubesched.api.validation import validate
 
 try:
-    _Loader: type = yaml.CSafeLoader
+    _BaseLoader: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - libyaml missing
-    _Loader = yaml.SafeLoader
+    _BaseLoader = yaml.SafeLoader
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """The safe loader, with mappings that remember keys given twice (strict decoding reports them)."""
+
+
+def construct_mapping_with_duplicates(loader: Any, node: yaml.MappingNode) -> dict:
+    """A mapping, remembering the keys given twice among its own (keys that override a ``<<``
+    merge are not duplicates). Built whole: a mapping that contains itself is refused."""
+    own = {id(key) for key, _ in node.value if key.tag != _MERGE_TAG}
+    loader.flatten_mapping(node)
+    data: dict = {}
+    seen: set[Hashable] = set()
+    duplicates: list[Any] = []
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, Hashable):
+            raise yaml.constructor.ConstructorError("while constructing a mapping", node.start_mark,
+                                                    "found unhashable key", key_node.start_mark)
+        if id(key_node) in own:
+            if key in seen:
+                duplicates.append(key)
+            seen.add(key)
+        data[key] = loader.construct_object(value_node, deep=True)
+    return with_duplicates(data, duplicates)
+
+
+StrictLoader.add_constructor("tag:yaml.org,2002:map", construct_mapping_with_duplicates)
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -43,9 +77,13 @@ def parse_documents(text: str, source: str) -> list[dict]:
         if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
             docs = _json_documents(text)
         else:
-            docs = list(yaml.load_all(text, Loader=_Loader))
-    except (yaml.YAMLError, json.JSONDecodeError) as e:
-        raise ManifestError(source, f"cannot parse: {e}") from e
+            docs = list(yaml.load_all(text, Loader=StrictLoader))
+    except yaml.YAMLError as e:
+        raise ManifestError(source, f"cannot parse: {_yaml_problem(e)}") from None
+    except json.JSONDecodeError as e:
+        raise ManifestError(source, f"cannot parse: {e}") from None
+    except RecursionError:
+        raise ManifestError(source, "cannot parse: the document is nested too deeply") from None
     objects: list[dict] = []
     for index, doc in enumerate(docs):
         if doc is None:
@@ -54,8 +92,16 @@ def parse_documents(text: str, source: str) -> list[dict]:
     return objects
 
 
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """PyYAML's error on one line: the problem and where (its own text spans several lines)."""
+    problem = getattr(error, "problem", None) or getattr(error, "context", None) or str(error).splitlines()[0]
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{problem}{where}"
+
+
 def _json_documents(text: str) -> list:
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=pairs_with_duplicates)
     docs, pos = [], 0
     while pos < len(text):
         while pos < len(text) and text[pos].isspace():
@@ -75,32 +121,60 @@ def _flatten(doc: object, where: str) -> list[dict]:
     kind = doc.get("kind")
     if not kind or not isinstance(kind, str):
         raise ManifestError(where, "Object 'Kind' is missing")
-    if not doc.get("apiVersion"):
+    if not doc.get("apiVersion") or not isinstance(doc["apiVersion"], str):
         raise ManifestError(where, "Object 'apiVersion' is missing")
     if kind == "List" or (kind.endswith("List") and "items" in doc):
-        return [obj for i, item in enumerate(doc.get("items") or []) for obj in _flatten(item, f"{where}.items[{i}]")]
+        items = doc.get("items") or []
+        if not isinstance(items, list):
+            raise ManifestError(where, f"items: expected a list of objects, got {type(items).__name__}")
+        return [obj for i, item in enumerate(items) for obj in _flatten(item, f"{where}.items[{i}]")]
     return [doc]
 
 
 def load(paths: Iterable[str | Path]) -> list[dict]:
-    """Every object in ``paths``, validated; raises on the first file or object that is wrong."""
+    """Every object in ``paths``, decoded and validated; raises on the first file or object that is wrong."""
     objects: list[dict] = []
     for path in manifest_files(paths):
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as e:
             raise ManifestError(str(path), f"cannot read: {e}") from e
-        objects += parse_documents(text, str(path))
-    check_all(objects)
+        parsed = parse_documents(text, str(path))
+        check_all(parsed, str(path))
+        objects += parsed
     return objects
 
 
 def check_all(objects: Iterable[dict], source: str = "") -> None:
+    """Decode each object strictly, then validate it; the first problem raises, naming the object."""
     for obj in objects:
-        errors = validate(obj)
-        if errors:
-            meta = obj.get("metadata") or {}
-            raise InvalidObject(obj["kind"], meta.get("name") or meta.get("generateName", ""), errors, source)
+        check_object(obj, source)
+
+
+def check_object(obj: dict, source: str = "") -> None:
+    """Strict decoding (types, unknown and duplicate fields) and then validation of one object."""
+    try:
+        problems = decode(obj, obj["apiVersion"], obj["kind"])
+    except DecodeError as e:
+        raise ManifestError(source, f"{describe(obj)}: {e.path}: {e.detail}") from None
+    if problems:
+        raise ManifestError(source, f"{describe(obj)}: strict decoding error: {', '.join(problems.messages())}")
+    errors = validate(obj)
+    if errors:
+        raise InvalidObject(obj["kind"], _key(obj), errors, source)
+
+
+def describe(obj: dict) -> str:
+    """``Kind namespace/name`` (or ``Kind name``), as far as the object says, for error messages."""
+    return f"{obj.get('kind')} {_key(obj)}"
+
+
+def _key(obj: dict) -> str:
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    name = meta.get("name") or meta.get("generateName") or "<unnamed>"
+    namespace = meta.get("namespace")
+    return go_quote(f"{namespace}/{name}" if namespace else str(name))[1:-1]
 
 
 def iter_kind(objects: Iterable[dict], kind: str) -> Iterator[dict]:

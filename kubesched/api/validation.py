@@ -1,8 +1,13 @@
 """Validation of the objects the scheduler reads, with apiserver's field paths and messages.
 
-Only what would make the scheduler misread an object is checked (names, quantities, selectors,
-taints and tolerations, spread constraints, ports); apiserver checks more, kubesched does not
-pretend to. ``validate(obj)`` returns every problem found, so a user fixes them in one go.
+Only what would make the scheduler misread an object is checked (names, sizes, quantities'
+ranges, selectors, taints and tolerations, spread constraints, ports, replica counts); apiserver
+checks more, kubesched does not pretend to. ``validate(obj)`` returns every problem found, so a
+user fixes them in one go.
+
+Types are not checked here: every object is decoded against its kind's schema first
+(:mod:`kubesched.api.schema_validation`), so a map is a map and a count an integer by the time
+these checks read them.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubesched.api.errors import FieldError, InvalidQuantity, invalid, required, unsupported
+from kubesched.api.errors import FieldError, invalid, required, unsupported
+from kubesched.api.kinds import kind_for
 from kubesched.api.names import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors
 from kubesched.api.quantity import parse_quantity
 from kubesched.api.selectors import InvalidSelector, parse_label_selector, parse_node_selector
@@ -26,13 +32,21 @@ UNSATISFIABLE_ACTIONS = ["DoNotSchedule", "ScheduleAnyway"]
 INCLUSION_POLICIES = ["Honor", "Ignore"]
 PROTOCOLS = ["TCP", "UDP", "SCTP"]
 
+#: ``apimachineryvalidation.TotalAnnotationSizeLimitB``: annotations' keys and values together.
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+
 
 def validate(obj: Mapping, gates: Any = None) -> list[FieldError]:
     """Every problem with ``obj``; an empty list means the scheduler can read it. ``gates`` (a
     ``FeatureGates``) widens what is accepted as the API server's gates do (Lt/Gt tolerations)."""
     errors = _validate_meta(obj)
+    if kind_for(str(obj.get("apiVersion", "")), str(obj.get("kind", ""))) is None:
+        return errors  # a kind kubesched does not serve (its own checks are not kubesched's to make)
+    comparison_operators = _gate_on(gates, COMPARISON_GATE)
     if obj.get("kind") == "Pod":
-        return errors + validate_pod(obj, comparison_operators=_gate_on(gates, COMPARISON_GATE))
+        return errors + validate_pod(obj, comparison_operators=comparison_operators)
+    if _BY_KIND.get(obj.get("kind", "")) is validate_workload:
+        return errors + validate_workload(obj, comparison_operators=comparison_operators)
     check = _BY_KIND.get(obj.get("kind", ""))
     if check is not None:
         errors += check(obj)
@@ -50,9 +64,7 @@ def _gate_on(gates: Any, name: str) -> bool:
 
 def _validate_meta(obj: Mapping) -> list[FieldError]:
     errors: list[FieldError] = []
-    meta = obj.get("metadata")
-    if not isinstance(meta, Mapping):
-        return [required("metadata")]
+    meta = obj.get("metadata") or {}
     name = meta.get("name")
     if not name and not meta.get("generateName"):
         errors.append(required("metadata.name", "name or generateName is required"))
@@ -63,8 +75,9 @@ def _validate_meta(obj: Mapping) -> list[FieldError]:
         errors += [invalid("metadata.name", name, msg) for msg in name_check(str(name))]
     ns = meta.get("namespace")
     if ns:
-        errors += [invalid("metadata.namespace", ns, msg) for msg in dns1123_label_errors(str(ns))]
+        errors += [invalid("metadata.namespace", ns, msg) for msg in dns1123_label_errors(ns)]
     errors += _validate_labels(meta.get("labels"), "metadata.labels")
+    errors += _validate_annotations(meta.get("annotations"), "metadata.annotations")
     return errors
 
 
@@ -75,43 +88,35 @@ def path_segment_name_errors(name: str) -> list[str]:
     return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
 
 
-def _validate_labels(labels: object, path: str) -> list[FieldError]:
-    if labels is None:
-        return []
-    if not isinstance(labels, Mapping):
-        return [invalid(path, str(labels), "must be a map of strings")]
+def _validate_labels(labels: Mapping[str, str] | None, path: str) -> list[FieldError]:
     errors = []
-    for key, value in labels.items():
-        errors += [invalid(path, key, msg) for msg in qualified_name_errors(str(key))]
-        if not isinstance(value, str):
-            errors.append(invalid(f"{path}[{key}]", value, "label values must be strings"))
-            continue
+    for key, value in (labels or {}).items():
+        errors += [invalid(path, key, msg) for msg in qualified_name_errors(key)]
         errors += [invalid(path, value, msg) for msg in label_value_errors(value)]
     return errors
 
 
-def _validate_quantities(raw: object, path: str) -> list[FieldError]:
-    if raw is None:
-        return []
-    if not isinstance(raw, Mapping):
-        return [invalid(path, str(raw), "must be a map of resource names to quantities")]
+def _validate_annotations(annotations: Mapping[str, str] | None, path: str) -> list[FieldError]:
+    """``ValidateAnnotations``: qualified keys, and all of them at most 256 KiB together."""
     errors = []
-    for name, quantity in raw.items():
-        try:
-            amount = parse_quantity(quantity)
-        except InvalidQuantity as e:
-            errors.append(invalid(f"{path}[{name}]", str(quantity), e.detail))
-            continue
-        if amount < 0:
-            errors.append(invalid(f"{path}[{name}]", str(quantity), "must be greater than or equal to 0"))
+    total = 0
+    for key, value in (annotations or {}).items():
+        errors += [invalid(path, key, msg) for msg in qualified_name_errors(key.lower())]
+        total += len(key.encode()) + len(value.encode())
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT:
+        errors.append(FieldError(path, "Too long", f"must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"))
     return errors
 
 
-def _validate_resources(resources: object, path: str) -> list[FieldError]:
+def _validate_quantities(raw: Mapping[str, object] | None, path: str) -> list[FieldError]:
+    """Quantities parse (decoding made sure of that); resource amounts must not be negative."""
+    return [invalid(f"{path}[{name}]", str(quantity), "must be greater than or equal to 0")
+            for name, quantity in (raw or {}).items() if parse_quantity(quantity) < 0]  # type: ignore[arg-type]
+
+
+def _validate_resources(resources: Mapping | None, path: str) -> list[FieldError]:
     if not resources:
         return []
-    if not isinstance(resources, Mapping):
-        return [invalid(path, str(resources), "must be an object")]
     errors = _validate_quantities(resources.get("requests"), f"{path}.requests")
     errors += _validate_quantities(resources.get("limits"), f"{path}.limits")
     if errors:
@@ -123,9 +128,7 @@ def _validate_resources(resources: object, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_container(container: object, path: str, seen: set[str]) -> list[FieldError]:
-    if not isinstance(container, Mapping):
-        return [invalid(path, str(container), "must be an object")]
+def _validate_container(container: Mapping, path: str, seen: set[str]) -> list[FieldError]:
     errors: list[FieldError] = []
     name = container.get("name")
     if not name:
@@ -134,7 +137,7 @@ def _validate_container(container: object, path: str, seen: set[str]) -> list[Fi
         errors.append(FieldError(f"{path}.name", "Duplicate value", "", name))
     else:
         seen.add(name)
-        errors += [invalid(f"{path}.name", name, msg) for msg in dns1123_label_errors(str(name))]
+        errors += [invalid(f"{path}.name", name, msg) for msg in dns1123_label_errors(name)]
     if not container.get("image"):
         errors.append(required(f"{path}.image"))
     errors += _validate_resources(container.get("resources"), f"{path}.resources")
@@ -145,11 +148,13 @@ def _validate_container(container: object, path: str, seen: set[str]) -> list[Fi
 
 def _validate_port(port: Mapping, path: str) -> list[FieldError]:
     errors = []
-    cport = port.get("containerPort")
-    if not isinstance(cport, int) or not 1 <= cport <= 65535:
+    cport = port.get("containerPort", 0)
+    if cport == 0:
+        errors.append(required(f"{path}.containerPort"))
+    elif not 1 <= cport <= 65535:
         errors.append(invalid(f"{path}.containerPort", cport, "must be between 1 and 65535, inclusive"))
     hport = port.get("hostPort", 0)
-    if not isinstance(hport, int) or not 0 <= hport <= 65535:
+    if hport != 0 and not 1 <= hport <= 65535:
         errors.append(invalid(f"{path}.hostPort", hport, "must be between 1 and 65535, inclusive"))
     protocol = port.get("protocol", "TCP")
     if protocol not in PROTOCOLS:
@@ -201,8 +206,8 @@ def _validate_affinity(affinity: Mapping, path: str) -> list[FieldError]:
         errors += parse_node_selector(req, f"{p}.nodeSelectorTerms").errors
     for i, pref in enumerate(node.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
         p = f"{path}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
-        weight = pref.get("weight")
-        if not isinstance(weight, int) or not 1 <= weight <= 100:
+        weight = pref.get("weight", 0)
+        if not 1 <= weight <= 100:
             errors.append(invalid(f"{p}.weight", weight, "must be in the range 1-100"))
         errors += parse_node_selector({"nodeSelectorTerms": [pref.get("preference") or {}]}, f"{p}.preference").errors
     for kind in ("podAffinity", "podAntiAffinity"):
@@ -211,8 +216,8 @@ def _validate_affinity(affinity: Mapping, path: str) -> list[FieldError]:
             errors += _validate_pod_affinity_term(term, f"{path}.{kind}.requiredDuringSchedulingIgnoredDuringExecution[{i}]")
         for i, weighted in enumerate(section.get("preferredDuringSchedulingIgnoredDuringExecution") or []):
             p = f"{path}.{kind}.preferredDuringSchedulingIgnoredDuringExecution[{i}]"
-            weight = weighted.get("weight")
-            if not isinstance(weight, int) or not 1 <= weight <= 100:
+            weight = weighted.get("weight", 0)
+            if not 1 <= weight <= 100:
                 errors.append(invalid(f"{p}.weight", weight, "must be in the range 1-100"))
             errors += _validate_pod_affinity_term(weighted.get("podAffinityTerm") or {}, f"{p}.podAffinityTerm")
     return errors
@@ -231,8 +236,8 @@ def _validate_pod_affinity_term(term: Mapping, path: str) -> list[FieldError]:
 
 def _validate_spread(constraint: Mapping, path: str) -> list[FieldError]:
     errors = []
-    skew = constraint.get("maxSkew")
-    if not isinstance(skew, int) or skew <= 0:
+    skew = constraint.get("maxSkew", 0)
+    if skew <= 0:
         errors.append(invalid(f"{path}.maxSkew", skew, "must be greater than zero"))
     if not constraint.get("topologyKey"):
         errors.append(required(f"{path}.topologyKey", "can not be empty"))
@@ -241,7 +246,7 @@ def _validate_spread(constraint: Mapping, path: str) -> list[FieldError]:
         errors.append(unsupported(f"{path}.whenUnsatisfiable", action, UNSATISFIABLE_ACTIONS))
     min_domains = constraint.get("minDomains")
     if min_domains is not None:
-        if not isinstance(min_domains, int) or min_domains <= 0:
+        if min_domains <= 0:
             errors.append(invalid(f"{path}.minDomains", min_domains, "must be greater than 0"))
         elif action != "DoNotSchedule":
             errors.append(invalid(f"{path}.minDomains", min_domains, "can only use minDomains if whenUnsatisfiable=DoNotSchedule, not ScheduleAnyway"))
@@ -263,36 +268,55 @@ def _comparison_value_errors(value: str, path: str) -> list[FieldError]:
 
 def validate_pod(pod: Mapping, *, comparison_operators: bool = False) -> list[FieldError]:
     spec = pod.get("spec")
-    if not isinstance(spec, Mapping):
+    if spec is None:
         return [required("spec")]
+    return _validate_pod_spec(spec, "spec", comparison_operators)
+
+
+def _validate_pod_spec(spec: Mapping, path: str, comparison_operators: bool = False) -> list[FieldError]:
     errors: list[FieldError] = []
     containers = spec.get("containers")
     if not containers:
-        errors.append(required("spec.containers"))
+        errors.append(required(f"{path}.containers"))
     seen: set[str] = set()
     for i, c in enumerate(containers or []):
-        errors += _validate_container(c, f"spec.containers[{i}]", seen)
+        errors += _validate_container(c, f"{path}.containers[{i}]", seen)
     for i, c in enumerate(spec.get("initContainers") or []):
-        errors += _validate_container(c, f"spec.initContainers[{i}]", seen)
-    errors += _validate_resources(spec.get("resources"), "spec.resources")
-    errors += _validate_quantities(spec.get("overhead"), "spec.overhead")
-    node_selector = spec.get("nodeSelector")
-    if node_selector is not None:
-        errors += _validate_labels(node_selector, "spec.nodeSelector")
+        errors += _validate_container(c, f"{path}.initContainers[{i}]", seen)
+    errors += _validate_resources(spec.get("resources"), f"{path}.resources")
+    errors += _validate_quantities(spec.get("overhead"), f"{path}.overhead")
+    errors += _validate_labels(spec.get("nodeSelector"), f"{path}.nodeSelector")
     if spec.get("affinity"):
-        errors += _validate_affinity(spec["affinity"], "spec.affinity")
+        errors += _validate_affinity(spec["affinity"], f"{path}.affinity")
     for i, tol in enumerate(spec.get("tolerations") or []):
-        errors += _validate_toleration(tol, f"spec.tolerations[{i}]", comparison_operators)
+        errors += _validate_toleration(tol, f"{path}.tolerations[{i}]", comparison_operators)
     for i, c in enumerate(spec.get("topologySpreadConstraints") or []):
-        errors += _validate_spread(c, f"spec.topologySpreadConstraints[{i}]")
+        errors += _validate_spread(c, f"{path}.topologySpreadConstraints[{i}]")
     for i, gate in enumerate(spec.get("schedulingGates") or []):
         if not gate.get("name"):
-            errors.append(required(f"spec.schedulingGates[{i}].name"))
-    if spec.get("priority") is not None and not isinstance(spec["priority"], int):
-        errors.append(invalid("spec.priority", spec["priority"], "must be an integer"))
+            errors.append(required(f"{path}.schedulingGates[{i}].name"))
     policy = spec.get("preemptionPolicy")
     if policy is not None and policy not in ("PreemptLowerPriority", "Never"):
-        errors.append(unsupported("spec.preemptionPolicy", policy, ["Never", "PreemptLowerPriority"]))
+        errors.append(unsupported(f"{path}.preemptionPolicy", policy, ["Never", "PreemptLowerPriority"]))
+    return errors
+
+
+def validate_workload(obj: Mapping, *, comparison_operators: bool = False) -> list[FieldError]:
+    """Deployments, ReplicaSets, StatefulSets, ReplicationControllers and DaemonSets: a replica
+    count that is not negative and a pod template that would make valid pods (selectors are
+    checked after defaulting, by the store)."""
+    spec = obj.get("spec") or {}
+    errors: list[FieldError] = []
+    replicas = spec.get("replicas")
+    if replicas is not None and replicas < 0:
+        errors.append(invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
+    template = spec.get("template")
+    if template is None:
+        if obj.get("kind") != "ReplicationController":
+            errors.append(required("spec.template"))
+        return errors
+    errors += _validate_labels((template.get("metadata") or {}).get("labels"), "spec.template.metadata.labels")
+    errors += _validate_pod_spec(template.get("spec") or {}, "spec.template.spec", comparison_operators)
     return errors
 
 
@@ -321,8 +345,8 @@ def validate_node(node: Mapping) -> list[FieldError]:
 def validate_priority_class(pc: Mapping) -> list[FieldError]:
     errors = []
     value = pc.get("value")
-    if not isinstance(value, int):
-        errors.append(required("value") if value is None else invalid("value", value, "must be an integer"))
+    if value is None:
+        errors.append(required("value"))
     elif value > 1_000_000_000 and not str(pc.get("metadata", {}).get("name", "")).startswith("system-"):
         errors.append(invalid("value", value, "maximum allowed value of a user defined priority is 1000000000"))
     policy = pc.get("preemptionPolicy")
@@ -335,4 +359,9 @@ _BY_KIND: dict[str, Callable[[Mapping], list[FieldError]]] = {
     "Pod": validate_pod,
     "Node": validate_node,
     "PriorityClass": validate_priority_class,
+    "Deployment": validate_workload,
+    "ReplicaSet": validate_workload,
+    "StatefulSet": validate_workload,
+    "DaemonSet": validate_workload,
+    "ReplicationController": validate_workload,
 }

@@ -29,6 +29,7 @@ from yaml.events import AliasEvent, MappingEndEvent, MappingStartEvent, ScalarEv
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from kubesched.api.apierrors import BadRequest, TooLarge
+from kubesched.api.manifests import construct_mapping_with_duplicates
 
 #: kube-apiserver's ``MaxRequestBodyBytes``.
 MAX_BODY = 3 * 1024 * 1024
@@ -57,9 +58,21 @@ def check_depth(value: Any) -> None:
     try:
         orjson.dumps(wrapped)
     except TypeError as e:
-        if "Recursion" not in str(e):
-            raise
-        raise BadRequest(f"exceeded max depth of {MAX_DEPTH}") from None
+        too_deep = "Recursion" in str(e) if "Integer" not in str(e) else _deeper_than(value, MAX_DEPTH)
+        if too_deep:
+            raise BadRequest(f"exceeded max depth of {MAX_DEPTH}") from None
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """The depth check for what the encoder cannot measure (an integer past 64 bits), as a loop."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth >= limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 def allowed_alias_ratio(decoded: int) -> float:
@@ -248,9 +261,17 @@ def _mark(mark: object) -> Mark | None:
     return cast(Mark | None, mark)
 
 
-def load_yaml(text: str) -> Any:
-    """One YAML document, decoded within the limits above; YAML errors are 400 BadRequest."""
-    loader = BoundedLoader(text)
+class StrictBoundedLoader(BoundedLoader):
+    """The bounded loader whose mappings remember keys given twice (strict decoding reports them)."""
+
+
+StrictBoundedLoader.add_constructor("tag:yaml.org,2002:map", construct_mapping_with_duplicates)
+
+
+def load_yaml(text: str, *, duplicates: bool = False) -> Any:
+    """One YAML document, decoded within the limits above; YAML errors are 400 BadRequest. With
+    ``duplicates``, mappings remember keys given twice."""
+    loader = (StrictBoundedLoader if duplicates else BoundedLoader)(text)
     try:
         document = loader.get_single_data()
         _jsonable(document)

@@ -4,12 +4,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from kubesched.api.apierrors import APIError, BadRequest
+from kubesched.api.schema_validation import pairs_with_duplicates
 from kubesched.apiserver.bounds import MAX_BODY, check_depth, load_yaml, too_large
 from kubesched.apiserver.protowire import WireError
 
@@ -37,9 +39,23 @@ def _go_json_error(data: bytes, error: orjson.JSONDecodeError) -> str:
     return f"invalid character '{ch}' looking for beginning of value"
 
 
-def decode_body(data: bytes, content_type: str, expected_kind: str | None = None) -> Any:
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"invalid character '{name[0]}' looking for beginning of value")
+
+
+def _loads_keeping_duplicates(data: bytes) -> Any:
+    """JSON with duplicate keys remembered (strict decoding reports them); slower than orjson, so
+    only used when the request's ``fieldValidation`` cares."""
+    try:
+        return json.loads(data, object_pairs_hook=pairs_with_duplicates, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
+        raise orjson.JSONDecodeError(str(e), data.decode("utf-8", "replace"), getattr(e, "pos", 0)) from None
+
+
+def decode_body(data: bytes, content_type: str, expected_kind: str | None = None, *, duplicates: bool = False) -> Any:
     """Parse a request body (JSON, protobuf, or YAML when the client says so) within the decoded
-    limits of ``bounds``; 400 BadRequest (413 when it decodes too large) otherwise."""
+    limits of ``bounds``; 400 BadRequest (413 when it decodes too large) otherwise. With
+    ``duplicates``, mappings remember keys given twice."""
     if len(data) > MAX_BODY:
         raise too_large()
     if "protobuf" in content_type:
@@ -49,9 +65,9 @@ def decode_body(data: bytes, content_type: str, expected_kind: str | None = None
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
             raise BadRequest(f"error converting YAML to JSON: yaml: invalid UTF-8: {e.reason}") from None
-        return load_yaml(text) if text.strip() else None
+        return load_yaml(text, duplicates=duplicates) if text.strip() else None
     try:
-        decoded = orjson.loads(data)
+        decoded = _loads_keeping_duplicates(data) if duplicates else orjson.loads(data)
     except orjson.JSONDecodeError as e:
         detail = _go_json_error(data, e)
         if expected_kind:

@@ -18,13 +18,14 @@ from typing import Any
 
 import orjson
 
+from kubesched.api import schema_validation
 from kubesched.api.apierrors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound, TooManyRequests
 from kubesched.api.events import core_to_v1, v1_to_core
 from kubesched.api.kinds import EVENT, NAMESPACE, POD, Kind, kind_for, kind_named
 from kubesched.api.meta import json_copy
 from kubesched.api.selectors import parse_label_selector
 from kubesched.apiserver import apply as ssa
-from kubesched.apiserver import bounds, codec, selectors, structural, tables
+from kubesched.apiserver import bounds, codec, fieldvalidation, selectors, tables
 from kubesched.apiserver.codec import Output
 from kubesched.apiserver.defaults import Defaulter
 from kubesched.apiserver.patch import PATCH_TYPES, UnsupportedPatch, apply_patch
@@ -98,6 +99,7 @@ class Call:
     user_agent: str = ""
     #: Who makes the request (``authn.UserInfo``; None when the server authenticates nobody).
     user: Any = None
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -133,9 +135,12 @@ class RestAPI:
             raise view.not_found(name)
         return obj
 
-    def _decode_object(self, call: Call) -> dict:
+    def _decode_object(self, call: Call, options_kind: str) -> dict:
+        """The body as an object of the endpoint's kind, type-checked and with unknown or
+        duplicate fields handled as ``fieldValidation`` says (before anything reads it)."""
         kind = call.view.kind
-        obj = codec.decode_body(call.body, call.content_type, kind.kind)
+        mode = fieldvalidation.directive(call.query, options_kind)
+        obj = codec.decode_body(call.body, call.content_type, kind.kind, duplicates=mode != fieldvalidation.IGNORE)
         if not isinstance(obj, dict):
             raise BadRequest(f"the object provided is unrecognized (must be of type {kind.kind}): couldn't get version/kind; "
                              f"json parse error: json: cannot unmarshal {type(obj).__name__} into Go value of type struct")
@@ -145,13 +150,16 @@ class RestAPI:
                              f'{kind.kind}: no kind "{obj_kind}" is registered for version "{api_version}" in scheme '
                              f'"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
-        check_decoded(kind, obj)
-        meta = obj.get("metadata")
-        if meta is None:
-            obj["metadata"] = {}
-        elif not isinstance(meta, dict):
-            raise BadRequest(f"the object provided is unrecognized (must be of type {kind.kind}): metadata must be an object")
+        call.warnings += check_decoded(kind, obj, mode)
+        obj.setdefault("metadata", {})
         return obj
+
+    @staticmethod
+    def _reply(call: Call, status: int, body: Any) -> Reply:
+        """A write's reply, with the ``Warning`` headers its decoding earned."""
+        if not call.warnings:
+            return Reply(status, body)
+        return Reply(status, body, {"Warning": fieldvalidation.warning_header(call.warnings)})
 
     def _check_namespace(self, call: Call, obj: dict) -> None:
         if not call.view.kind.namespaced:
@@ -250,14 +258,14 @@ class RestAPI:
 
     # --- writes -------------------------------------------------------------------------------
     def create(self, call: Call) -> Reply:
-        obj = self._decode_object(call)
+        obj = self._decode_object(call, "CreateOptions")
         self._check_namespace(call, obj)
         dry = self._dry_run(call)
         self._admit(call.view.kind, obj)
         self._guard(call, obj)
         self._record(call, None, obj)
         stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
-        return Reply(201, call.view.out(stored))
+        return self._reply(call, 201, call.view.out(stored))
 
     def create_object(self, obj: dict) -> dict:
         """Create ``obj`` as a POST would (defaulting included), for in-process callers."""
@@ -276,7 +284,13 @@ class RestAPI:
 
     def replace(self, call: Call) -> Reply:
         assert call.name is not None
-        obj = self._decode_object(call)
+        if call.subresource == "scale":
+            obj = codec.decode_body(call.body, call.content_type, "Scale")
+            if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
+                raise BadRequest("the object provided is unrecognized (must be of type Scale)")
+            obj.setdefault("metadata", {})
+        else:
+            obj = self._decode_object(call, "UpdateOptions")
         meta = obj["metadata"]
         if meta.get("name") and meta["name"] != call.name:
             raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({call.name})")
@@ -295,16 +309,17 @@ class RestAPI:
         self._guard(call, obj)
         self._record(call, served, obj, call.subresource or "")
         stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
-        return Reply(200, call.view.out(stored))
+        return self._reply(call, 200, call.view.out(stored))
 
     def patch(self, call: Call) -> Reply:
         assert call.name is not None
         media = codec.media_type(call.content_type)
+        mode = fieldvalidation.directive(call.query, "PatchOptions")
         if media == APPLY_PATCH:
-            return self._apply(call)
+            return self._apply(call, mode)
         if media not in PATCH_TYPES:
             raise UnsupportedPatch(media)
-        body = codec.decode_body(call.body, media)
+        body = codec.decode_body(call.body, media, duplicates=mode != fieldvalidation.IGNORE)
         dry = self._dry_run(call)
         current = self._get(call.view, call.namespace, call.name)
         served = call.view.out(current)
@@ -312,10 +327,11 @@ class RestAPI:
             scale = apply_patch(media, self._scale_of(call.view, served), body, "Scale")
             return self._write_scale(call, scale, dry)
         patched = apply_patch(media, json_copy(served), body, call.view.kind.kind)
-        check_decoded(call.view.kind, patched)
+        if not isinstance(patched, dict):
+            raise BadRequest(f"the patched object is not a {call.view.kind.kind}")
+        patched["apiVersion"], patched["kind"] = call.view.kind.api_version, call.view.kind.kind
+        call.warnings += check_decoded(call.view.kind, patched, mode, body)
         meta = patched.setdefault("metadata", {})
-        if not isinstance(meta, dict):
-            raise BadRequest("metadata must be an object")
         meta["name"] = served["metadata"]["name"]
         if call.view.kind.namespaced:
             meta["namespace"] = served["metadata"].get("namespace")
@@ -324,23 +340,22 @@ class RestAPI:
         self._guard(call, patched)
         self._record(call, served, patched, call.subresource or "")
         stored = self.store.update(call.view.store_kind, call.view.into(patched), status_only=call.subresource == "status", dry_run=dry)
-        return Reply(200, call.view.out(stored))
+        return self._reply(call, 200, call.view.out(stored))
 
-    def _apply(self, call: Call) -> Reply:
+    def _apply(self, call: Call, mode: str) -> Reply:
         assert call.name is not None
         manager = self._manager(call)
         if not manager:
             raise BadRequest("PATCH request with apply-patch+yaml content type requires fieldManager")
-        applied = codec.decode_body(call.body, "yaml")
+        applied = codec.decode_body(call.body, "yaml", duplicates=mode != fieldvalidation.IGNORE)
         if not isinstance(applied, dict):
             raise BadRequest("error decoding YAML: the applied configuration is not an object")
         kind = call.view.kind
-        meta = applied.setdefault("metadata", {}) or {}
-        applied["metadata"] = meta
         if applied.get("apiVersion") != kind.api_version or applied.get("kind") != kind.kind:
             raise BadRequest(f"apply configuration must be of kind {kind.kind} in version {kind.api_version}, "
                              f"got {applied.get('kind')} in {applied.get('apiVersion')}")
-        check_decoded(kind, applied)
+        call.warnings += check_decoded(kind, applied, mode)
+        meta = applied.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != call.name:
             raise BadRequest(f"the name of the object ({meta['name']}) does not match the name on the URL ({call.name})")
         meta["name"] = call.name
@@ -356,7 +371,7 @@ class RestAPI:
             self._admit(kind, obj)
             self._guard(call, obj)
             stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
-            return Reply(201, call.view.out(stored))
+            return self._reply(call, 201, call.view.out(stored))
         served = call.view.out(current)
         obj = ssa.server_side_apply(served, applied, manager, force, kind.kind, self.now())
         check_decoded(kind, obj)
@@ -364,7 +379,7 @@ class RestAPI:
         self._admit(kind, obj, call.subresource)
         self._guard(call, obj)
         stored = self.store.update(call.view.store_kind, call.view.into(obj), status_only=call.subresource == "status", dry_run=dry)
-        return Reply(200, call.view.out(stored))
+        return self._reply(call, 200, call.view.out(stored))
 
     def delete(self, call: Call) -> Reply:
         assert call.name is not None
@@ -585,26 +600,25 @@ class RestAPI:
         return found is not None and found["metadata"].get("uid") == ref.get("uid")
 
 
-def check_decoded(kind: Kind, obj: dict) -> None:
+def check_decoded(kind: Kind, obj: dict, mode: str = fieldvalidation.IGNORE, patch_body: object = None) -> list[str]:
     """What kube-apiserver's decoder refuses, as it answers (400 naming the kind and the decoder's
-    error), and an object past the decoded limits of ``bounds`` (nesting, size). Nulls become what
-    the decoder makes of them (``structural.decode_object``)."""
+    error), and an object past the decoded limits of ``bounds`` (nesting, size). Decodes ``obj`` in
+    place (nulls and unknown fields as Go leaves them) and returns the warnings ``mode`` asks for
+    (``fieldValidation``; Strict raises them as a 400)."""
     bounds.check_depth(obj)
-    try:
-        structural.decode_object(obj, kind.group, kind.version, kind.kind)
-    except structural.DecodeError as e:
-        raise BadRequest(f'{kind.kind} in version "{kind.version}" cannot be handled as a {kind.kind}: {e}') from None
+    warnings = fieldvalidation.check(kind, obj, mode, patch_body)
     if len(orjson.dumps(obj)) > bounds.MAX_OBJECT:
         raise bounds.too_large()
+    return warnings
 
 
 def check_options(obj: dict, group: str, kind: str) -> None:
     """The decoder's 400 for a request body that is not an object the server stores (DeleteOptions,
     Binding, Eviction): their values reach deletion and binding as typed."""
     try:
-        structural.decode_object(obj, group, "v1", kind)
-    except structural.DecodeError as e:
-        raise BadRequest(str(e)) from None
+        schema_validation.decode(obj, f"{group}/v1" if group else "v1", kind)
+    except schema_validation.DecodeError as e:
+        raise BadRequest(e.detail) from None
 
 
 def _drop_owner(obj: dict, uid: str) -> None:

@@ -19,12 +19,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from kubesched.api.apierrors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
+from kubesched.api.apierrors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid, NotFound
 from kubesched.api.defaults import default_namespace, set_defaults, validate_spec
 from kubesched.api.errors import FieldError
 from kubesched.api.kinds import EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, Kind, kind_for
 from kubesched.api.meta import json_copy, set_condition
 from kubesched.api.pod_update import validate_pod_update
+from kubesched.api.schema_validation import DecodeError, decode
 from kubesched.api.timeutil import parse_time
 from kubesched.api.validation import validate
 from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
@@ -205,6 +206,7 @@ class ObjectStore:
     # --- writing ------------------------------------------------------------------------------
     def create(self, kind: Kind, obj: dict, namespace: str | None = None, *, dry_run: bool = False) -> dict:
         """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``)."""
+        _decode(kind, obj)
         meta = obj.setdefault("metadata", {})
         if kind.namespaced:
             ns = meta.get("namespace") or namespace or "default"
@@ -241,6 +243,7 @@ class ObjectStore:
 
     def update(self, kind: Kind, obj: dict, *, status_only: bool = False, dry_run: bool = False) -> dict:
         """Replace an object; a set ``metadata.resourceVersion`` must match (optimistic concurrency)."""
+        _decode(kind, obj)
         meta = obj.get("metadata") or {}
         current = self.get(kind, meta.get("namespace"), meta.get("name", ""))
         rv = meta.get("resourceVersion")
@@ -592,6 +595,21 @@ class ObjectStore:
             action()
 
         loop.call_later(seconds, fire)
+
+
+def _decode(kind: Kind, obj: dict) -> None:
+    """Type-check a written object against its kind's schema before anything reads it (400 when a
+    value has the wrong type). Unknown fields are dropped here without a word: the API server has
+    already applied the request's ``fieldValidation``, and in-process writers build their objects."""
+    try:
+        decode(obj, kind.api_version, kind.kind)
+    except DecodeError as e:
+        raise BadRequest(str(e), kind=kind.kind, name=_name_of(obj)) from None
+
+
+def _name_of(obj: dict) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name") or "") if isinstance(meta, dict) else ""
 
 
 def _without_status(obj: dict) -> dict:

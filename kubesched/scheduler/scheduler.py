@@ -116,7 +116,10 @@ class Scheduler:
         self.frameworks: dict[str, Framework] = {}
         for profile in config.profiles:
             ctx = replace(base, recorder=self.broadcaster.recorder(profile.scheduler_name))
-            self.frameworks[profile.scheduler_name] = Framework(registry, profile, ctx, options)
+            try:
+                self.frameworks[profile.scheduler_name] = Framework(registry, profile, ctx, options)
+            except FrameworkError as e:  # worded as profile.NewMap and scheduler.New wrap it
+                raise FrameworkError(f"initializing profiles: creating profile for scheduler name {profile.scheduler_name}: {e}") from e
         if not self.frameworks:
             raise FrameworkError("at least one profile is required")
         first = next(iter(self.frameworks.values()))

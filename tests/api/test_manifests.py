@@ -42,8 +42,8 @@ def test_json_and_unknown_kinds_are_kept(tmp_path):
 @pytest.mark.parametrize(
     ("doc", "needle"),
     [
-        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, resources: {requests: {cpu: lots}}}]}",
-         'spec.containers[0].resources.requests[cpu]: Invalid value: "lots": quantities must match the regular expression'),
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i, resources: {requests: {cpu: '-1'}}}]}",
+         'spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater than or equal to 0'),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}", "spec.containers: Required value"),
         ("apiVersion: v1\nkind: Pod\nmetadata: {name: Bad_Name}\nspec: {containers: [{name: c, image: i}]}", "metadata.name: Invalid value"),
         ("apiVersion: v1\nkind: Node\nmetadata: {name: n}\nspec: {taints: [{key: k, effect: Sometimes}]}",

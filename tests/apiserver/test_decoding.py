@@ -1,13 +1,13 @@
 """Decoding a request body as kube-apiserver does: YAML within go-yaml's alias rule and the depth and
-size bounds, and the decoder's view of types and nulls (``structural.decode_object``)."""
+size bounds, and the decoder's view of types and nulls (``api.schema_validation.decode``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from kubesched.api.apierrors import BadRequest, TooLarge
+from kubesched.api.schema_validation import DecodeError, decode
 from kubesched.apiserver.bounds import MAX_DEPTH, allowed_alias_ratio, check_depth, load_yaml
-from kubesched.apiserver.structural import DecodeError, decode_object
 
 
 def laughs(levels: int) -> str:
@@ -68,7 +68,7 @@ def test_nesting_up_to_the_limit_is_accepted_and_one_more_is_not():
                  {"metadata": {"managedFields": [{"fieldsV1": {"f:a": None}}]}}, id="free-form-left-alone"),
 ])
 def test_nulls_become_what_gos_decoder_makes_of_them(obj, after):
-    decode_object(obj, "", "v1", "Pod")
+    decode(obj, "v1", "Pod")
     assert obj == after
 
 
@@ -90,5 +90,5 @@ def test_nulls_become_what_gos_decoder_makes_of_them(obj, after):
 ])
 def test_wrong_types_get_encoding_jsons_message(obj, message):
     with pytest.raises(DecodeError) as raised:
-        decode_object(obj, "", "v1", "Pod")
-    assert str(raised.value) == message
+        decode(obj, "v1", "Pod")
+    assert raised.value.detail == message

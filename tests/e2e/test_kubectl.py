@@ -354,3 +354,30 @@ def test_restart_with_data_keeps_objects_and_versions_and_old_watches_relist(up)
     assert first["type"] == "ERROR" and first["object"]["code"] == 410
     up.kubectl("run", "after-restart", "--image=nginx")
     until(lambda: pod_nodes(up).get("after-restart", "<none>") != "<none>", 20, "the scheduler did not resume after the restart")
+
+
+@pytest.mark.parametrize(
+    ("validate", "returncode", "stream", "message"),
+    [
+        pytest.param("", 1, "stderr", 'strict decoding error: unknown field "spec.nodeSelecter"', id="strict by default"),
+        pytest.param("warn", 0, "stderr", 'Warning: unknown field "spec.nodeSelecter"', id="warn"),
+    ],
+)
+def test_kubectl_apply_validates_fields_on_the_server(up, validate, returncode, stream, message):
+    manifest = textwrap.dedent(f"""
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: misspelt-{validate or "default"}}}
+        spec:
+          containers: [{{name: c, image: nginx}}]
+          nodeSelecter: {{zone: a}}
+        """)
+    flags = [f"--validate={validate}"] if validate else []
+    result = up.kubectl("apply", *flags, "-f", "-", stdin=manifest, check=False)
+    assert result.returncode == returncode and message in getattr(result, stream), result.stderr
+
+
+def test_kubectl_apply_refuses_a_value_of_the_wrong_type(up):
+    manifest = "apiVersion: v1\nkind: Pod\nmetadata: {name: typed}\nspec:\n  containers: [{name: c, image: nginx}]\n  tolerations: all\n"
+    result = up.kubectl("apply", "-f", "-", stdin=manifest, check=False)
+    assert result.returncode == 1 and "tolerations" in result.stderr, result.stderr

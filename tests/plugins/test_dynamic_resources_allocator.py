@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from kubesched.api.apierrors import BadRequest
 from kubesched.api.types import NodeInfo
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeTable
@@ -269,13 +270,15 @@ def test_malformed_pool_field_makes_the_pool_invalid_not_the_cycle_fail(field_na
         (True, f"ResourceSlice n1-gpus: invalid pool {field_name} 'one'")]
 
 
-def test_malformed_request_count_is_an_error_of_the_claim():
+def test_malformed_request_count_never_reaches_the_allocator():
+    """The count is an int64: the API refuses a claim whose count is text, as kube-apiserver does."""
     env = Env(nodes("n1"), [device_class(), gpus("n1", 2)])
     bad = claim("c", exact(count=2))
     bad["spec"]["devices"]["requests"][0]["exactly"]["count"] = "two"
-    result, _ = run(env, bad)
-    assert result["n1"].code == Code.Error
-    assert result["n1"].message() == "claim default/c, request req-1: invalid count 'two'"
+    with pytest.raises(BadRequest) as info:
+        env.create(bad)
+    assert info.value.message.endswith("json: cannot unmarshal string into Go struct field "
+                                       "ExactDeviceRequest.spec.devices.requests.exactly.count of type int64")
 
 
 def test_allocator_runs_once_per_set_of_slices_reaching_nodes(monkeypatch):

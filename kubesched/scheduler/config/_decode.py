@@ -64,11 +64,16 @@ def _json_key(key: Any) -> str:
 
 def load_yaml(text: str) -> tuple[Any, list[str]]:
     """The first document of ``text`` and yaml.v2's duplicate-key messages."""
-    loader = _StrictLoader(text)
+    try:
+        loader = _StrictLoader(text)  # the reader rejects unprintable characters right away
+    except yaml.YAMLError as e:
+        raise YAMLError(_yaml_message(e)) from e
     try:
         doc = _first_document(loader)
     except yaml.YAMLError as e:
         raise YAMLError(_yaml_message(e)) from e
+    except RecursionError:
+        raise YAMLError("error converting YAML to JSON: yaml: the document is nested too deeply") from None
     finally:
         loader.dispose()
     dups = loader.duplicates
@@ -86,7 +91,7 @@ def _first_document(loader: _StrictLoader) -> Any:
 
 def _yaml_message(e: yaml.YAMLError) -> str:
     mark = getattr(e, "problem_mark", None)
-    problem = getattr(e, "problem", None) or str(e)
+    problem = getattr(e, "problem", None) or getattr(e, "reason", None) or " ".join(str(e).split())
     line = f"line {mark.line + 1}: " if mark is not None else ""
     return f"error converting YAML to JSON: yaml: {line}{problem}"
 
