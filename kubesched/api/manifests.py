@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -37,7 +38,7 @@ def manifest_files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def parse_documents(text: str, source: str) -> list[dict]:
+def parse_documents(text: str, source: str) -> list[dict[str, Any]]:
     """The objects in one file's text, ``List`` kinds flattened, empty documents skipped."""
     try:
         if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
@@ -46,7 +47,7 @@ def parse_documents(text: str, source: str) -> list[dict]:
             docs = list(yaml.load_all(text, Loader=_Loader))
     except (yaml.YAMLError, json.JSONDecodeError) as e:
         raise ManifestError(source, f"cannot parse: {e}") from e
-    objects: list[dict] = []
+    objects: list[dict[str, Any]] = []
     for index, doc in enumerate(docs):
         if doc is None:
             continue
@@ -54,9 +55,10 @@ def parse_documents(text: str, source: str) -> list[dict]:
     return objects
 
 
-def _json_documents(text: str) -> list:
+def _json_documents(text: str) -> list[Any]:
     decoder = json.JSONDecoder()
-    docs, pos = [], 0
+    docs: list[Any] = []
+    pos = 0
     while pos < len(text):
         while pos < len(text) and text[pos].isspace():
             pos += 1
@@ -67,7 +69,7 @@ def _json_documents(text: str) -> list:
     return docs
 
 
-def _flatten(doc: object, where: str) -> list[dict]:
+def _flatten(doc: object, where: str) -> list[dict[str, Any]]:
     if isinstance(doc, list):
         return [obj for i, item in enumerate(doc) for obj in _flatten(item, f"{where}[{i}]")]
     if not isinstance(doc, dict):
@@ -82,9 +84,9 @@ def _flatten(doc: object, where: str) -> list[dict]:
     return [doc]
 
 
-def load(paths: Iterable[str | Path]) -> list[dict]:
+def load(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Every object in ``paths``, validated; raises on the first file or object that is wrong."""
-    objects: list[dict] = []
+    objects: list[dict[str, Any]] = []
     for path in manifest_files(paths):
         try:
             text = path.read_text()
@@ -95,7 +97,7 @@ def load(paths: Iterable[str | Path]) -> list[dict]:
     return objects
 
 
-def check_all(objects: Iterable[dict], source: str = "") -> None:
+def check_all(objects: Iterable[dict[str, Any]], source: str = "") -> None:
     for obj in objects:
         errors = validate(obj)
         if errors:
@@ -103,5 +105,5 @@ def check_all(objects: Iterable[dict], source: str = "") -> None:
             raise InvalidObject(obj["kind"], meta.get("name") or meta.get("generateName", ""), errors, source)
 
 
-def iter_kind(objects: Iterable[dict], kind: str) -> Iterator[dict]:
+def iter_kind(objects: Iterable[dict[str, Any]], kind: str) -> Iterator[dict[str, Any]]:
     return (o for o in objects if o.get("kind") == kind)

@@ -8,6 +8,7 @@ pretend to. ``validate(obj)`` returns every problem found, so a user fixes them 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from kubesched.api.errors import FieldError, InvalidQuantity, invalid, required, unsupported
 from kubesched.api.names import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors
@@ -21,7 +22,7 @@ INCLUSION_POLICIES = ["Honor", "Ignore"]
 PROTOCOLS = ["TCP", "UDP", "SCTP"]
 
 
-def validate(obj: Mapping) -> list[FieldError]:
+def validate(obj: Mapping[str, Any]) -> list[FieldError]:
     """Every problem with ``obj``; an empty list means the scheduler can read it."""
     errors = _validate_meta(obj)
     check = _BY_KIND.get(obj.get("kind", ""))
@@ -30,7 +31,7 @@ def validate(obj: Mapping) -> list[FieldError]:
     return errors
 
 
-def _validate_meta(obj: Mapping) -> list[FieldError]:
+def _validate_meta(obj: Mapping[str, Any]) -> list[FieldError]:
     errors: list[FieldError] = []
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping):
@@ -116,7 +117,7 @@ def _validate_container(container: object, path: str, seen: set[str]) -> list[Fi
     return errors
 
 
-def _validate_port(port: Mapping, path: str) -> list[FieldError]:
+def _validate_port(port: Mapping[str, Any], path: str) -> list[FieldError]:
     errors = []
     cport = port.get("containerPort")
     if not isinstance(cport, int) or not 1 <= cport <= 65535:
@@ -130,7 +131,7 @@ def _validate_port(port: Mapping, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_toleration(tol: Mapping, path: str) -> list[FieldError]:
+def _validate_toleration(tol: Mapping[str, Any], path: str) -> list[FieldError]:
     errors = []
     key = tol.get("key", "")
     op = tol.get("operator", "Equal") or "Equal"
@@ -160,7 +161,7 @@ def _selector_errors(spec: object, path: str) -> list[FieldError]:
     return []
 
 
-def _validate_affinity(affinity: Mapping, path: str) -> list[FieldError]:
+def _validate_affinity(affinity: Mapping[str, Any], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     node = affinity.get("nodeAffinity") or {}
     req = node.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -188,7 +189,7 @@ def _validate_affinity(affinity: Mapping, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_pod_affinity_term(term: Mapping, path: str) -> list[FieldError]:
+def _validate_pod_affinity_term(term: Mapping[str, Any], path: str) -> list[FieldError]:
     errors = []
     if not term.get("topologyKey"):
         errors.append(required(f"{path}.topologyKey", "can not be empty"))
@@ -199,7 +200,7 @@ def _validate_pod_affinity_term(term: Mapping, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_spread(constraint: Mapping, path: str) -> list[FieldError]:
+def _validate_spread(constraint: Mapping[str, Any], path: str) -> list[FieldError]:
     errors = []
     skew = constraint.get("maxSkew")
     if not isinstance(skew, int) or skew <= 0:
@@ -222,7 +223,7 @@ def _validate_spread(constraint: Mapping, path: str) -> list[FieldError]:
     return errors
 
 
-def validate_pod(pod: Mapping) -> list[FieldError]:
+def validate_pod(pod: Mapping[str, Any]) -> list[FieldError]:
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return [required("spec")]
@@ -257,7 +258,7 @@ def validate_pod(pod: Mapping) -> list[FieldError]:
     return errors
 
 
-def validate_node(node: Mapping) -> list[FieldError]:
+def validate_node(node: Mapping[str, Any]) -> list[FieldError]:
     spec = node.get("spec") or {}
     status = node.get("status") or {}
     errors = _validate_quantities(status.get("capacity"), "status.capacity")
@@ -279,7 +280,7 @@ def validate_node(node: Mapping) -> list[FieldError]:
     return errors
 
 
-def validate_priority_class(pc: Mapping) -> list[FieldError]:
+def validate_priority_class(pc: Mapping[str, Any]) -> list[FieldError]:
     errors = []
     value = pc.get("value")
     if not isinstance(value, int):
@@ -292,7 +293,7 @@ def validate_priority_class(pc: Mapping) -> list[FieldError]:
     return errors
 
 
-_BY_KIND: dict[str, Callable[[Mapping], list[FieldError]]] = {
+_BY_KIND: dict[str, Callable[[Mapping[str, Any]], list[FieldError]]] = {
     "Pod": validate_pod,
     "Node": validate_node,
     "PriorityClass": validate_priority_class,

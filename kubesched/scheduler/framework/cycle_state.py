@@ -24,7 +24,7 @@ class CycleState:
         #: PreBind plugins whose PreBindPreFlight answered Skip: PreBind does not run them.
         self.skip_pre_bind_plugins: set[str] = set()
         self.record_plugin_metrics = False
-        self.pods_to_activate: dict[str, dict] = {}
+        self.pods_to_activate: dict[str, dict[str, Any]] = {}
 
     def read(self, key: str) -> Any:
         """The value stored under ``key``; raises KeyError (upstream ``ErrNotFound``) when absent."""

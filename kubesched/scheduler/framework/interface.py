@@ -365,7 +365,10 @@ INTERFACE_NAMES = {
 
 
 def normalizes(plugin: object) -> bool:
-    """Whether a Score plugin overrides its normalisation hook (upstream ``ScoreExtensions() != nil``)."""
+    """Whether a Score plugin overrides its normalisation hook (upstream ``ScoreExtensions() != nil``);
+    False for a plugin that does not score."""
     if isinstance(plugin, BatchScorePlugin):
         return type(plugin).normalize_scores is not BatchScorePlugin.normalize_scores
-    return type(plugin).normalize_score is not ScorePlugin.normalize_score
+    if isinstance(plugin, ScorePlugin):
+        return type(plugin).normalize_score is not ScorePlugin.normalize_score
+    return False

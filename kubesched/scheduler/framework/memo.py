@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import Any
 
 import numpy as np
 
@@ -105,7 +106,7 @@ class RowMemo:
         return index
 
 
-class _StatusOf(dict):
+class _StatusOf(dict[str, Any]):
     """A mapping that builds the Status of a failure key on demand (for ``FilterVerdict.from_keys``)."""
 
     def __init__(self, build: Callable[[int], Status]) -> None:

@@ -20,7 +20,7 @@ from kubesched.api.volume import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     ClaimMatcher,
-    annotations,
+    annotations_of,
     claim_class,
     csi_migration_on,
     meta,
@@ -244,10 +244,10 @@ def translated_affinity_mask(batch: NodeBatch, pv: dict, lookups: Lookups, where
 def _check_unbound(claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Evaluation) -> None:
     n = len(batch)
     active = np.ones(n, dtype=bool)
-    annotated = [c for c in claims.unbound_delay if ANN_SELECTED_NODE in annotations(c)]
-    to_match = [c for c in claims.unbound_delay if ANN_SELECTED_NODE not in annotations(c)]
+    annotated = [c for c in claims.unbound_delay if ANN_SELECTED_NODE in annotations_of(c)]
+    to_match = [c for c in claims.unbound_delay if ANN_SELECTED_NODE not in annotations_of(c)]
     for claim in annotated:
-        mismatch = active & ~names_mask(batch, annotations(claim)[ANN_SELECTED_NODE])
+        mismatch = active & ~names_mask(batch, annotations_of(claim)[ANN_SELECTED_NODE])
         ev.reasons[mismatch] |= BIND_CONFLICT
         active &= ~mismatch
     to_match.sort(key=lambda c: quantity(requested_storage(c)))

@@ -28,7 +28,7 @@ from kubesched.api.volume import (
     ANN_SELECTED_NODE,
     CLAIM_LOST,
     WAIT_FOR_FIRST_CONSUMER,
-    annotations,
+    annotations_of,
     bind_volume_to_claim,
     binding_mode,
     claim_class,
@@ -515,7 +515,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
                 return False
             if not meta(pvc).get("annotations"):
                 raise BindingError(f'selectedNode annotation reset for PVC "{name_of(pvc)}"')
-            if annotations(pvc).get(ANN_SELECTED_NODE) != node_name:
+            if annotations_of(pvc).get(ANN_SELECTED_NODE) != node_name:
                 raise BindingError(f'provisioning failed for PVC "{name_of(pvc)}"')
             volume = spec(pvc).get("volumeName")
             if volume:
@@ -561,7 +561,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
     def is_schedulable_after_csinode_change(pod: dict, old: Any, new: Any) -> QueueingHint:
         if old is None:
             return QueueingHint.Queue
-        if annotations(old).get(ANN_MIGRATED_PLUGINS) != annotations(new or {}).get(ANN_MIGRATED_PLUGINS):
+        if annotations_of(old).get(ANN_MIGRATED_PLUGINS) != annotations_of(new or {}).get(ANN_MIGRATED_PLUGINS):
             return QueueingHint.Queue
         return QueueingHint.QueueSkip
 
@@ -598,6 +598,6 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
 
 def _with_selected_node(pvc: dict, node_name: str) -> dict:
     clone = dict(pvc)
-    clone["metadata"] = {**meta(pvc), "annotations": {**annotations(pvc), ANN_SELECTED_NODE: node_name}}
+    clone["metadata"] = {**meta(pvc), "annotations": {**annotations_of(pvc), ANN_SELECTED_NODE: node_name}}
     return clone
 

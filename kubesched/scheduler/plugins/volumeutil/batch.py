@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.selectors import IN, InvalidSelector, NodeSelector, Requirement, parse_label_selector
-from kubesched.api.volume import ANN_MIGRATED_PLUGINS, IN_TREE_PLUGINS, annotations, csinode_limits
+from kubesched.api.volume import ANN_MIGRATED_PLUGINS, IN_TREE_PLUGINS, annotations_of, csinode_limits
 from kubesched.scheduler.nodetable.selectors import label_selector_mask, requirement_mask
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 
@@ -158,7 +158,7 @@ class CSINodeView:
                 self.any_limit[row] = True
 
     def _add_migrated(self, row: int, csinode: Mapping, size: int) -> None:
-        value = annotations(csinode).get(ANN_MIGRATED_PLUGINS, "")
+        value = annotations_of(csinode).get(ANN_MIGRATED_PLUGINS, "")
         if not value:
             return
         known = {p.name for p in IN_TREE_PLUGINS}
