@@ -7,7 +7,6 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 
 class KubeschedError(Exception):
@@ -70,7 +69,7 @@ def unsupported(path: str, value: object, supported: list[str]) -> FieldError:
     return FieldError(path, "Unsupported value", "supported values: " + ", ".join(f'"{s}"' for s in supported), value)
 
 
-class _GoMap(dict[str, Any]):
+class _GoMap(dict[str, str]):
     """A string map printed as Go's ``%#v`` prints it in validation messages."""
 
     def __str__(self) -> str:

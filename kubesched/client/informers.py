@@ -254,7 +254,7 @@ class InformerFactory:
             inf = self.informers[kind_name] = Informer(self.client, kind)
         return inf
 
-    def store(self, kind_name: str) -> dict[str, dict[str, Any]]:
+    def store(self, kind_name: str) -> dict[str, dict]:
         """The informer cache for ``kind_name`` (starting the informer if it was not watched yet)."""
         inf = self.informers.get(kind_name)
         if inf is None:

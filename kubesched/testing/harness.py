@@ -100,7 +100,7 @@ class _Informers:
     def __init__(self, store: ObjectStore) -> None:
         self._store = store
 
-    def store(self, kind_name: str) -> dict[str, dict[str, Any]]:
+    def store(self, kind_name: str) -> dict[str, dict]:
         kind = _kind_by_name(kind_name)
         if kind is None:
             return {}

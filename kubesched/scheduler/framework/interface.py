@@ -55,6 +55,14 @@ class Plugin:
         kubesched's own switch; upstream has a single code path."""
         return self.handle is None or self.handle.options.fast_paths
 
+    @property
+    def framework(self) -> Framework:
+        """The handle, for work that needs the profile's services (the API client, the snapshot,
+        the clock): a plugin built on its own, without a framework, cannot do that work."""
+        if self.handle is None:
+            raise RuntimeError(f"plugin {self.name} was built without a framework handle")
+        return self.handle
+
 
 @dataclass
 class PreFilterResult:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Any
 
 import numpy as np
 
@@ -106,7 +105,7 @@ class RowMemo:
         return index
 
 
-class _StatusOf(dict[str, Any]):
+class _StatusOf(dict[int, Status]):
     """A mapping that builds the Status of a failure key on demand (for ``FilterVerdict.from_keys``)."""
 
     def __init__(self, build: Callable[[int], Status]) -> None:

@@ -194,7 +194,7 @@ class Lookups:
 
     classes: Mapping[str, Mapping]
     csidrivers: Mapping[str, Mapping]
-    capacities: list[Mapping]
+    capacities: list[dict[str, Any]]
     csinodes: CSINodeView | None
     vac_enabled: bool = True
 
@@ -254,9 +254,9 @@ def _check_unbound(claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Ev
     ev.match_claims = to_match
     ev.provision_claims = annotated + to_match
     k = len(to_match)
-    ev.choices = np.full((k, n), -1, dtype=np.int64)
+    choices = ev.choices = np.full((k, n), -1, dtype=np.int64)
     if k:
-        _find_matching(to_match, claims, batch, lookups, ev, active)
+        _find_matching(to_match, claims, batch, lookups, ev, choices, active)
     slots = np.full((len(ev.provision_claims), n), NOT_PROVISIONED, dtype=np.int64)
     ev.provision_capacity = slots
     ev.capacities = list(lookups.capacities)
@@ -265,7 +265,7 @@ def _check_unbound(claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Ev
         return
     # Nodes leaving the same claims without a PV are checked together, in the order of the bitmask
     # of those claims (claim i as bit i): rows reversed, so the last claim sorts most significant.
-    patterns, inverse = np.unique((ev.choices[::-1, where] < 0).T, axis=0, return_inverse=True)
+    patterns, inverse = np.unique((choices[::-1, where] < 0).T, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     for g, reversed_unmatched in enumerate(patterns):
         members = np.zeros(n, dtype=bool)
@@ -277,7 +277,7 @@ def _check_unbound(claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Ev
 
 
 def _find_matching(to_match: list[dict], claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Evaluation,
-                   active: np.ndarray) -> None:
+                   choices: np.ndarray, active: np.ndarray) -> None:
     """``findMatchingVolumes``: per node, each claim (smallest first) takes the smallest available PV
     that fits the node and that no earlier claim took there; a PV pre-bound to the claim is the
     only candidate. Claims left without a PV are provisioned instead."""
@@ -300,11 +300,11 @@ def _find_matching(to_match: list[dict], claims: PodClaims, batch: NodeBatch, lo
     for i, claim in enumerate(to_match):
         prebound, candidates = _candidates(claim, claims.unbound_volumes.get(claim_class(claim), []), lookups)
         if prebound is not None:
-            ev.choices[i][active & affinity(prebound)] = pv_index(prebound)
+            choices[i][active & affinity(prebound)] = pv_index(prebound)
             continue
-        earlier = ev.choices[:i]
+        earlier = choices[:i]
         if _simple_key(candidates) is not None:
-            _choose_simple(i, candidates, batch, ev, active, earlier, pv_index)
+            _choose_simple(i, candidates, batch, choices, active, earlier, pv_index)
             continue
         unresolved = active.copy()
         for pv in candidates:
@@ -314,7 +314,7 @@ def _find_matching(to_match: list[dict], claims: PodClaims, batch: NodeBatch, lo
             ok = unresolved & affinity(pv)
             if len(earlier):
                 ok &= (earlier != idx).all(axis=0)
-            ev.choices[i][ok] = idx
+            choices[i][ok] = idx
             unresolved &= ~ok
 
 
@@ -351,7 +351,7 @@ def _simple_key(candidates: list[dict]) -> str | None:
     return key
 
 
-def _choose_simple(i: int, candidates: list[dict], batch: NodeBatch, ev: Evaluation, active: np.ndarray,
+def _choose_simple(i: int, candidates: list[dict], batch: NodeBatch, choices: np.ndarray, active: np.ndarray,
                    earlier: np.ndarray, pv_index: Callable[[dict], int]) -> None:
     """The same choice as the general loop, for PVs that each allow a set of values of one label:
     per label value, the PVs allowing it in preference order; each node takes the first one no
@@ -384,7 +384,7 @@ def _choose_simple(i: int, candidates: list[dict], batch: NodeBatch, ev: Evaluat
         if len(earlier):
             ok &= (earlier != cand).all(axis=0)
         chosen[ok] = cand[ok]
-    ev.choices[i] = chosen
+    choices[i] = chosen
 
 
 def _check_provisions(ev: Evaluation, positions: list[int], batch: NodeBatch, lookups: Lookups, members: np.ndarray) -> None:
