@@ -151,11 +151,11 @@ def _validate_toleration(tol: Mapping[str, Any], path: str) -> list[FieldError]:
     return errors
 
 
-def _selector_errors(spec: object, path: str) -> list[FieldError]:
+def _selector_errors(spec: Mapping[str, Any] | None, path: str) -> list[FieldError]:
     if spec is None:
         return []
     try:
-        parse_label_selector(spec, path)  # type: ignore[arg-type]
+        parse_label_selector(spec, path)
     except InvalidSelector as e:
         return e.errors
     return []

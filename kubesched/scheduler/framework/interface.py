@@ -78,11 +78,11 @@ class PreFilterResult:
     def merge(self, other: PreFilterResult | None) -> PreFilterResult:
         """The intersection of two plugins' node sets, as the framework combines PreFilter results
         (upstream ``PreFilterResult.Merge``)."""
-        if other is None or other.all_nodes():
+        if other is None or other.node_names is None:
             return self
-        if self.all_nodes():
-            return PreFilterResult(set(other.node_names or ()))
-        return PreFilterResult(self.node_names & other.node_names)  # type: ignore[operator]
+        if self.node_names is None:
+            return PreFilterResult(set(other.node_names))
+        return PreFilterResult(self.node_names & other.node_names)
 
 
 class NominatingMode(Enum):

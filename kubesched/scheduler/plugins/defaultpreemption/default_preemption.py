@@ -77,8 +77,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
             if metrics is not None:
                 metrics.preemption_attempts.inc()
         message = status.message() if status is not None else ""
-        if message:
-            return result, Status(status.code, "preemption: " + message)  # type: ignore[union-attr]
+        if status is not None and message:
+            return result, Status(status.code, "preemption: " + message)
         return result, status
 
     # --- PreEnqueue and queueing hints ------------------------------------------------------------

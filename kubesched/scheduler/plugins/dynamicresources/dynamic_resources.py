@@ -380,14 +380,15 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
     def _allocate(self, s: _State, nodes: NodeBatch) -> Callable[[int], list[dict] | tuple[Code, str]]:
         """Per-node allocation outcomes, computed lazily, once per set of slices reaching nodes."""
         assert s.allocator is not None and s.slices is not None
+        slices = s.slices
         claims = [claim for _, claim in s.to_allocate()]
-        reaching = _slices_per_node(s.slices, nodes)
+        reaching = _slices_per_node(slices, nodes)
 
         def outcome(position: int) -> list[dict] | tuple[Code, str]:
             key = tuple(reaching[position])
             found = s.outcomes.get(key)
             if found is None:
-                pools = gather_pools(key, s.slices.pools, self.features)  # type: ignore[union-attr]
+                pools = gather_pools(key, slices.pools, self.features)
                 found = s.outcomes[key] = self._run_allocator(s, pools, claims)
             return found
 

@@ -273,7 +273,7 @@ def _check_unbound(claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Ev
         unmatched = np.flatnonzero(reversed_unmatched[::-1])
         positions = list(range(len(annotated))) + [len(annotated) + int(i) for i in unmatched]
         if positions:
-            _check_provisions(ev, positions, batch, lookups, members)
+            _check_provisions(ev, slots, positions, batch, lookups, members)
 
 
 def _find_matching(to_match: list[dict], claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Evaluation,
@@ -303,8 +303,9 @@ def _find_matching(to_match: list[dict], claims: PodClaims, batch: NodeBatch, lo
             choices[i][active & affinity(prebound)] = pv_index(prebound)
             continue
         earlier = choices[:i]
-        if _simple_key(candidates) is not None:
-            _choose_simple(i, candidates, batch, choices, active, earlier, pv_index)
+        simple = _simple_candidates(candidates)
+        if simple is not None:
+            _choose_simple(i, candidates, simple, batch, choices, active, earlier, pv_index)
             continue
         unresolved = active.copy()
         for pv in candidates:
@@ -338,33 +339,35 @@ def _candidates(claim: dict, pvs: list[dict], lookups: Lookups) -> tuple[dict | 
     return None, [pv for _, pv in out]
 
 
-def _simple_key(candidates: list[dict]) -> str | None:
-    """The common label key when every candidate is a single-``In`` PV on it (local PVs by hostname)."""
+def _simple_candidates(candidates: list[dict]) -> tuple[str, list[frozenset[str]]] | None:
+    """The common label key and each candidate's allowed values when every candidate is a
+    single-``In`` PV on that key (local PVs by hostname)."""
     if len(candidates) < 8:
         return None
     key = None
+    allowed: list[frozenset[str]] = []
     for pv in candidates:
         simple = pv_facts(pv).simple
         if simple is None or (key is not None and simple[0] != key):
             return None
         key = simple[0]
-    return key
+        allowed.append(simple[1])
+    return None if key is None else (key, allowed)
 
 
-def _choose_simple(i: int, candidates: list[dict], batch: NodeBatch, choices: np.ndarray, active: np.ndarray,
-                   earlier: np.ndarray, pv_index: Callable[[dict], int]) -> None:
+def _choose_simple(i: int, candidates: list[dict], simple: tuple[str, list[frozenset[str]]], batch: NodeBatch,
+                   choices: np.ndarray, active: np.ndarray, earlier: np.ndarray, pv_index: Callable[[dict], int]) -> None:
     """The same choice as the general loop, for PVs that each allow a set of values of one label:
     per label value, the PVs allowing it in preference order; each node takes the first one no
     earlier claim took (at most i + 1 look-ups per node)."""
-    key = pv_facts(candidates[0]).simple[0]  # type: ignore[index]
+    key, allowed = simple
     column = batch.table.label_column(key)
     if column is None:
         return
     depth = i + 1
     table = np.full((len(column.values) + 1, depth), -1, dtype=np.int64)
     filled = np.zeros(len(column.values) + 1, dtype=np.int64)
-    for pv in candidates:
-        _, values = pv_facts(pv).simple  # type: ignore[misc]
+    for pv, values in zip(candidates, allowed, strict=True):
         idx = -1
         for value in values:
             code = column.vocab.get(value)
@@ -387,9 +390,11 @@ def _choose_simple(i: int, candidates: list[dict], batch: NodeBatch, choices: np
     choices[i] = chosen
 
 
-def _check_provisions(ev: Evaluation, positions: list[int], batch: NodeBatch, lookups: Lookups, members: np.ndarray) -> None:
+def _check_provisions(ev: Evaluation, slots: np.ndarray, positions: list[int], batch: NodeBatch, lookups: Lookups,
+                      members: np.ndarray) -> None:
     """``checkVolumeProvisions`` for nodes sharing the same claims to provision; it decides
-    whether the unbound claims are satisfied (overriding the matching result)."""
+    whether the unbound claims are satisfied (overriding the matching result). ``slots`` is
+    ``ev.provision_capacity``: per claim and node, the capacity object a provision would use."""
     alive = members.copy()
     for pos in positions:
         claim = ev.provision_claims[pos]
@@ -409,7 +414,7 @@ def _check_provisions(ev: Evaluation, positions: list[int], batch: NodeBatch, lo
         enough, capacity = _has_enough_capacity(provisioner, claim, sc, batch, lookups)
         ev.reasons[alive & ~enough] |= NOT_ENOUGH_SPACE
         alive &= enough
-        ev.provision_capacity[pos][alive] = capacity[alive]  # type: ignore[index]
+        slots[pos][alive] = capacity[alive]
         if not alive.any():
             return
     # nodes whose claims all got a PV or a provisioning slot: nothing more to record

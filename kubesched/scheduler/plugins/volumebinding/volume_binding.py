@@ -465,7 +465,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
     async def _bind_api_update(self, plan: PodVolumes) -> None:
         """``bindAPIUpdate``: update each PV (claimRef), then each claim (selected-node); assumptions
         not yet written are reverted when a write fails."""
-        client = self.handle.client  # type: ignore[union-attr]
+        client = self.framework.client
         bindings, provisions = plan.static_bindings, plan.dynamic_provisions
         done_b = done_p = 0
         try:
