@@ -20,6 +20,7 @@ import numpy as np
 
 from kubesched.api.errors import KubeschedError
 from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.client.interface import ClusterClient
 from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
 from kubesched.scheduler.framework.cycle_state import CycleState
@@ -97,7 +98,7 @@ class HandleContext:
     clock: Clock
     snapshot: Callable[[], NodeTable]
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
-    client: Any = None
+    client: ClusterClient | None = None
     recorder: Any = None
     nominator: Nominator | None = None
     activator: Callable[[dict[str, PodInfo]], None] | None = None
@@ -280,7 +281,10 @@ class Framework:
         return self.ctx.snapshot()
 
     @property
-    def client(self) -> Any:
+    def client(self) -> ClusterClient:
+        """The API client plugins write through (bindings, claim and volume updates, evictions)."""
+        if self.ctx.client is None:
+            raise RuntimeError(f"profile {self.profile_name} was built without an API client")
         return self.ctx.client
 
     @property
