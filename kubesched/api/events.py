@@ -5,10 +5,13 @@ both, converted as apiserver's conversion functions do.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 
-def object_reference(obj: dict[str, Any]) -> dict[str, Any]:
+def object_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``v1.ObjectReference`` to ``obj`` (kind, apiVersion, name; namespace, uid and
+    resourceVersion when set), as events and owner checks name an object."""
     meta = obj.get("metadata") or {}
     ref = {"kind": obj.get("kind", ""), "apiVersion": obj.get("apiVersion", ""), "name": meta.get("name", "")}
     if meta.get("namespace"):
