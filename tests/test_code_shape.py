@@ -1,6 +1,7 @@
 """The code's shape, checked with the suite so that CI fails on it: the import-linter contracts in
-pyproject.toml (layers, forbidden imports, no cycles), ruff, no import cycle between packages
-(function-level imports included), and a top level that holds only the layer packages."""
+pyproject.toml (layers, forbidden imports, no cycles), ruff, mypy (its configuration in
+pyproject.toml), no import cycle between packages (function-level imports included), and a top
+level that holds only the layer packages."""
 
 from __future__ import annotations
 
@@ -31,6 +32,13 @@ def test_import_linter_contracts_are_kept():
 
 def test_ruff_finds_nothing():
     result = _run(["-m", "ruff", "check", "--no-cache", "."])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_finds_nothing(tmp_path):
+    """The whole package, as ``[tool.mypy]`` configures it (strict where it says so); a fresh cache
+    so that an earlier run's results cannot hide an error."""
+    result = _run(["-m", "mypy", "--cache-dir", str(tmp_path / "mypy-cache")])
     assert result.returncode == 0, result.stdout + result.stderr
 
 

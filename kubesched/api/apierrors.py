@@ -30,7 +30,7 @@ class APIError(KubeschedError):
     code = 500
     reason = "InternalError"
 
-    def __init__(self, message: str, *, kind: str = "", name: str = "", group: str = "", causes: list[dict] | None = None):
+    def __init__(self, message: str, *, kind: str = "", name: str = "", group: str = "", causes: list[dict[str, Any]] | None = None):
         super().__init__(message)
         self.message = message
         self.kind = kind
@@ -38,8 +38,8 @@ class APIError(KubeschedError):
         self.group = group
         self.causes = causes or []
 
-    def status(self) -> dict:
-        details: dict = {}
+    def status(self) -> dict[str, Any]:
+        details: dict[str, Any] = {}
         if self.name:
             details["name"] = self.name
         if self.group:
@@ -158,7 +158,7 @@ class Timeout(APIError):
     def is_resource_version_too_large(self) -> bool:
         return any(c.get("reason") == RESOURCE_VERSION_TOO_LARGE for c in self.causes)
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         out = super().status()
         out.setdefault("details", {})["retryAfterSeconds"] = self.retry_after
         return out

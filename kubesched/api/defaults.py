@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from fractions import Fraction
+from typing import Any
 
 from kubesched.api import resources as res
 from kubesched.api.errors import FieldError, go_map, go_stringer, invalid, required
@@ -31,7 +32,7 @@ PERCENT_MESSAGE = ("a valid percent string must be a numeric string followed by 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 Gates = Mapping[str, bool] | None
-Defaulter = Callable[[dict, Gates], None]
+Defaulter = Callable[[dict[str, Any], Gates], None]
 
 
 def gate_enabled(gates: Gates, name: str) -> bool:
@@ -39,18 +40,18 @@ def gate_enabled(gates: Gates, name: str) -> bool:
     return True if gates is None or name not in gates else bool(gates[name])
 
 
-def _unset(obj: Mapping, key: str) -> bool:
+def _unset(obj: Mapping[str, Any], key: str) -> bool:
     """Whether Go would see the field as its zero value (nil pointer or empty string)."""
     return obj.get(key) is None or obj.get(key) == ""
 
 
-def _set_default(obj: dict, key: str, value: object) -> None:
+def _set_default(obj: dict[str, Any], key: str, value: object) -> None:
     if _unset(obj, key):
         obj[key] = value
 
 
 # --- pods --------------------------------------------------------------------------------------
-def default_pod_spec(spec: dict) -> None:
+def default_pod_spec(spec: dict[str, Any]) -> None:
     """``SetDefaults_PodSpec`` and ``SetDefaults_Container``, for pods and pod templates alike."""
     _set_default(spec, "dnsPolicy", "ClusterFirst")
     _set_default(spec, "restartPolicy", "Always")
@@ -61,7 +62,7 @@ def default_pod_spec(spec: dict) -> None:
         _default_container(container)
 
 
-def _default_container(container: dict) -> None:
+def _default_container(container: dict[str, Any]) -> None:
     _set_default(container, "resources", {})
     _set_default(container, "terminationMessagePath", "/dev/termination-log")
     _set_default(container, "terminationMessagePolicy", "File")
@@ -81,7 +82,7 @@ def pull_policy(image: str) -> str:
     return "Always" if tag == "latest" else "IfNotPresent"
 
 
-def default_pod(pod: dict, gates: Gates = None) -> None:
+def default_pod(pod: dict[str, Any], gates: Gates = None) -> None:
     """``SetDefaults_Pod`` with the pod's ``SetDefaults_PodSpec``: requests default to limits,
     pod-level requests and hugepage limits are filled in (PodLevelResources), and a hostNetwork
     pod's container ports get their port as host port."""
@@ -100,7 +101,7 @@ def default_pod(pod: dict, gates: Gates = None) -> None:
     default_pod_spec(spec)
 
 
-def _requests_from_limits(resources: dict | None) -> None:
+def _requests_from_limits(resources: dict[str, Any] | None) -> None:
     if not resources or not resources.get("limits"):
         return
     requests = resources.get("requests") or {}
@@ -120,7 +121,7 @@ def _format(name: str, amount: Fraction) -> str:
     return format_quantity(res.to_int(name, amount), milli=name == res.CPU)
 
 
-def _default_hugepage_pod_limits(spec: dict) -> None:
+def _default_hugepage_pod_limits(spec: dict[str, Any]) -> None:
     """``defaultHugePagePodLimits``: with pod-level resources set, the containers' summed hugepage
     limits become the pod's, unless the pod requests that size."""
     resources = spec.get("resources")
@@ -135,7 +136,7 @@ def _default_hugepage_pod_limits(spec: dict) -> None:
         resources["limits"] = limits
 
 
-def _default_pod_requests(spec: dict) -> None:
+def _default_pod_requests(spec: dict[str, Any]) -> None:
     """``defaultPodRequests``: with pod-level limits, missing pod-level requests come from the
     containers' summed cpu and memory requests first, and only then from the pod-level limits."""
     resources = spec.get("resources")
@@ -153,14 +154,14 @@ def _default_pod_requests(spec: dict) -> None:
 
 
 # --- other core kinds ----------------------------------------------------------------------------
-def default_node(node: dict, _gates: Gates = None) -> None:
+def default_node(node: dict[str, Any], _gates: Gates = None) -> None:
     """``SetDefaults_NodeStatus``: allocatable defaults to capacity."""
     status = node.setdefault("status", {})
     if status.get("allocatable") is None and status.get("capacity") is not None:
         status["allocatable"] = dict(status["capacity"])
 
 
-def default_namespace(namespace: dict, _gates: Gates = None) -> None:
+def default_namespace(namespace: dict[str, Any], _gates: Gates = None) -> None:
     """``SetDefaults_Namespace`` (the name label), the ``kubernetes`` finalizer and phase Active."""
     meta = namespace.setdefault("metadata", {})
     if meta.get("name"):
@@ -170,16 +171,16 @@ def default_namespace(namespace: dict, _gates: Gates = None) -> None:
     _set_default(status, "phase", "Active")
 
 
-def default_priority_class(pc: dict, _gates: Gates = None) -> None:
+def default_priority_class(pc: dict[str, Any], _gates: Gates = None) -> None:
     _set_default(pc, "preemptionPolicy", "PreemptLowerPriority")
 
 
-def _default_pvc(pvc: dict, _gates: Gates = None) -> None:
+def _default_pvc(pvc: dict[str, Any], _gates: Gates = None) -> None:
     _set_default(pvc.setdefault("spec", {}), "volumeMode", "Filesystem")
     _set_default(pvc.setdefault("status", {}), "phase", "Pending")
 
 
-def _default_pv(pv: dict, _gates: Gates = None) -> None:
+def _default_pv(pv: dict[str, Any], _gates: Gates = None) -> None:
     spec = pv.setdefault("spec", {})
     _set_default(spec, "persistentVolumeReclaimPolicy", "Retain")
     _set_default(spec, "volumeMode", "Filesystem")
@@ -195,12 +196,12 @@ def _default_storage_class(sc: dict, _gates: Gates = None) -> None:
 
 
 # --- workloads -----------------------------------------------------------------------------------
-def default_pod_template(template: dict) -> None:
+def default_pod_template(template: dict[str, Any]) -> None:
     template.setdefault("metadata", {})
     default_pod_spec(template.setdefault("spec", {}))
 
 
-def default_deployment(obj: dict, _gates: Gates = None) -> None:
+def default_deployment(obj: dict[str, Any], _gates: Gates = None) -> None:
     """``SetDefaults_Deployment``: replicas 1, RollingUpdate 25%/25%, history 10, deadline 600s."""
     spec = obj.setdefault("spec", {})
     _set_default(spec, "replicas", 1)
@@ -217,7 +218,7 @@ def default_deployment(obj: dict, _gates: Gates = None) -> None:
     obj.setdefault("status", {})
 
 
-def default_replica_set(obj: dict, _gates: Gates = None) -> None:
+def default_replica_set(obj: dict[str, Any], _gates: Gates = None) -> None:
     """``SetDefaults_ReplicaSet``: replicas 1."""
     spec = obj.setdefault("spec", {})
     _set_default(spec, "replicas", 1)
@@ -225,7 +226,7 @@ def default_replica_set(obj: dict, _gates: Gates = None) -> None:
     obj.setdefault("status", {"replicas": 0})
 
 
-def default_replication_controller(obj: dict, _gates: Gates = None) -> None:
+def default_replication_controller(obj: dict[str, Any], _gates: Gates = None) -> None:
     """``SetDefaults_ReplicationController``: selector and labels from the template's labels, replicas 1."""
     spec = obj.setdefault("spec", {})
     template = spec.setdefault("template", {})
@@ -241,7 +242,7 @@ def default_replication_controller(obj: dict, _gates: Gates = None) -> None:
     obj.setdefault("status", {"replicas": 0})
 
 
-def default_stateful_set(obj: dict, _gates: Gates = None) -> None:
+def default_stateful_set(obj: dict[str, Any], _gates: Gates = None) -> None:
     """``SetDefaults_StatefulSet``: OrderedReady, RollingUpdate partition 0, replicas 1,
     history 10, PVC retention Retain/Retain, claim templates as PVCs."""
     spec = obj.setdefault("spec", {})
@@ -265,7 +266,7 @@ def default_stateful_set(obj: dict, _gates: Gates = None) -> None:
     obj.setdefault("status", {"replicas": 0, "availableReplicas": 0})
 
 
-def default_daemon_set(obj: dict, _gates: Gates = None) -> None:
+def default_daemon_set(obj: dict[str, Any], _gates: Gates = None) -> None:
     """``SetDefaults_DaemonSet``: RollingUpdate with maxUnavailable 1 and maxSurge 0, history 10."""
     spec = obj.setdefault("spec", {})
     strategy = spec.setdefault("updateStrategy", {})
@@ -301,14 +302,14 @@ WORKLOADS = {("", "ReplicationController"): "", ("apps", "Deployment"): "deploym
              ("apps", "StatefulSet"): "statefulset", ("apps", "DaemonSet"): "daemonset"}
 
 
-def set_defaults(kind: Kind, obj: dict, gates: Gates = None) -> None:
+def set_defaults(kind: Kind, obj: dict[str, Any], gates: Gates = None) -> None:
     """Default ``obj`` as decoding it would, if its kind has defaults."""
     defaulter = DEFAULTERS.get((kind.group, kind.kind))
     if defaulter is not None:
         defaulter(obj, gates)
 
 
-def validate_spec(kind: Kind, obj: Mapping) -> list[FieldError]:
+def validate_spec(kind: Kind, obj: Mapping[str, Any]) -> list[FieldError]:
     """apiserver's validation of the workload kinds and PodDisruptionBudgets, which needs their
     defaults first (a ReplicationController's selector comes from its template)."""
     if (kind.group, kind.kind) == ("policy", "PodDisruptionBudget"):
@@ -321,7 +322,7 @@ def validate_spec(kind: Kind, obj: Mapping) -> list[FieldError]:
     return errors
 
 
-def _selector_errors(kind: Kind, obj: Mapping) -> list[FieldError]:
+def _selector_errors(kind: Kind, obj: Mapping[str, Any]) -> list[FieldError]:
     """The selector is set and selects the template's labels (``spec.template.metadata.labels:
     Invalid value: ...: `selector` does not match template `labels```)."""
     if (kind.group, kind.kind) not in WORKLOADS:
@@ -347,7 +348,7 @@ def _selector_errors(kind: Kind, obj: Mapping) -> list[FieldError]:
     return []
 
 
-def _rolling_update_errors(rolling: Mapping | None) -> list[FieldError]:
+def _rolling_update_errors(rolling: Mapping[str, Any] | None) -> list[FieldError]:
     """``ValidateRollingUpdateDeployment``."""
     if not rolling:
         return []

@@ -78,7 +78,7 @@ def unsupported(path: str, value: object, supported: list[str]) -> FieldError:
     return FieldError(path, "Unsupported value", "supported values: " + ", ".join(f'"{s}"' for s in supported), value)
 
 
-class _GoMap(dict):
+class _GoMap(dict[str, str]):
     """A string map printed as Go's ``%#v`` prints it in validation messages."""
 
     def __str__(self) -> str:

@@ -5,8 +5,13 @@ both, converted as apiserver's conversion functions do.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
 
-def object_reference(obj: dict) -> dict:
+
+def object_reference(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``v1.ObjectReference`` to ``obj`` (kind, apiVersion, name; namespace, uid and
+    resourceVersion when set), as events and owner checks name an object."""
     meta = obj.get("metadata") or {}
     ref = {"kind": obj.get("kind", ""), "apiVersion": obj.get("apiVersion", ""), "name": meta.get("name", "")}
     if meta.get("namespace"):
@@ -18,7 +23,7 @@ def object_reference(obj: dict) -> dict:
     return ref
 
 
-def v1_to_core(event: dict) -> dict:
+def v1_to_core(event: dict[str, Any]) -> dict[str, Any]:
     """``events.k8s.io/v1`` Event -> ``core/v1`` Event."""
     core = {
         "apiVersion": "v1",
@@ -44,7 +49,7 @@ def v1_to_core(event: dict) -> dict:
     return core
 
 
-def core_to_v1(core: dict) -> dict:
+def core_to_v1(core: dict[str, Any]) -> dict[str, Any]:
     """``core/v1`` Event -> ``events.k8s.io/v1`` Event."""
     event = {
         "apiVersion": "events.k8s.io/v1",

@@ -23,6 +23,8 @@ SECOND = 1_000_000_000
 MINUTE = 60 * SECOND
 HOUR = 60 * MINUTE
 
+_NUMBER = re.compile(r"(\d*)(?:\.(\d*))?")
+_UNIT = re.compile(r"[^\d.]*")
 _UNITS = {"ns": NANOSECOND, "us": MICROSECOND, "µs": MICROSECOND, "μs": MICROSECOND,
           "ms": MILLISECOND, "s": SECOND, "m": MINUTE, "h": HOUR}
 
@@ -49,12 +51,15 @@ def parse_duration(text: str) -> int:
         raise invalid_error
     total = 0
     while s:
-        match = re.match(r"(\d*)(?:\.(\d*))?", s)
+        match = _NUMBER.match(s)
+        assert match is not None  # every part of the pattern is optional: it matches any string
         whole, frac = match.group(1), match.group(2)
         if not whole and not frac:
             raise invalid_error
         s = s[match.end():]
-        unit = re.match(r"[^\d.]*", s).group(0)
+        unit_match = _UNIT.match(s)
+        assert unit_match is not None  # a run of zero characters matches any string
+        unit = unit_match.group(0)
         if not unit:
             raise DurationError(f"time: missing unit in duration {go_quote(orig)}")
         if unit not in _UNITS:

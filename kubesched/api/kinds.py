@@ -7,6 +7,7 @@ discovery documents, so a kind is added in one place.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -94,11 +95,22 @@ def kind_named(kind: str) -> Kind | None:
     return _BY_KIND.get(kind)
 
 
+def known_kind(kind: str) -> Kind:
+    """The Kind by its name, for code that names a kind kubesched always serves (``"Pod"``,
+    ``"PersistentVolumeClaim"``): unlike :func:`kind_named`, it never answers None, so a caller's
+    type is ``Kind``; a name missing from :data:`KINDS` is a programming error and raises."""
+    found = _BY_KIND.get(kind)
+    if found is None:
+        raise LookupError(f"kind {kind!r} is not in kubesched's table of kinds")
+    return found
+
+
 def kind_for_resource(group: str, resource: str) -> Kind | None:
+    """The Kind that serves ``resource`` in API group ``group``, or None when kubesched does not."""
     return _BY_RESOURCE.get((group, resource))
 
 
-def object_key(obj: dict) -> str:
+def object_key(obj: dict[str, Any]) -> str:
     """``namespace/name`` for namespaced objects, ``name`` otherwise (client-go's MetaNamespaceKeyFunc)."""
     meta = obj.get("metadata") or {}
     ns = meta.get("namespace")
@@ -106,9 +118,8 @@ def object_key(obj: dict) -> str:
 
 
 #: The kinds the store, the clients and the controllers name most often.
-POD = kind_named("Pod")
-NODE = kind_named("Node")
-NAMESPACE = kind_named("Namespace")
-PRIORITY_CLASS = kind_named("PriorityClass")
-EVENT = kind_named("Event")
-assert POD and NODE and NAMESPACE and PRIORITY_CLASS and EVENT
+POD = known_kind("Pod")
+NODE = known_kind("Node")
+NAMESPACE = known_kind("Namespace")
+PRIORITY_CLASS = known_kind("PriorityClass")
+EVENT = known_kind("Event")

@@ -71,7 +71,7 @@ def manifest_files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def parse_documents(text: str, source: str) -> list[dict]:
+def parse_documents(text: str, source: str) -> list[dict[str, Any]]:
     """The objects in one file's text, ``List`` kinds flattened, empty documents skipped."""
     try:
         if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
@@ -84,7 +84,7 @@ def parse_documents(text: str, source: str) -> list[dict]:
         raise ManifestError(source, f"cannot parse: {e}") from None
     except RecursionError:
         raise ManifestError(source, "cannot parse: the document is nested too deeply") from None
-    objects: list[dict] = []
+    objects: list[dict[str, Any]] = []
     for index, doc in enumerate(docs):
         if doc is None:
             continue
@@ -100,9 +100,10 @@ def _yaml_problem(error: yaml.YAMLError) -> str:
     return f"{problem}{where}"
 
 
-def _json_documents(text: str) -> list:
+def _json_documents(text: str) -> list[Any]:
     decoder = json.JSONDecoder(object_pairs_hook=pairs_with_duplicates)
-    docs, pos = [], 0
+    docs: list[Any] = []
+    pos = 0
     while pos < len(text):
         while pos < len(text) and text[pos].isspace():
             pos += 1
@@ -113,7 +114,7 @@ def _json_documents(text: str) -> list:
     return docs
 
 
-def _flatten(doc: object, where: str) -> list[dict]:
+def _flatten(doc: object, where: str) -> list[dict[str, Any]]:
     if isinstance(doc, list):
         return [obj for i, item in enumerate(doc) for obj in _flatten(item, f"{where}[{i}]")]
     if not isinstance(doc, dict):
@@ -131,9 +132,9 @@ def _flatten(doc: object, where: str) -> list[dict]:
     return [doc]
 
 
-def load(paths: Iterable[str | Path]) -> list[dict]:
+def load(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     """Every object in ``paths``, decoded and validated; raises on the first file or object that is wrong."""
-    objects: list[dict] = []
+    objects: list[dict[str, Any]] = []
     for path in manifest_files(paths):
         try:
             text = path.read_text()
@@ -145,7 +146,7 @@ def load(paths: Iterable[str | Path]) -> list[dict]:
     return objects
 
 
-def check_all(objects: Iterable[dict], source: str = "") -> None:
+def check_all(objects: Iterable[dict[str, Any]], source: str = "") -> None:
     """Decode each object strictly, then validate it; the first problem raises, naming the object."""
     for obj in objects:
         check_object(obj, source)
@@ -177,5 +178,5 @@ def _key(obj: dict) -> str:
     return go_quote(f"{namespace}/{name}" if namespace else str(name))[1:-1]
 
 
-def iter_kind(objects: Iterable[dict], kind: str) -> Iterator[dict]:
+def iter_kind(objects: Iterable[dict[str, Any]], kind: str) -> Iterator[dict[str, Any]]:
     return (o for o in objects if o.get("kind") == kind)

@@ -18,7 +18,7 @@ def json_copy(value: Any) -> Any:
     return value
 
 
-def set_condition(conditions: list[dict], condition: dict, now: float) -> list[dict]:
+def set_condition(conditions: list[dict[str, Any]], condition: dict[str, Any], now: float) -> list[dict[str, Any]]:
     """``podutil.UpdatePodCondition``: replace the condition of that type, moving lastTransitionTime
     only when the status changes."""
     stamp = rfc3339(now)

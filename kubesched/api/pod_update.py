@@ -39,7 +39,7 @@ def normalized(value: Any) -> Any:
     return value
 
 
-def validate_pod_update(new: Mapping, old: Mapping) -> list[FieldError]:
+def validate_pod_update(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
     """Every reason to refuse replacing ``old``'s spec with ``new``'s (both defaulted)."""
     new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
     errors: list[FieldError] = []
@@ -66,7 +66,7 @@ def validate_pod_update(new: Mapping, old: Mapping) -> list[FieldError]:
     return errors
 
 
-def _image_errors(containers: list[Mapping], path: str) -> list[FieldError]:
+def _image_errors(containers: list[Mapping[str, Any]], path: str) -> list[FieldError]:
     errors = []
     for i, container in enumerate(containers):
         image = container.get("image") or ""
@@ -88,7 +88,7 @@ def _active_deadline_errors(new: int | None, old: int | None) -> FieldError | No
     return None
 
 
-def _toleration_errors(new: list[Mapping], old: list[Mapping]) -> list[FieldError]:
+def _toleration_errors(new: list[Mapping[str, Any]], old: list[Mapping[str, Any]]) -> list[FieldError]:
     """``validateOnlyAddedTolerations``: every old toleration is still there, its seconds aside."""
     candidates = [normalized(t) for t in new]
     for toleration in old:
@@ -97,14 +97,14 @@ def _toleration_errors(new: list[Mapping], old: list[Mapping]) -> list[FieldErro
     return []
 
 
-def _gate_errors(new: list[Mapping], old: list[Mapping]) -> list[FieldError]:
+def _gate_errors(new: list[Mapping[str, Any]], old: list[Mapping[str, Any]]) -> list[FieldError]:
     """``validateOnlyDeletedSchedulingGates``."""
     known = {g.get("name") for g in old}
     return [forbidden(f"spec.schedulingGates[{i}].name", f"only deletion is allowed, but found new scheduling gate '{g.get('name')}'")
             for i, g in enumerate(new) if g.get("name") not in known]
 
 
-def _munged(new: Mapping, old: Mapping) -> dict:
+def _munged(new: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
     """``new`` with the fields that may change set back to ``old``'s."""
     munged = dict(new)
     for field in ("containers", "initContainers"):
@@ -118,14 +118,14 @@ def _munged(new: Mapping, old: Mapping) -> dict:
     return munged
 
 
-def _take(into: dict, source: Mapping, field: str) -> None:
+def _take(into: dict[str, Any], source: Mapping[str, Any], field: str) -> None:
     if field in source:
         into[field] = source[field]
     else:
         into.pop(field, None)
 
 
-def _relax_gated(munged: dict, old: Mapping) -> list[FieldError]:
+def _relax_gated(munged: dict[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
     """A gated pod's nodeSelector may gain entries and its required node affinity terms may gain
     requirements (``validateNodeSelectorMutation``, ``validateNodeAffinityMutation``)."""
     errors: list[FieldError] = []
@@ -144,7 +144,7 @@ def _relax_gated(munged: dict, old: Mapping) -> list[FieldError]:
     return errors
 
 
-def _node_affinity_errors(new: Mapping, old: Mapping) -> list[FieldError]:
+def _node_affinity_errors(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
     old_terms = (old.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
     new_terms = (new.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or []
     if not old_terms:
@@ -155,7 +155,7 @@ def _node_affinity_errors(new: Mapping, old: Mapping) -> list[FieldError]:
             for i, (term, old_term) in enumerate(zip(new_terms, old_terms)) if not _only_additions(term, old_term)]
 
 
-def _only_additions(term: Mapping, old: Mapping) -> bool:
+def _only_additions(term: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
     """Every requirement of the old term is still in the new one."""
     for field in ("matchExpressions", "matchFields"):
         new_reqs = [normalized(r) for r in term.get(field) or []]
@@ -168,7 +168,7 @@ def _json(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
-def spec_diff(old: Mapping, new: Mapping) -> str:
+def spec_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
     """The fields that differ, one ``-``/``+`` pair each (upstream prints a ``cmp.Diff`` of the Go
     structs; the fields it names are the same)."""
     before, after = normalized(old), normalized(new)

@@ -9,8 +9,9 @@ until the end, then rounded up as ``Quantity.MilliValue()`` (cpu) and ``Quantity
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from fractions import Fraction
+from typing import Any
 
 from kubesched.api.quantity import parse_quantity, saturate
 
@@ -62,7 +63,7 @@ def to_int(name: str, amount: Fraction) -> int:
     return saturate(math.ceil(amount * 1000) if name == CPU else math.ceil(amount))
 
 
-def parse_list(raw: Mapping | None) -> Amounts:
+def parse_list(raw: Mapping[str, Any] | None) -> Amounts:
     if not raw:
         return {}
     return {name: parse_quantity(q) for name, q in raw.items()}
@@ -79,19 +80,19 @@ def _max(into: Amounts, other: Mapping[str, Fraction]) -> None:
             into[name] = amount
 
 
-def _is_restartable(container: Mapping) -> bool:
+def _is_restartable(container: Mapping[str, Any]) -> bool:
     return container.get("restartPolicy") == "Always"
 
 
-def is_pod_resize_infeasible(pod: Mapping) -> bool:
+def is_pod_resize_infeasible(pod: Mapping[str, Any]) -> bool:
     """``IsPodResizeInfeasible``: the PodResizePending condition says Infeasible."""
     for condition in (pod.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "PodResizePending":
-            return condition.get("reason") == "Infeasible"
+            return bool(condition.get("reason") == "Infeasible")
     return False
 
 
-def _container_requests(container: Mapping, statuses: Mapping[str, Mapping], non_missing: Mapping[str, Fraction],
+def _container_requests(container: Mapping[str, Any], statuses: Mapping[str, Mapping[str, Any]], non_missing: Mapping[str, Fraction],
                         infeasible: bool) -> Amounts:
     resources = container.get("resources") or {}
     requests = parse_list(resources.get("requests"))
@@ -106,7 +107,7 @@ def _container_requests(container: Mapping, statuses: Mapping[str, Mapping], non
     return requests
 
 
-def _resizing_requests(spec: Amounts, status_resources: Mapping, status: Mapping, infeasible: bool) -> Amounts:
+def _resizing_requests(spec: Amounts, status_resources: Mapping[str, Any], status: Mapping[str, Any], infeasible: bool) -> Amounts:
     """``determineContainerReqs``: during an in-place resize the scheduler counts the larger of
     desired and actual requests; a resize found infeasible leaves the desired ones out."""
     merged: Amounts = {} if infeasible else dict(spec)
@@ -115,12 +116,12 @@ def _resizing_requests(spec: Amounts, status_resources: Mapping, status: Mapping
     return merged
 
 
-def pod_level_requests_set(pod: Mapping) -> bool:
+def pod_level_requests_set(pod: Mapping[str, Any]) -> bool:
     requests = ((pod.get("spec") or {}).get("resources") or {}).get("requests") or {}
     return any(name in (CPU, MEMORY) or is_hugepages(name) for name in requests)
 
 
-def _aggregate(spec: Mapping, amounts_of: Callable[[Mapping, bool], Amounts]) -> Amounts:
+def _aggregate(spec: Mapping[str, Any], amounts_of: Callable[[Mapping[str, Any], bool], Amounts]) -> Amounts:
     """Containers summed; each init container (with the sidecars started before it) a floor;
     sidecars (restartable init containers) added. ``amounts_of(container, sidecar_or_regular)``."""
     total: Amounts = {}
@@ -143,10 +144,10 @@ def _aggregate(spec: Mapping, amounts_of: Callable[[Mapping, bool], Amounts]) ->
     return total
 
 
-def _aggregate_container_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None) -> Amounts:
+def _aggregate_container_requests(pod: Mapping[str, Any], non_missing: Mapping[str, Fraction] | None = None) -> Amounts:
     """Resize status counts for regular containers and sidecars only, as upstream reads it."""
     status = pod.get("status") or {}
-    statuses: dict[str, Mapping] = {}
+    statuses: dict[str, Mapping[str, Any]] = {}
     for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
         statuses[cs.get("name", "")] = cs
     infeasible = bool(statuses) and is_pod_resize_infeasible(pod)
@@ -155,12 +156,12 @@ def _aggregate_container_requests(pod: Mapping, non_missing: Mapping[str, Fracti
                       lambda c, use_status: _container_requests(c, statuses if use_status else {}, missing, infeasible))
 
 
-def aggregate_container_limits(pod: Mapping) -> Amounts:
+def aggregate_container_limits(pod: Mapping[str, Any]) -> Amounts:
     """``AggregateContainerLimits`` over the spec alone (what pod defaulting reads)."""
     return _aggregate(pod.get("spec") or {}, lambda c, _: parse_list((c.get("resources") or {}).get("limits")))
 
 
-def _pod_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None, overhead: bool = True) -> Amounts:
+def _pod_requests(pod: Mapping[str, Any], non_missing: Mapping[str, Fraction] | None = None, overhead: bool = True) -> Amounts:
     """The unmemoised computation behind ``pod_requests``."""
     spec = pod.get("spec") or {}
     total = _aggregate_container_requests(pod, non_missing)
@@ -177,15 +178,17 @@ def _pod_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = Non
 # thousands of replicas cost one computation. Pods being resized in place are not memoised. The
 # memo maps the whole input of a pure function to its result, so it can never go stale; its key
 # is checked against the unmemoised computation by the fast-path tests.
-_MEMO: dict[tuple, Amounts] = {}
+#: What a pod's requests depend on (:func:`content_key`): nested tuples of its request fields.
+ContentKey = tuple[Hashable, ...]
+_MEMO: dict[tuple[str, ContentKey, tuple[Hashable, ...]], Amounts] = {}
 _MEMO_LIMIT = 8192
 
 
-def _items(raw: Mapping | None) -> tuple:
+def _items(raw: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(raw.items())) if raw else ()
 
 
-def content_key(pod: Mapping) -> tuple | None:
+def content_key(pod: Mapping[str, Any]) -> ContentKey | None:
     """What a pod's requests depend on, hashable; None while the pod is being resized in place."""
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
@@ -198,7 +201,7 @@ def content_key(pod: Mapping) -> tuple | None:
     return containers, inits, _items(spec.get("overhead")), _items((spec.get("resources") or {}).get("requests"))
 
 
-def _memoised(kind: str, pod: Mapping, extra: tuple, compute: Callable[[], Amounts]) -> Amounts:
+def _memoised(kind: str, pod: Mapping[str, Any], extra: tuple[Hashable, ...], compute: Callable[[], Amounts]) -> Amounts:
     key = content_key(pod)
     if key is None:
         return compute()
@@ -211,19 +214,19 @@ def _memoised(kind: str, pod: Mapping, extra: tuple, compute: Callable[[], Amoun
     return dict(found)
 
 
-def aggregate_container_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None) -> Amounts:
+def aggregate_container_requests(pod: Mapping[str, Any], non_missing: Mapping[str, Fraction] | None = None) -> Amounts:
     """Containers summed, init containers as floors, sidecars added (without pod-level resources or overhead)."""
     extra = _items(non_missing)
     return _memoised("containers", pod, extra, lambda: _aggregate_container_requests(pod, non_missing))
 
 
-def pod_requests(pod: Mapping, non_missing: Mapping[str, Fraction] | None = None, overhead: bool = True) -> Amounts:
+def pod_requests(pod: Mapping[str, Any], non_missing: Mapping[str, Fraction] | None = None, overhead: bool = True) -> Amounts:
     """``resourcehelper.PodRequests`` with pod-level resources and overhead, as exact amounts."""
     extra = (_items(non_missing), overhead)
     return _memoised("pod", pod, extra, lambda: _pod_requests(pod, non_missing, overhead))
 
 
-def non_zero_amounts(pod: Mapping, requests: Amounts) -> Amounts:
+def non_zero_amounts(pod: Mapping[str, Any], requests: Amounts) -> Amounts:
     """The pod's requests with 100m / 200Mi for the cpu / memory no container asks for (with
     pod-level resources: only where the pod asks for none at all), as scoring counts them."""
     if pod_level_requests_set(pod):
@@ -237,7 +240,7 @@ def non_zero_amounts(pod: Mapping, requests: Amounts) -> Amounts:
     return pod_requests(pod, defaults) if defaults else requests
 
 
-def non_zero_requests(pod: Mapping, requests: Amounts) -> tuple[int, int]:
+def non_zero_requests(pod: Mapping[str, Any], requests: Amounts) -> tuple[int, int]:
     """(milli-cpu, memory) of ``non_zero_amounts``."""
     non_zero = non_zero_amounts(pod, requests)
     return to_int(CPU, non_zero.get(CPU, Fraction(0))), to_int(MEMORY, non_zero.get(MEMORY, Fraction(0)))
@@ -252,7 +255,7 @@ def scheduler_resources(amounts: Mapping[str, Fraction]) -> dict[str, int]:
     return out
 
 
-def qos_class(pod: Mapping, pod_level: bool = True) -> str:
+def qos_class(pod: Mapping[str, Any], pod_level: bool = True) -> str:
     """``qos.ComputePodQOS``: Guaranteed, Burstable or BestEffort; pod-level ``spec.resources``,
     when present at all, decide alone (``pod_level``: the PodLevelResources gate)."""
     spec = pod.get("spec") or {}
@@ -262,7 +265,7 @@ def qos_class(pod: Mapping, pod_level: bool = True) -> str:
     return _qos_of([c.get("resources") or {} for c in containers])
 
 
-def _qos_of(resource_specs: list[Mapping]) -> str:
+def _qos_of(resource_specs: list[Mapping[str, Any]]) -> str:
     requests: Amounts = {}
     limits: Amounts = {}
     guaranteed = True

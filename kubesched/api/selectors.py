@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kubesched.api.errors import FieldError, go_strings, invalid, required, unsupported
 from kubesched.api.names import label_value_errors, qualified_name_errors
@@ -146,7 +147,7 @@ _LABEL_SELECTOR_OPS = {IN, NOT_IN, EXISTS, DOES_NOT_EXIST}
 NODE_SELECTOR_OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT)
 
 
-def parse_label_selector(spec: Mapping | None, path: str = "labelSelector") -> LabelSelector:
+def parse_label_selector(spec: Mapping[str, Any] | None, path: str = "labelSelector") -> LabelSelector:
     """``metav1.LabelSelectorAsSelector``: nil selects nothing, ``{}`` selects everything."""
     if spec is None:
         return NOTHING
@@ -217,7 +218,7 @@ class NodeSelector:
         return [e for term in self.terms for e in term.errors]
 
 
-def parse_node_selector_term(term: Mapping, path: str) -> NodeSelectorTerm:
+def parse_node_selector_term(term: Mapping[str, Any], path: str) -> NodeSelectorTerm:
     """component-helpers ``newNodeSelectorTerm``; its ``matchFields`` checks are still apiserver's."""
     label_reqs: list[Requirement] = []
     field_reqs: list[Requirement] = []
@@ -248,11 +249,11 @@ def parse_node_selector_term(term: Mapping, path: str) -> NodeSelectorTerm:
     return NodeSelectorTerm(tuple(label_reqs), tuple(field_reqs), tuple(errors))
 
 
-def _empty_term(term: Mapping | None) -> bool:
+def _empty_term(term: Mapping[str, Any] | None) -> bool:
     return not term or (not term.get("matchExpressions") and not term.get("matchFields"))
 
 
-def parse_node_selector(spec: Mapping | None, path: str = "nodeSelectorTerms") -> NodeSelector:
+def parse_node_selector(spec: Mapping[str, Any] | None, path: str = "nodeSelectorTerms") -> NodeSelector:
     """A ``v1.NodeSelector``; empty terms select nothing and are dropped, as upstream does."""
     terms = []
     for i, term in enumerate((spec or {}).get("nodeSelectorTerms") or []):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from kubesched.api import resources as res
 from kubesched.api.quantity import parse_quantity
@@ -34,7 +35,7 @@ class Taint:
     effect: str
 
     @classmethod
-    def from_dict(cls, raw: Mapping) -> Taint:
+    def from_dict(cls, raw: Mapping[str, Any]) -> Taint:
         """The taint of a ``spec.taints`` entry."""
         return cls(raw.get("key", ""), raw.get("value", "") or "", raw.get("effect", ""))
 
@@ -49,7 +50,7 @@ class Toleration:
     seconds: int | None = None
 
     @classmethod
-    def from_dict(cls, raw: Mapping) -> Toleration:
+    def from_dict(cls, raw: Mapping[str, Any]) -> Toleration:
         """The toleration of a ``spec.tolerations`` entry, the operator defaulting to Equal."""
         return cls(
             raw.get("key", "") or "",
@@ -90,7 +91,7 @@ class AffinityTerm:
         return False
 
     @classmethod
-    def from_spec(cls, owner_namespace: str, term: Mapping, weight: int = 0) -> AffinityTerm:
+    def from_spec(cls, owner_namespace: str, term: Mapping[str, Any], weight: int = 0) -> AffinityTerm:
         """The term of a pod's ``podAffinityTerm``, with no namespaces and no namespace selector meaning
         the owner's namespace (upstream ``newAffinityTerm``)."""
         selector = parse_label_selector(term.get("labelSelector"))
@@ -109,7 +110,7 @@ class HostPort:
     port: int
 
 
-def pod_host_ports(spec: Mapping) -> list[HostPort]:
+def pod_host_ports(spec: Mapping[str, Any]) -> list[HostPort]:
     """``schedutil.GetHostPorts``: host ports of containers and of restartable init containers."""
     ports: list[HostPort] = []
     containers = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
@@ -128,7 +129,7 @@ class PodInfo:
 
     __slots__ = ("__dict__", "key", "name", "namespace", "pod", "uid")
 
-    def __init__(self, pod: dict) -> None:
+    def __init__(self, pod: dict[str, Any]) -> None:
         self.pod = pod
         meta = pod["metadata"]
         self.name: str = meta["name"]
@@ -151,12 +152,12 @@ class PodInfo:
         return copy
 
     @property
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         """The pod's ``spec`` ({} when absent)."""
         return self.pod.get("spec") or {}
 
     @property
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """The pod's ``status`` ({} when absent)."""
         return self.pod.get("status") or {}
 
@@ -189,7 +190,8 @@ class PodInfo:
     @property
     def deletion_timestamp(self) -> str | None:
         """``metadata.deletionTimestamp``: set once the pod is terminating."""
-        return self.pod["metadata"].get("deletionTimestamp")
+        stamp: str | None = self.pod["metadata"].get("deletionTimestamp")
+        return stamp
 
     @cached_property
     def start_time(self) -> float | None:
@@ -205,13 +207,13 @@ class PodInfo:
 
     # --- resources -------------------------------------------------------------------------
     @cached_property
-    def requests_key(self) -> tuple | None:
+    def requests_key(self) -> res.ContentKey | None:
         """What the requests depend on: replicas of one template share it (None while resizing).
         kubesched's memo key; upstream recomputes requests per pod."""
         return res.content_key(self.pod)
 
     @cached_property
-    def request_amounts(self) -> dict:
+    def request_amounts(self) -> dict[str, Any]:
         """The pod's requests as exact amounts (upstream ``resourcehelper.PodRequests``)."""
         return res.pod_requests(self.pod)
 
@@ -222,7 +224,7 @@ class PodInfo:
         return res.scheduler_resources(self.request_amounts)
 
     @cached_property
-    def non_zero_amounts(self) -> dict:
+    def non_zero_amounts(self) -> dict[str, Any]:
         """Requests with scoring's 100m / 200Mi defaults for what containers leave unset (upstream
         ``schedutil.GetNonzeroRequests`` applied through ``resourcehelper.PodRequests``)."""
         return res.non_zero_amounts(self.pod, self.request_amounts)
@@ -364,7 +366,7 @@ class HostPortInfo:
         return HostPortInfo({ip: dict(b) for ip, b in self.by_ip.items()})
 
 
-def node_allocatable(node: Mapping) -> dict[str, int]:
+def node_allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     """Allocatable as the scheduler tracks it: cpu in millicores, pods as a count, scalars in units
     (upstream ``NodeInfo.Allocatable``, built from ``status.allocatable``)."""
     status = node.get("status") or {}
@@ -394,8 +396,8 @@ class NodeInfo:
         "used_ports",
     )
 
-    def __init__(self, node: dict | None = None, name: str = "") -> None:
-        self.node: dict | None = None
+    def __init__(self, node: dict[str, Any] | None = None, name: str = "") -> None:
+        self.node: dict[str, Any] | None = None
         self.name = name
         self.pods: dict[str, PodInfo] = {}
         self.pods_with_affinity: dict[str, PodInfo] = {}
@@ -411,7 +413,7 @@ class NodeInfo:
     def __repr__(self) -> str:
         return f"NodeInfo({self.name}, pods={len(self.pods)})"
 
-    def set_node(self, node: dict) -> None:
+    def set_node(self, node: dict[str, Any]) -> None:
         """Attach (or replace) the Node object and its allocatable (upstream ``NodeInfo.SetNode``)."""
         self.node = node
         self.name = node["metadata"]["name"]

@@ -36,7 +36,7 @@ PROTOCOLS = ["TCP", "UDP", "SCTP"]
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
-def validate(obj: Mapping, gates: Any = None) -> list[FieldError]:
+def validate(obj: Mapping[str, Any], gates: Any = None) -> list[FieldError]:
     """Every problem with ``obj``; an empty list means the scheduler can read it. ``gates`` (a
     ``FeatureGates``) widens what is accepted as the API server's gates do (Lt/Gt tolerations)."""
     errors = _validate_meta(obj)
@@ -62,7 +62,7 @@ def _gate_on(gates: Any, name: str) -> bool:
     return bool(gates.get(name, False))
 
 
-def _validate_meta(obj: Mapping) -> list[FieldError]:
+def _validate_meta(obj: Mapping[str, Any]) -> list[FieldError]:
     errors: list[FieldError] = []
     meta = obj.get("metadata") or {}
     name = meta.get("name")
@@ -146,7 +146,7 @@ def _validate_container(container: Mapping, path: str, seen: set[str]) -> list[F
     return errors
 
 
-def _validate_port(port: Mapping, path: str) -> list[FieldError]:
+def _validate_port(port: Mapping[str, Any], path: str) -> list[FieldError]:
     errors = []
     cport = port.get("containerPort", 0)
     if cport == 0:
@@ -162,7 +162,7 @@ def _validate_port(port: Mapping, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_toleration(tol: Mapping, path: str, comparison_operators: bool = False) -> list[FieldError]:
+def _validate_toleration(tol: Mapping[str, Any], path: str, comparison_operators: bool = False) -> list[FieldError]:
     errors = []
     key = tol.get("key", "")
     op = tol.get("operator", "Equal") or "Equal"
@@ -185,17 +185,17 @@ def _validate_toleration(tol: Mapping, path: str, comparison_operators: bool = F
     return errors
 
 
-def _selector_errors(spec: object, path: str) -> list[FieldError]:
+def _selector_errors(spec: Mapping[str, Any] | None, path: str) -> list[FieldError]:
     if spec is None:
         return []
     try:
-        parse_label_selector(spec, path)  # type: ignore[arg-type]
+        parse_label_selector(spec, path)
     except InvalidSelector as e:
         return e.errors
     return []
 
 
-def _validate_affinity(affinity: Mapping, path: str) -> list[FieldError]:
+def _validate_affinity(affinity: Mapping[str, Any], path: str) -> list[FieldError]:
     errors: list[FieldError] = []
     node = affinity.get("nodeAffinity") or {}
     req = node.get("requiredDuringSchedulingIgnoredDuringExecution")
@@ -223,7 +223,7 @@ def _validate_affinity(affinity: Mapping, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_pod_affinity_term(term: Mapping, path: str) -> list[FieldError]:
+def _validate_pod_affinity_term(term: Mapping[str, Any], path: str) -> list[FieldError]:
     errors = []
     if not term.get("topologyKey"):
         errors.append(required(f"{path}.topologyKey", "can not be empty"))
@@ -234,7 +234,7 @@ def _validate_pod_affinity_term(term: Mapping, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_spread(constraint: Mapping, path: str) -> list[FieldError]:
+def _validate_spread(constraint: Mapping[str, Any], path: str) -> list[FieldError]:
     errors = []
     skew = constraint.get("maxSkew", 0)
     if skew <= 0:
@@ -266,7 +266,7 @@ def _comparison_value_errors(value: str, path: str) -> list[FieldError]:
     return []
 
 
-def validate_pod(pod: Mapping, *, comparison_operators: bool = False) -> list[FieldError]:
+def validate_pod(pod: Mapping[str, Any], *, comparison_operators: bool = False) -> list[FieldError]:
     spec = pod.get("spec")
     if spec is None:
         return [required("spec")]
@@ -320,7 +320,7 @@ def validate_workload(obj: Mapping, *, comparison_operators: bool = False) -> li
     return errors
 
 
-def validate_node(node: Mapping) -> list[FieldError]:
+def validate_node(node: Mapping[str, Any]) -> list[FieldError]:
     spec = node.get("spec") or {}
     status = node.get("status") or {}
     errors = _validate_quantities(status.get("capacity"), "status.capacity")
@@ -342,7 +342,7 @@ def validate_node(node: Mapping) -> list[FieldError]:
     return errors
 
 
-def validate_priority_class(pc: Mapping) -> list[FieldError]:
+def validate_priority_class(pc: Mapping[str, Any]) -> list[FieldError]:
     errors = []
     value = pc.get("value")
     if value is None:
@@ -355,7 +355,7 @@ def validate_priority_class(pc: Mapping) -> list[FieldError]:
     return errors
 
 
-_BY_KIND: dict[str, Callable[[Mapping], list[FieldError]]] = {
+_BY_KIND: dict[str, Callable[[Mapping[str, Any]], list[FieldError]]] = {
     "Pod": validate_pod,
     "Node": validate_node,
     "PriorityClass": validate_priority_class,

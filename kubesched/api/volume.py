@@ -17,7 +17,7 @@ from typing import Any
 
 from kubesched.api.errors import InvalidQuantity
 from kubesched.api.quantity import parse_quantity
-from kubesched.api.selectors import NodeSelector, parse_label_selector, parse_node_selector
+from kubesched.api.selectors import NodeSelector, Requirement, parse_label_selector, parse_node_selector
 from kubesched.api.types import PodInfo
 
 log = logging.getLogger(__name__)
@@ -52,23 +52,24 @@ def not_found(resource: str, name: str) -> str:
     return f'{resource} "{name}" not found'
 
 
-def meta(obj: Mapping) -> Mapping:
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
-def spec(obj: Mapping) -> Mapping:
+def spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("spec") or {}
 
 
-def annotations(obj: Mapping) -> Mapping:
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta(obj).get("annotations") or {}
 
 
-def name_of(obj: Mapping) -> str:
-    return meta(obj).get("name", "")
+def name_of(obj: Mapping[str, Any]) -> str:
+    name: str = meta(obj).get("name", "")
+    return name
 
 
-def resource_version(obj: Mapping) -> int:
+def resource_version(obj: Mapping[str, Any]) -> int:
     """An object's resourceVersion as a number (etcd revisions compare numerically; 0 if unset or not one)."""
     try:
         return int(meta(obj).get("resourceVersion") or 0)
@@ -83,19 +84,19 @@ class ClaimRef:
 
     claim: str
     ephemeral: bool
-    volume: Mapping
+    volume: Mapping[str, Any]
 
 
-def pod_volumes(pod: PodInfo) -> list[Mapping]:
+def pod_volumes(pod: PodInfo) -> list[Mapping[str, Any]]:
     return pod.spec.get("volumes") or []
 
 
-def ephemeral_claim_name(pod_name: str, volume: Mapping) -> str:
+def ephemeral_claim_name(pod_name: str, volume: Mapping[str, Any]) -> str:
     """``ephemeral.VolumeClaimName``: ``<pod>-<volume>``."""
     return f"{pod_name}-{volume.get('name', '')}"
 
 
-def volume_claim(pod_name: str, volume: Mapping) -> ClaimRef | None:
+def volume_claim(pod_name: str, volume: Mapping[str, Any]) -> ClaimRef | None:
     """The claim behind one pod volume (None for volumes without one)."""
     pvc = volume.get("persistentVolumeClaim")
     if pvc is not None:
@@ -105,13 +106,13 @@ def volume_claim(pod_name: str, volume: Mapping) -> ClaimRef | None:
     return None
 
 
-def raw_pod_claims(pod: Mapping) -> tuple[ClaimRef, ...]:
+def raw_pod_claims(pod: Mapping[str, Any]) -> tuple[ClaimRef, ...]:
     """The PVC-backed volumes of a raw pod dict (queueing hints get raw objects), in spec order."""
     name = meta(pod).get("name", "")
     return tuple(ref for ref in (volume_claim(name, vol) for vol in spec(pod).get("volumes") or []) if ref is not None)
 
 
-def volume_is_for_pod(pod_namespace: str, pod_name: str, pod_uid: str, pvc: Mapping) -> str | None:
+def volume_is_for_pod(pod_namespace: str, pod_name: str, pod_uid: str, pvc: Mapping[str, Any]) -> str | None:
     """``ephemeral.VolumeIsForPod``: the PVC of a generic ephemeral volume must be controlled by the pod."""
     for ref in meta(pvc).get("ownerReferences") or []:
         if ref.get("controller") and ref.get("uid") == pod_uid:
@@ -120,27 +121,26 @@ def volume_is_for_pod(pod_namespace: str, pod_name: str, pod_uid: str, pvc: Mapp
 
 
 # --- claims, volumes, classes ---------------------------------------------------------------------
-def claim_class(pvc: Mapping) -> str:
+def claim_class(pvc: Mapping[str, Any]) -> str:
     """``GetPersistentVolumeClaimClass``: the beta annotation wins over ``spec.storageClassName``."""
-    ann = annotations(pvc)
-    if BETA_STORAGE_CLASS_ANN in ann:
-        return ann[BETA_STORAGE_CLASS_ANN]
-    return spec(pvc).get("storageClassName") or ""
+    ann = annotations_of(pvc)
+    name: str = ann[BETA_STORAGE_CLASS_ANN] if BETA_STORAGE_CLASS_ANN in ann else spec(pvc).get("storageClassName") or ""
+    return name
 
 
-def volume_class(pv: Mapping) -> str:
+def volume_class(pv: Mapping[str, Any]) -> str:
     """``GetPersistentVolumeClass``."""
-    ann = annotations(pv)
-    if BETA_STORAGE_CLASS_ANN in ann:
-        return ann[BETA_STORAGE_CLASS_ANN]
-    return spec(pv).get("storageClassName") or ""
+    ann = annotations_of(pv)
+    name: str = ann[BETA_STORAGE_CLASS_ANN] if BETA_STORAGE_CLASS_ANN in ann else spec(pv).get("storageClassName") or ""
+    return name
 
 
-def binding_mode(sc: Mapping) -> str | None:
+def binding_mode(sc: Mapping[str, Any]) -> str | None:
     """The class's ``volumeBindingMode``, None when unset (upstream's nil pointer, which its plugins
     report as an error). The API server defaults it to ``Immediate`` on create, so only objects
     that skipped admission (``PluginHarness(admission=False)``, as upstream's listers) lack it."""
-    return sc.get("volumeBindingMode")
+    mode: str | None = sc.get("volumeBindingMode")
+    return mode
 
 
 def quantity(raw: Any) -> Fraction:
@@ -158,20 +158,20 @@ def quantity_value(raw: Any) -> int:
     return -((-q.numerator) // q.denominator)
 
 
-def requested_storage(pvc: Mapping) -> Any:
+def requested_storage(pvc: Mapping[str, Any]) -> Any:
     """The claim's raw ``resources.requests.storage`` (None when absent)."""
     return ((spec(pvc).get("resources") or {}).get("requests") or {}).get("storage")
 
 
-def pv_capacity(pv: Mapping) -> Any:
+def pv_capacity(pv: Mapping[str, Any]) -> Any:
     return (spec(pv).get("capacity") or {}).get("storage")
 
 
-def is_pvc_fully_bound(pvc: Mapping) -> bool:
-    return bool(spec(pvc).get("volumeName")) and ANN_BIND_COMPLETED in annotations(pvc)
+def is_pvc_fully_bound(pvc: Mapping[str, Any]) -> bool:
+    return bool(spec(pvc).get("volumeName")) and ANN_BIND_COMPLETED in annotations_of(pvc)
 
 
-def is_volume_bound_to_claim(pv: Mapping, pvc: Mapping) -> bool:
+def is_volume_bound_to_claim(pv: Mapping[str, Any], pvc: Mapping[str, Any]) -> bool:
     """``IsVolumeBoundToClaim``: name and namespace match, and the UID too when the ref carries one."""
     ref = spec(pv).get("claimRef")
     if not ref:
@@ -182,7 +182,7 @@ def is_volume_bound_to_claim(pv: Mapping, pvc: Mapping) -> bool:
     return not uid or uid == meta(pvc).get("uid", "")
 
 
-def claim_reference(pvc: Mapping) -> dict:
+def claim_reference(pvc: Mapping[str, Any]) -> dict[str, Any]:
     """``reference.GetReference`` of a claim, as the PV's ``claimRef``."""
     m = meta(pvc)
     ref = {"kind": "PersistentVolumeClaim", "namespace": m.get("namespace", ""), "name": m.get("name", ""),
@@ -192,7 +192,7 @@ def claim_reference(pvc: Mapping) -> dict:
     return ref
 
 
-def bind_volume_to_claim(pv: Mapping, pvc: Mapping) -> tuple[dict, bool]:
+def bind_volume_to_claim(pv: Mapping[str, Any], pvc: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
     """``GetBindVolumeToClaim``: a copy of the PV bound to the claim, and whether anything changed."""
     should_set_bound_by_controller = not is_volume_bound_to_claim(pv, pvc)
     clone = _deep_copy(pv)
@@ -220,18 +220,18 @@ def _deep_copy(value: Any) -> Any:
     return value
 
 
-def volume_mode_mismatch(pvc: Mapping, pv: Mapping) -> bool:
+def volume_mode_mismatch(pvc: Mapping[str, Any], pv: Mapping[str, Any]) -> bool:
     """``CheckVolumeModeMismatches``: an unset mode means Filesystem on both sides."""
     return (spec(pvc).get("volumeMode") or "Filesystem") != (spec(pv).get("volumeMode") or "Filesystem")
 
 
-def access_modes_satisfied(pvc: Mapping, pv: Mapping) -> bool:
+def access_modes_satisfied(pvc: Mapping[str, Any], pv: Mapping[str, Any]) -> bool:
     """``CheckAccessModes``: the PV offers every mode the claim asks for."""
     offered = set(spec(pv).get("accessModes") or [])
     return all(mode in offered for mode in spec(pvc).get("accessModes") or [])
 
 
-def has_access_mode(pvc: Mapping, mode: str) -> bool:
+def has_access_mode(pvc: Mapping[str, Any], mode: str) -> bool:
     return mode in (spec(pvc).get("accessModes") or [])
 
 
@@ -243,18 +243,18 @@ class PVFacts:
     __slots__ = ("capacity", "claim_ref", "cls", "deleting", "labels", "modes", "name", "phase", "selector", "simple",
                  "vac", "volume_mode")
 
-    def __init__(self, pv: Mapping) -> None:
+    def __init__(self, pv: Mapping[str, Any]) -> None:
         m, s = meta(pv), spec(pv)
         self.name: str = m.get("name", "")
         self.cls = volume_class(pv)
         self.capacity = quantity(pv_capacity(pv))
-        self.claim_ref: Mapping | None = s.get("claimRef") or None
+        self.claim_ref: Mapping[str, Any] | None = s.get("claimRef") or None
         self.phase = (pv.get("status") or {}).get("phase")
         self.modes = frozenset(s.get("accessModes") or ())
         self.volume_mode = s.get("volumeMode") or "Filesystem"
         self.vac = s.get("volumeAttributesClassName") or ""
         self.deleting = bool(m.get("deletionTimestamp"))
-        self.labels: Mapping = m.get("labels") or {}
+        self.labels: Mapping[str, Any] = m.get("labels") or {}
         self.selector = node_selector_of(pv)
         self.simple = _single_in(self.selector)
 
@@ -269,10 +269,10 @@ def _single_in(selector: NodeSelector | None) -> tuple[str, frozenset[str]] | No
     return term.labels[0].key, term.labels[0].values
 
 
-_facts_cache: dict[int, tuple[Mapping, PVFacts]] = {}
+_facts_cache: dict[int, tuple[Mapping[str, Any], PVFacts]] = {}
 
 
-def pv_facts(pv: Mapping) -> PVFacts:
+def pv_facts(pv: Mapping[str, Any]) -> PVFacts:
     cached = _facts_cache.get(id(pv))
     if cached is not None and cached[0] is pv:
         return cached[1]
@@ -283,12 +283,12 @@ def pv_facts(pv: Mapping) -> PVFacts:
     return facts
 
 
-def pv_node_selector(pv: Mapping) -> NodeSelector | None:
+def pv_node_selector(pv: Mapping[str, Any]) -> NodeSelector | None:
     """The PV's required node affinity (None: no constraint), parsed once per PV object."""
     return pv_facts(pv).selector
 
 
-def node_selector_of(pv: Mapping) -> NodeSelector | None:
+def node_selector_of(pv: Mapping[str, Any]) -> NodeSelector | None:
     affinity = spec(pv).get("nodeAffinity") or {}
     required = affinity.get("required")
     if required is None:
@@ -309,7 +309,7 @@ def node_selector_matches(selector: NodeSelector | None, labels: Mapping[str, st
     return False
 
 
-def _empty_name_matches(req: Any) -> bool:
+def _empty_name_matches(req: Requirement) -> bool:
     return ("" in req.values) == (req.op == "In")
 
 
@@ -331,7 +331,7 @@ class ClaimMatcher:
 
     __slots__ = ("claim", "cls", "mode", "modes", "requested", "selector", "vac", "vac_enabled")
 
-    def __init__(self, claim: Mapping, vac_enabled: bool) -> None:
+    def __init__(self, claim: Mapping[str, Any], vac_enabled: bool) -> None:
         s = spec(claim)
         self.claim = claim
         self.vac_enabled = vac_enabled
@@ -346,7 +346,7 @@ class ClaimMatcher:
         self.mode = s.get("volumeMode") or "Filesystem"
         self.modes = frozenset(s.get("accessModes") or ())
 
-    def usable(self, pv: Mapping, f: PVFacts) -> bool:
+    def usable(self, pv: Mapping[str, Any], f: PVFacts) -> bool:
         """Not bound to another claim, large enough, of the claim's volume mode and attributes class,
         not being deleted. A usable PV with a ``claimRef`` is pre-bound to the claim."""
         if f.claim_ref is not None and not is_volume_bound_to_claim(pv, self.claim):
@@ -362,12 +362,12 @@ class ClaimMatcher:
         return self.selector is None or self.selector.matches(f.labels)
 
 
-def find_matching_volume(claim: Mapping, volumes: Iterable[Mapping], node_labels: Mapping[str, str] | None,
-                         excluded: set[str] | frozenset[str], delay_binding: bool, vac_enabled: bool) -> Mapping | None:
+def find_matching_volume(claim: Mapping[str, Any], volumes: Iterable[Mapping[str, Any]], node_labels: Mapping[str, str] | None,
+                         excluded: set[str] | frozenset[str], delay_binding: bool, vac_enabled: bool) -> Mapping[str, Any] | None:
     """``FindMatchingVolume`` for one node (or for the PV controller, ``node_labels`` None): the
     pre-bound PV if any, else the smallest available one (the first among equals)."""
     matcher = ClaimMatcher(claim, vac_enabled)
-    smallest: Mapping | None = None
+    smallest: Mapping[str, Any] | None = None
     smallest_qty = Fraction(0)
     for pv in volumes:
         f = pv_facts(pv)
@@ -388,7 +388,7 @@ def find_matching_volume(claim: Mapping, volumes: Iterable[Mapping], node_labels
 
 
 # --- CSIStorageCapacity ----------------------------------------------------------------------------
-def volume_limit(capacity: Mapping) -> Any:
+def volume_limit(capacity: Mapping[str, Any]) -> Any:
     """``volumeLimit``: maximumVolumeSize when set (more precise), else capacity."""
     if capacity.get("maximumVolumeSize") is not None:
         return capacity["maximumVolumeSize"]
@@ -429,7 +429,7 @@ _PLUGIN_BY_SOURCE = {p.source: p for p in IN_TREE_PLUGINS}
 _AWS_VOLUME_ID = re.compile(r"^vol-[^/]*$")
 
 
-def inline_plugin(volume: Mapping) -> InTreePlugin | None:
+def inline_plugin(volume: Mapping[str, Any]) -> InTreePlugin | None:
     """``IsInlineMigratable`` (with the plugin it names)."""
     for key, plugin in _PLUGIN_BY_SOURCE.items():
         if volume.get(key) is not None:
@@ -437,7 +437,7 @@ def inline_plugin(volume: Mapping) -> InTreePlugin | None:
     return None
 
 
-def pv_plugin(pv: Mapping) -> InTreePlugin | None:
+def pv_plugin(pv: Mapping[str, Any]) -> InTreePlugin | None:
     """``IsPVMigratable`` (with the plugin it names)."""
     s = spec(pv)
     for key, plugin in _PLUGIN_BY_SOURCE.items():
@@ -461,15 +461,15 @@ def migratable_provisioner(provisioner: str) -> InTreePlugin | None:
     return PLUGIN_BY_NAME.get(provisioner)
 
 
-def migrated_plugins(csinode: Mapping | None) -> frozenset[str]:
+def migrated_plugins(csinode: Mapping[str, Any] | None) -> frozenset[str]:
     """In-tree plugins the node's CSINode says are migrated to CSI (its migrated-plugins annotation)."""
     if csinode is None:
         return frozenset()
-    value = annotations(csinode).get(ANN_MIGRATED_PLUGINS, "")
+    value = annotations_of(csinode).get(ANN_MIGRATED_PLUGINS, "")
     return frozenset(value.split(",")) if value else frozenset()
 
 
-def csinode_limits(csinode: Mapping) -> dict[str, int]:
+def csinode_limits(csinode: Mapping[str, Any]) -> dict[str, int]:
     """Attach limit per driver (``spec.drivers[].allocatable.count``); a driver without a count, or
     with one that is not an integer, has no limit."""
     out: dict[str, int] = {}
@@ -494,7 +494,7 @@ def _ebs_volume_id(kubernetes_id: str) -> str | None:
     return aws_id if _AWS_VOLUME_ID.match(aws_id) else None
 
 
-def _gce_handle(source: Mapping, zones: list[str]) -> str:
+def _gce_handle(source: Mapping[str, Any], zones: list[str]) -> str:
     pd = source.get("pdName", "")
     if len(zones) == 1 and zones[0]:
         return f"projects/UNSPECIFIED/zones/{zones[0]}/disks/{pd}"
@@ -504,29 +504,27 @@ def _gce_handle(source: Mapping, zones: list[str]) -> str:
     return f"projects/UNSPECIFIED/zones/UNSPECIFIED/disks/{pd}"
 
 
-def volume_handle(plugin: InTreePlugin, source: Mapping, labels: Mapping[str, str] | None = None) -> str | None:
+def volume_handle(plugin: InTreePlugin, source: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> str | None:
     """The CSI volume handle an in-tree source translates to (None when it cannot be translated)."""
     if plugin.name == GCE_PD:
         zone_label = (labels or {}).get(LABEL_ZONE_BETA) or (labels or {}).get(LABEL_ZONE) or ""
         return _gce_handle(source, zone_label.split(MULTI_ZONE_DELIMITER) if zone_label else [])
     if plugin.name == AWS_EBS:
         return _ebs_volume_id(source.get("volumeID", ""))
-    if plugin.name == AZURE_DISK:
-        return source.get("diskURI", "")
     if plugin.name == AZURE_FILE:
         return f"#{source.get('secretName', '')}#{source.get('shareName', '')}#"
-    if plugin.name == VSPHERE:
-        return source.get("volumePath", "")
-    return source.get("volumeID", "")
+    field = {AZURE_DISK: "diskURI", VSPHERE: "volumePath"}.get(plugin.name, "volumeID")
+    handle: str | None = source.get(field, "")
+    return handle
 
 
-def translation_error(source: Mapping) -> str:
+def translation_error(source: Mapping[str, Any]) -> str:
     """csi-translation-lib's error for an in-tree source whose volume ID cannot be translated (only an
     AWS EBS ID can be malformed)."""
     return f"failed to translate Kubernetes ID to EBS Volume ID Invalid format for AWS volume ({source.get('volumeID', '')})"
 
 
-def translate_pv(pv: Mapping) -> dict | None:
+def translate_pv(pv: Mapping[str, Any]) -> dict[str, Any] | None:
     """``TranslateInTreePVToCSI``: a copy of the PV with a ``csi`` source and CSI topology in its node
     affinity (None when the PV is not an in-tree one, or its ID cannot be translated)."""
     plugin = pv_plugin(pv)
@@ -536,7 +534,7 @@ def translate_pv(pv: Mapping) -> dict | None:
     handle = volume_handle(plugin, source, meta(pv).get("labels") or {})
     if handle is None:
         return None
-    out = _deep_copy(pv)
+    out: dict[str, Any] = _deep_copy(pv)
     out_spec = out["spec"]
     del out_spec[plugin.source]
     csi: dict[str, Any] = {"driver": plugin.driver, "volumeHandle": handle}
@@ -550,7 +548,7 @@ def translate_pv(pv: Mapping) -> dict | None:
     return out
 
 
-def _translate_topology(pv: dict, csi_key: str) -> None:
+def _translate_topology(pv: dict[str, Any], csi_key: str) -> None:
     """``translateTopologyFromInTreeToCSI``: zone requirements move to the driver's topology key (taken
     from the zone label when the PV has no zone affinity); beta region requirements become GA ones."""
     labels = meta(pv).get("labels") or {}

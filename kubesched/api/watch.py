@@ -4,6 +4,7 @@ comes from the embedded store or from an API server over HTTP."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"
 
@@ -11,5 +12,5 @@ ADDED, MODIFIED, DELETED, BOOKMARK, ERROR = "ADDED", "MODIFIED", "DELETED", "BOO
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
     type: str
-    object: dict
-    old: dict | None = None
+    object: dict[str, Any]
+    old: dict[str, Any] | None = None

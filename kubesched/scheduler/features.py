@@ -8,7 +8,7 @@ setting them to another value is an error, as upstream's feature gate registry r
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from kubesched.api.errors import KubeschedError
@@ -87,7 +87,7 @@ class FeatureGates(Mapping[str, bool]):
     def __getitem__(self, name: str) -> bool:
         return self._values[name]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         return iter(self._values)
 
     def __len__(self) -> int:

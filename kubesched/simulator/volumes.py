@@ -45,7 +45,7 @@ from kubesched.api.volume import (
     NOT_SUPPORTED_PROVISIONER,
     VOLUME_AVAILABLE,
     WAIT_FOR_FIRST_CONSUMER,
-    annotations,
+    annotations_of,
     binding_mode,
     claim_class,
     claim_reference,
@@ -168,7 +168,7 @@ class FakeVolumeController:
 
     def _release(self, pv: dict) -> None:
         policy = spec(pv).get("persistentVolumeReclaimPolicy") or "Retain"
-        if policy == "Delete" and ANN_DYNAMICALLY_PROVISIONED in annotations(pv):
+        if policy == "Delete" and ANN_DYNAMICALLY_PROVISIONED in annotations_of(pv):
             self._ignore_missing(lambda: self.store.delete(PV, None, name_of(pv)))
             return
         self._set_volume_phase(pv, RELEASED)
@@ -204,7 +204,7 @@ class FakeVolumeController:
         if pv is not None:
             self._bind(pv, pvc)
             return
-        if delay and ANN_SELECTED_NODE not in annotations(pvc):
+        if delay and ANN_SELECTED_NODE not in annotations_of(pvc):
             return
         provisioner = (sc or {}).get("provisioner") or ""
         if sc is None or not provisioner or provisioner == NOT_SUPPORTED_PROVISIONER:
@@ -214,7 +214,7 @@ class FakeVolumeController:
     def _sync_bound_claim(self, pvc: dict, volume: str) -> None:
         pv = self.store.try_get(PV, None, volume)
         if pv is None:
-            if ANN_BIND_COMPLETED in annotations(pvc):
+            if ANN_BIND_COMPLETED in annotations_of(pvc):
                 self._set_claim_phase(pvc, LOST)
             return
         ref = spec(pv).get("claimRef")
@@ -270,7 +270,7 @@ class FakeVolumeController:
     def _provision(self, pvc: dict, sc: Mapping) -> None:
         provisioner = sc["provisioner"]
         pvc = self._annotate_provisioner(pvc, provisioner)
-        selected = annotations(pvc).get(ANN_SELECTED_NODE)
+        selected = annotations_of(pvc).get(ANN_SELECTED_NODE)
         node = self.store.try_get(NODE, None, selected) if selected else None
         if selected and node is None:
             self._reschedule(pvc, f'node "{selected}" not found')
@@ -294,7 +294,7 @@ class FakeVolumeController:
 
     def _annotate_provisioner(self, pvc: dict, provisioner: str) -> dict:
         """``setClaimProvisioner``: tell the (fake) external provisioner the claim is its own."""
-        if annotations(pvc).get(ANN_STORAGE_PROVISIONER) == provisioner:
+        if annotations_of(pvc).get(ANN_STORAGE_PROVISIONER) == provisioner:
             return pvc
 
         def change(obj: dict) -> None:
@@ -391,7 +391,7 @@ class FakeVolumeController:
             if cap is not None:
                 self._adjust_capacity(cap, size)
             return
-        driver = self.store.try_get(CSI_DRIVER, None, annotations(pv).get(ANN_DYNAMICALLY_PROVISIONED, ""))
+        driver = self.store.try_get(CSI_DRIVER, None, annotations_of(pv).get(ANN_DYNAMICALLY_PROVISIONED, ""))
         if driver is None or not spec(driver).get("storageCapacity"):
             return
         terms = ((spec(pv).get("nodeAffinity") or {}).get("required") or {}).get("nodeSelectorTerms") or []

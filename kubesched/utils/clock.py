@@ -28,14 +28,14 @@ class Clock(Protocol):
         ...
 
 
-_last_second: list = [None, ""]
+_last_second: tuple[int | None, str] = (None, "")
 
 
 def _second(whole: int) -> str:
     """``YYYY-MM-DDTHH:MM:SS`` of a whole second, remembered: timestamps come in runs of the same second."""
+    global _last_second
     if _last_second[0] != whole:
-        _last_second[0] = whole
-        _last_second[1] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+        _last_second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
     return _last_second[1]
 
 

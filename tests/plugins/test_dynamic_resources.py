@@ -269,6 +269,17 @@ def test_wrong_topology_is_unavailable_and_postfilter_deallocates_the_claim():
     assert "allocation" not in env.get("ResourceClaim", "my-claim").get("status", {})
 
 
+def test_an_allocation_with_an_invalid_node_selector_is_an_error_naming_the_field():
+    invalid = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "Near", "values": ["a"]}]}]}
+    env = env_with(device_class())
+    pod = env.pod(pod_with_claims("my-pod", "my-claim"))
+    env.create(claim("my-claim", owner=pod.pod, allocation={"devices": {"results": []}, "nodeSelector": invalid}))
+    _, status = env.pre_filter(pod)
+    assert status is not None and status.code == Code.Error
+    assert status.message() == ('nodeSelectorTerms[0].matchExpressions[0].operator: Unsupported value: "Near": '
+                                'supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"')
+
+
 def test_postfilter_ignores_nodes_where_another_plugin_failed_first():
     wrong = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "no-such-label", "operator": "In", "values": ["x"]}]}]}
     env = env_with(device_class())

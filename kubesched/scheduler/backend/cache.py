@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.nodetable.table import NodeTable
@@ -125,7 +126,7 @@ class Cache:
         return expired
 
     # --- nodes ---------------------------------------------------------------------------------
-    def add_node(self, node: dict) -> NodeInfo:
+    def add_node(self, node: dict[str, Any]) -> NodeInfo:
         name = node["metadata"]["name"]
         info = self.nodes.get(name)
         if info is None:
@@ -136,10 +137,10 @@ class Cache:
         self._node_changes[name] = True
         return info
 
-    def update_node(self, _old: dict | None, new: dict) -> NodeInfo:
+    def update_node(self, _old: dict[str, Any] | None, new: dict[str, Any]) -> NodeInfo:
         return self.add_node(new)
 
-    def remove_node(self, node: dict) -> None:
+    def remove_node(self, node: dict[str, Any]) -> None:
         """Forget the node; its NodeInfo stays while pods still reference it, as upstream."""
         name = node["metadata"]["name"]
         info = self.nodes.get(name)

@@ -43,7 +43,7 @@ from kubesched.scheduler.config._decode import (
     load_yaml,
     to_json,
 )
-from kubesched.scheduler.config.args import API_VERSION, ARGS_BY_KIND, ARGS_BY_PLUGIN, GROUP, Model, args_to_v1
+from kubesched.scheduler.config.args import API_VERSION, ARGS_BY_KIND, ARGS_BY_PLUGIN, GROUP, Model, PluginArgs, args_to_v1
 from kubesched.scheduler.config.defaults import plugins_from_v1, plugins_to_v1, set_defaults
 from kubesched.scheduler.config.types import ClientConnection, LeaderElection, Profile, SchedulerConfiguration
 from kubesched.scheduler.config.validation import validate
@@ -308,7 +308,7 @@ def _decode_args(name: str, raw: Any, registry: Mapping[str, Any]) -> tuple[Any,
         raise DecodeError(f"decoding args for plugin {name}: {e}") from e
 
 
-def _decode_in_tree(name: str, cls: type, raw: Any) -> tuple[Any, list[str]]:
+def _decode_in_tree(name: str, cls: type[PluginArgs], raw: Any) -> tuple[Any, list[str]]:
     """An in-tree kind: ``apiVersion``/``kind`` in the args must name this very kind."""
     def fail(message: str) -> DecodeError:
         return DecodeError(f"decoding args for plugin {name}: {message}")
@@ -329,8 +329,9 @@ def _decode_in_tree(name: str, cls: type, raw: Any) -> tuple[Any, list[str]]:
     return cls.from_decoded(decoded), unknown
 
 
-def _decode_typed(args_type: type, raw: Any) -> tuple[Any, list[str]]:
-    """An out-of-tree plugin's ``Args``: a ``Model`` (strict), a pydantic model, a dataclass or a callable."""
+def _decode_typed(args_type: Any, raw: Any) -> tuple[Any, list[str]]:
+    """An out-of-tree plugin's ``Args``: a ``Model`` (strict), a pydantic model, a dataclass or a
+    callable (whatever the plugin author declared, hence ``Any``)."""
     if isinstance(args_type, type) and issubclass(args_type, Model):
         decoded, unknown = decode_root(args_type.schema(), raw)
         return args_type.from_decoded(decoded), unknown
@@ -339,7 +340,7 @@ def _decode_typed(args_type: type, raw: Any) -> tuple[Any, list[str]]:
             return args_type.model_validate(raw), []
         except ValueError as e:
             raise DecodeError(_pydantic_message(e)) from e
-    if dataclasses.is_dataclass(args_type) and isinstance(raw, dict):
+    if isinstance(args_type, type) and dataclasses.is_dataclass(args_type) and isinstance(raw, dict):
         return _decode_dataclass(args_type, raw)
     try:
         return args_type(raw), []

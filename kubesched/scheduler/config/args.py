@@ -76,9 +76,10 @@ class Model:
 
     @classmethod
     def schema(cls) -> Struct:
-        if cls.__dict__.get("_schema") is None:
-            cls._schema = Struct(cls.GO, list(cls.FIELDS), inline_type_meta=issubclass(cls, PluginArgs))
-        return cls._schema  # type: ignore[return-value]
+        schema: Struct | None = cls.__dict__.get("_schema")
+        if schema is None:
+            schema = cls._schema = Struct(cls.GO, list(cls.FIELDS), inline_type_meta=issubclass(cls, PluginArgs))
+        return schema
 
     @classmethod
     def from_decoded(cls, doc: Mapping[str, Any]) -> Self:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, overload
 
 from kubesched.scheduler.config.args import ARGS_BY_PLUGIN, PluginArgs
 from kubesched.scheduler.config.types import POINTS, PluginRef, Plugins, PluginSet
@@ -102,6 +102,18 @@ def plugin_names(plugins: Plugins) -> list[str]:
 
 
 # --- v1 <-> internal plugin sets ----------------------------------------------------------------
+
+
+@overload
+def plugins_from_v1(doc: Mapping[str, Any]) -> Plugins: ...
+
+
+@overload
+def plugins_from_v1(doc: None) -> None: ...
+
+
+@overload
+def plugins_from_v1(doc: Mapping[str, Any] | None) -> Plugins | None: ...
 
 
 def plugins_from_v1(doc: Mapping[str, Any] | None) -> Plugins | None:

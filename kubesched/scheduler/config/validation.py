@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubesched.api.errors import ConfigError, FieldError, invalid, required
-from kubesched.api.golang import GoRepr, duplicate, format_duration, go_quote, qualified_name_errors, seconds_to_ns
+from kubesched.api.golang import GoRepr, duplicate, format_duration, go_quote, seconds_to_ns
+from kubesched.api.names import qualified_name_errors
 from kubesched.scheduler.config.args import API_VERSION, ARGS_BY_PLUGIN, args_to_v1
 from kubesched.scheduler.config.types import POINTS, PluginSet, Profile, SchedulerConfiguration
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates

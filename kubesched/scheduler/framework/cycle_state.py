@@ -6,7 +6,10 @@ through AddPod/RemovePod, so a stored value that can change must implement ``clo
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from kubesched.api.types import PodInfo
 
 
 class StateData(Protocol):
@@ -24,7 +27,7 @@ class CycleState:
         #: PreBind plugins whose PreBindPreFlight answered Skip: PreBind does not run them.
         self.skip_pre_bind_plugins: set[str] = set()
         self.record_plugin_metrics = False
-        self.pods_to_activate: dict[str, dict] = {}
+        self.pods_to_activate: dict[str, PodInfo] = {}
 
     def read(self, key: str) -> Any:
         """The value stored under ``key``; raises KeyError (upstream ``ErrNotFound``) when absent."""

@@ -94,7 +94,7 @@ class QueueingHint(IntEnum):
     Queue = 1
 
 
-QueueingHintFn = Callable[[dict, Any, Any], QueueingHint]
+QueueingHintFn = Callable[[dict[str, Any], Any, Any], QueueingHint]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,11 +131,11 @@ def unroll_wildcard() -> list[ClusterEvent]:
     return [ClusterEvent(r, ActionType.All) for r in resources]
 
 
-def _meta(obj: Mapping, field: str) -> Any:
+def _meta(obj: Mapping[str, Any], field: str) -> Any:
     return (obj.get("metadata") or {}).get(field) or {}
 
 
-def pod_scheduling_properties_change(new: Mapping, old: Mapping) -> list[ClusterEvent]:
+def pod_scheduling_properties_change(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[ClusterEvent]:
     """``PodSchedulingPropertiesChange``: the specific UpdatePodXYZ events a pod update raises."""
     resource = Resource.AssignedPod if (new.get("spec") or {}).get("nodeName") else Resource.UnschedulablePod
     actions = []
@@ -156,7 +156,7 @@ def pod_scheduling_properties_change(new: Mapping, old: Mapping) -> list[Cluster
     return [ClusterEvent(resource, a) for a in actions]
 
 
-def _scaled_down(new: Mapping, old: Mapping) -> bool:
+def _scaled_down(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
     if (new.get("spec") or {}).get("containers") == (old.get("spec") or {}).get("containers") and \
             (new.get("spec") or {}).get("initContainers") == (old.get("spec") or {}).get("initContainers") and \
             (new.get("status") or {}).get("containerStatuses") == (old.get("status") or {}).get("containerStatuses"):
@@ -175,7 +175,7 @@ def _milli_value(amount: Fraction) -> int:
     return saturate(math.ceil(amount * 1000))
 
 
-def node_scheduling_properties_change(new: Mapping, old: Mapping) -> list[ClusterEvent]:
+def node_scheduling_properties_change(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[ClusterEvent]:
     """``NodeSchedulingPropertiesChange``: the UpdateNodeXYZ events a node update raises."""
     new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
     new_status, old_status = new.get("status") or {}, old.get("status") or {}
@@ -195,5 +195,5 @@ def node_scheduling_properties_change(new: Mapping, old: Mapping) -> list[Cluste
     return [ClusterEvent(Resource.Node, a) for a in actions]
 
 
-def _conditions(status: Mapping) -> dict[str, str]:
+def _conditions(status: Mapping[str, Any]) -> dict[str, str]:
     return {c.get("type"): c.get("status") for c in status.get("conditions") or []}

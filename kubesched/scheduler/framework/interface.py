@@ -55,6 +55,14 @@ class Plugin:
         kubesched's own switch; upstream has a single code path."""
         return self.handle is None or self.handle.options.fast_paths
 
+    @property
+    def framework(self) -> Framework:
+        """The handle, for work that needs the profile's services (the API client, the snapshot,
+        the clock): a plugin built on its own, without a framework, cannot do that work."""
+        if self.handle is None:
+            raise RuntimeError(f"plugin {self.name} was built without a framework handle")
+        return self.handle
+
 
 @dataclass
 class PreFilterResult:
@@ -70,11 +78,11 @@ class PreFilterResult:
     def merge(self, other: PreFilterResult | None) -> PreFilterResult:
         """The intersection of two plugins' node sets, as the framework combines PreFilter results
         (upstream ``PreFilterResult.Merge``)."""
-        if other is None or other.all_nodes():
+        if other is None or other.node_names is None:
             return self
-        if self.all_nodes():
-            return PreFilterResult(set(other.node_names or ()))
-        return PreFilterResult(self.node_names & other.node_names)  # type: ignore[operator]
+        if self.node_names is None:
+            return PreFilterResult(set(other.node_names))
+        return PreFilterResult(self.node_names & other.node_names)
 
 
 class NominatingMode(Enum):
@@ -365,7 +373,10 @@ INTERFACE_NAMES = {
 
 
 def normalizes(plugin: object) -> bool:
-    """Whether a Score plugin overrides its normalisation hook (upstream ``ScoreExtensions() != nil``)."""
+    """Whether a Score plugin overrides its normalisation hook (upstream ``ScoreExtensions() != nil``);
+    False for a plugin that does not score."""
     if isinstance(plugin, BatchScorePlugin):
         return type(plugin).normalize_scores is not BatchScorePlugin.normalize_scores
-    return type(plugin).normalize_score is not ScorePlugin.normalize_score
+    if isinstance(plugin, ScorePlugin):
+        return type(plugin).normalize_score is not ScorePlugin.normalize_score
+    return False

@@ -105,7 +105,7 @@ class RowMemo:
         return index
 
 
-class _StatusOf(dict):
+class _StatusOf(dict[int, Status]):
     """A mapping that builds the Status of a failure key on demand (for ``FilterVerdict.from_keys``)."""
 
     def __init__(self, build: Callable[[int], Status]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.framework.events import ClusterEvent
@@ -33,7 +34,7 @@ class QueuedPodInfo:
     backoff_expiration: float | None = None
 
     @property
-    def pod(self) -> dict:
+    def pod(self) -> dict[str, Any]:
         return self.pod_info.pod
 
     @property

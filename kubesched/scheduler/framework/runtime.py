@@ -9,18 +9,18 @@ first failing plugin in configured order.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
 from kubesched.api.errors import KubeschedError
 from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.client.interface import ClusterClient
 from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
 from kubesched.scheduler.framework.cycle_state import CycleState
@@ -33,21 +33,27 @@ from kubesched.scheduler.framework.interface import (
     MIN_NODE_SCORE,
     BatchFilterPlugin,
     BatchScorePlugin,
+    BindPlugin,
     EnqueueExtensions,
     FilterPlugin,
     NodeScore,
     PermitPlugin,
     Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
     PostFilterResult,
+    PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
+    QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
     normalizes,
 )
 from kubesched.scheduler.framework.registry import Registry
-from kubesched.scheduler.framework.status import Code, Status, StatusError, is_success
+from kubesched.scheduler.framework.status import Code, Status, StatusError, failed, is_success
 from kubesched.scheduler.framework.waiting_pods import WaitingPod, WaitingPods
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 from kubesched.utils.clock import Clock
@@ -59,11 +65,30 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+PluginT = TypeVar("PluginT", bound=Plugin)
+
 MAX_PERMIT_TIMEOUT = 15 * 60.0
 
 
 class FrameworkError(KubeschedError, ValueError):
     """A profile that cannot be built (unknown plugin, plugin at a point it does not implement...)."""
+
+
+class Nominator(Protocol):
+    """Where the framework finds pods nominated to a node (the scheduling queue's nominator)."""
+
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
+        """The pods nominated to ``node_name``, in nomination order."""
+        ...
+
+
+class InformerStores(Protocol):
+    """The informer caches plugins read objects from (``client.informers.InformerFactory``)."""
+
+    def store(self, kind_name: str) -> dict[str, dict[str, Any]]:
+        """The cache of ``kind_name`` keyed ``namespace/name`` (``name`` for cluster-scoped kinds)."""
+        ...
 
 
 @dataclass
@@ -73,16 +98,16 @@ class HandleContext:
     clock: Clock
     snapshot: Callable[[], NodeTable]
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
-    client: Any = None
+    client: ClusterClient | None = None
     recorder: Any = None
-    nominator: Any = None
+    nominator: Nominator | None = None
     activator: Callable[[dict[str, PodInfo]], None] | None = None
-    informers: Any = None
+    informers: InformerStores | None = None
     feature_gates: FeatureGates = field(default_factory=lambda: DEFAULT_GATES)
     metrics: Metrics | None = None
     parallelism: int = 16
     #: API writes plugins started from synchronous extension points (PostFilter, Unreserve, ...).
-    background: set[asyncio.Task] = field(default_factory=set)
+    background: set[asyncio.Task[None]] = field(default_factory=set)
     #: The run's seeded random source, for plugins that randomise (preemption's start offset).
     rng: random.Random = field(default_factory=random.Random)
     #: Told of every preemption decision (the simulator's report); None: nobody listens.
@@ -137,11 +162,25 @@ class Framework:
         self._evaluation_counters: dict[tuple[str, str], Any] = {}
         self._duration_children: dict[tuple[str, str], Any] = {}
         self._build(registry)
+        # Each point's plugins as that point's type (_update_point checked every one against it).
+        self._pre_enqueue = self._plugins_at("preEnqueue", PreEnqueuePlugin)
+        self._queue_sort = self._plugins_at("queueSort", QueueSortPlugin)
+        self._pre_filters = self._plugins_at("preFilter", PreFilterPlugin)
+        self._post_filters = self._plugins_at("postFilter", PostFilterPlugin)
+        self._pre_scores = self._plugins_at("preScore", PreScorePlugin)
+        self._reserves = self._plugins_at("reserve", ReservePlugin)
+        self._permits = self._plugins_at("permit", PermitPlugin)
+        self._pre_binds = self._plugins_at("preBind", PreBindPlugin)
+        self._binds = self._plugins_at("bind", BindPlugin)
+        self._post_binds = self._plugins_at("postBind", PostBindPlugin)
         self._filters = self.points["filter"]
         self._range_checked = {p.name for p in self.points["score"] if p.name not in self.options.trusted_score_ranges}
         #: Classic (per-node) Filter plugins with their configured positions among all filters.
         self._classic_filters: list[tuple[int, FilterPlugin]] = [
-            (i, p) for i, p in enumerate(self._filters) if not isinstance(p, BatchFilterPlugin)]  # type: ignore[misc]
+            (i, p) for i, p in enumerate(self._filters) if isinstance(p, FilterPlugin) and not isinstance(p, BatchFilterPlugin)]
+
+    def _plugins_at(self, point: str, kind: type[PluginT]) -> list[PluginT]:
+        return [p for p in self.points[point] if isinstance(p, kind)]
 
     # --- construction ------------------------------------------------------------------------
     def _build(self, registry: Registry) -> None:
@@ -242,7 +281,10 @@ class Framework:
         return self.ctx.snapshot()
 
     @property
-    def client(self) -> Any:
+    def client(self) -> ClusterClient:
+        """The API client plugins write through (bindings, claim and volume updates, evictions)."""
+        if self.ctx.client is None:
+            raise RuntimeError(f"profile {self.profile_name} was built without an API client")
         return self.ctx.client
 
     @property
@@ -257,7 +299,7 @@ class Framework:
     def feature_gates(self) -> FeatureGates:
         return self.ctx.feature_gates
 
-    def objects(self, kind: str) -> dict[str, dict]:
+    def objects(self, kind: str) -> dict[str, dict[str, Any]]:
         """Informer cache of ``kind`` (e.g. "PersistentVolumeClaim"), keyed ``namespace/name``."""
         if self.ctx.informers is None:
             return {}
@@ -307,10 +349,10 @@ class Framework:
 
     # --- queueing ------------------------------------------------------------------------------
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
-        return self.points["queueSort"][0].less  # type: ignore[attr-defined]
+        return self._queue_sort[0].less
 
     def pre_enqueue_plugins(self) -> list[PreEnqueuePlugin]:
-        return self.points["preEnqueue"]  # type: ignore[return-value]
+        return self._pre_enqueue
 
     def has_filter_plugins(self) -> bool:
         return bool(self._filters)
@@ -338,10 +380,10 @@ class Framework:
         with_nodes: set[str] = set()
         returned: Status | None = None
         nodes = self.snapshot.all_rows()
-        for pl in self.points["preFilter"]:
+        for pl in self._pre_filters:
             t = time.perf_counter()
             self._evaluated(pl.name, "PreFilter", 1)
-            r, s = pl.pre_filter(state, pod, nodes)  # type: ignore[attr-defined]
+            r, s = pl.pre_filter(state, pod, nodes)
             self._observe_plugin(state, pl.name, "PreFilter", s, t)
             if s is not None and s.code == Code.Skip:
                 skip.add(pl.name)
@@ -372,13 +414,13 @@ class Framework:
         return self._run_pre_filter_extensions("RemovePod", state, pod, to_remove, node)
 
     def _run_pre_filter_extensions(self, op: str, state: CycleState, pod: PodInfo, other: PodInfo, node: NodeInfo) -> Status | None:
-        for pl in self.points["preFilter"]:
-            ext = pl.pre_filter_extensions()  # type: ignore[attr-defined]
+        for pl in self._pre_filters:
+            ext = pl.pre_filter_extensions()
             if ext is None or pl.name in state.skip_filter_plugins:
                 continue
             s = ext.add_pod(state, pod, other, node) if op == "AddPod" else ext.remove_pod(state, pod, other, node)
-            if not is_success(s):
-                return Status.from_error(RuntimeError(f'running {op} on PreFilter plugin "{pl.name}": {s.message()}'))  # type: ignore[union-attr]
+            if failed(s):
+                return Status.from_error(RuntimeError(f'running {op} on PreFilter plugin "{pl.name}": {s.message()}'))
         return None
 
     # --- Filter --------------------------------------------------------------------------------
@@ -475,9 +517,9 @@ class Framework:
         self._evaluated(pl.name, "Filter", 1)
         s = pl.filter(state, pod, node)
         self._observe_plugin(state, pl.name, "Filter", s, t)
-        if is_success(s):
-            return None
-        return self._filter_status(pl.name, s)  # type: ignore[arg-type]
+        if failed(s):
+            return self._filter_status(pl.name, s)
+        return None
 
     def run_filters_on_node_info(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status | None:
         """All Filter plugins on one (possibly modified) node, in configured order (upstream RunFilterPlugins)."""
@@ -507,15 +549,15 @@ class Framework:
         for p in nominated:
             node_out.add_pod(p)
             s = self.run_pre_filter_extension_add_pod(state_out, pod, p, node_out)
-            if not is_success(s):
-                raise StatusError(s)  # type: ignore[arg-type]
+            if failed(s):
+                raise StatusError(s)
         return True, state_out, node_out
 
     def has_active_pre_filter_extensions(self, state: CycleState) -> bool:
         """Whether some PreFilter plugin that ran (did not Skip) updates its state on AddPod/RemovePod:
         if none does, one cycle state serves every node, whatever pods are added or removed."""
-        return any(pl.name not in state.skip_filter_plugins and pl.pre_filter_extensions() is not None  # type: ignore[attr-defined]
-                   for pl in self.points["preFilter"])
+        return any(pl.name not in state.skip_filter_plugins and pl.pre_filter_extensions() is not None
+                   for pl in self._pre_filters)
 
     def filter_with_nominated_pods(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo]) -> list[Status | None]:
         """The first half of ``RunFilterPluginsWithNominatedPods`` on many nodes at once: per node,
@@ -549,9 +591,9 @@ class Framework:
         rejector = ""
         status: Status | None = None
         try:
-            for pl in self.points["postFilter"]:
+            for pl in self._post_filters:
                 t = time.perf_counter()
-                r, s = pl.post_filter(state, pod, statuses)  # type: ignore[attr-defined]
+                r, s = pl.post_filter(state, pod, statuses)
                 self._observe_plugin(state, pl.name, "PostFilter", s, t)
                 if is_success(s):
                     status = s or Status()
@@ -579,16 +621,16 @@ class Framework:
         skip: set[str] = set()
         status: Status | None = None
         try:
-            for pl in self.points["preScore"]:
+            for pl in self._pre_scores:
                 t = time.perf_counter()
                 self._evaluated(pl.name, "PreScore", 1)
-                s = pl.pre_score(state, pod, batch)  # type: ignore[attr-defined]
+                s = pl.pre_score(state, pod, batch)
                 self._observe_plugin(state, pl.name, "PreScore", s, t)
                 if s is not None and s.code == Code.Skip:
                     skip.add(pl.name)
                     continue
-                if not is_success(s):
-                    status = _wrap(s, f'running PreScore plugin "{pl.name}"', pl.name)  # type: ignore[arg-type]
+                if failed(s):
+                    status = _wrap(s, f'running PreScore plugin "{pl.name}"', pl.name)
                     return status
             return None
         finally:
@@ -646,15 +688,15 @@ class Framework:
         for name in batch.names():
             result = pl.score(state, pod, name)
             value, status = result if isinstance(result, tuple) else (result, None)
-            if not is_success(status):
-                raise StatusError(_wrap(status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name))  # type: ignore[arg-type]
+            if failed(status):
+                raise StatusError(_wrap(status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name))
             scores.append(NodeScore(name, int(value)))
         raw = np.array([s.score for s in scores], dtype=np.int64)
         if not normalizes(pl):
             return raw, raw
         s = pl.normalize_score(state, pod, scores)
-        if not is_success(s):
-            raise StatusError(_wrap(s, f'running Normalize on Score plugins: plugin "{pl.name}" failed with', pl.name))  # type: ignore[arg-type]
+        if failed(s):
+            raise StatusError(_wrap(s, f'running Normalize on Score plugins: plugin "{pl.name}" failed with', pl.name))
         return raw, np.array([x.score for x in scores], dtype=np.int64)
 
     # --- Reserve, Permit -----------------------------------------------------------------------
@@ -665,11 +707,11 @@ class Framework:
         return status
 
     def _reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
-        for pl in self.points["reserve"]:
+        for pl in self._reserves:
             t = time.perf_counter()
-            s = pl.reserve(state, pod, node_name)  # type: ignore[attr-defined]
+            s = pl.reserve(state, pod, node_name)
             self._observe_plugin(state, pl.name, "Reserve", s, t)
-            if not is_success(s):
+            if failed(s):
                 if s.is_rejected():
                     s.plugin = pl.name
                     return s
@@ -678,10 +720,10 @@ class Framework:
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         start = time.perf_counter()
-        for pl in reversed(self.points["reserve"]):
+        for pl in reversed(self._reserves):
             try:
                 t = time.perf_counter()
-                pl.unreserve(state, pod, node_name)  # type: ignore[attr-defined]
+                pl.unreserve(state, pod, node_name)
                 self._observe_plugin(state, pl.name, "Unreserve", None, t)
             except Exception:
                 log.exception("Unreserve of plugin %s failed for pod %s", pl.name, pod.key)
@@ -695,11 +737,11 @@ class Framework:
 
     def _permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         waits: dict[str, float] = {}
-        for pl in self.points["permit"]:
+        for pl in self._permits:
             t = time.perf_counter()
-            s, timeout = pl.permit(state, pod, node_name)  # type: ignore[attr-defined]
+            s, timeout = pl.permit(state, pod, node_name)
             self._observe_plugin(state, pl.name, "Permit", s, t)
-            if is_success(s):
+            if not failed(s):
                 continue
             if s.is_rejected():
                 s.plugin = pl.name
@@ -747,19 +789,19 @@ class Framework:
     def _pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         result: Status | None = Status(Code.Skip)
         skip: set[str] = set()
-        for pl in self.points["preBind"]:
+        for pl in self._pre_binds:
             t = time.perf_counter()
-            s = pl.pre_bind_pre_flight(state, pod, node_name)  # type: ignore[attr-defined]
+            s = pl.pre_bind_pre_flight(state, pod, node_name)
             self._observe_plugin(state, pl.name, "PreBindPreFlight", s, t)
             if s is not None and s.code == Code.Error:
                 return _wrap(s, f'running PreBindPreFlight "{pl.name}"', pl.name)
-            if is_success(s):
+            if not failed(s):
                 result = None
-            elif s.code == Code.Skip:  # type: ignore[union-attr]
+            elif s.code == Code.Skip:
                 skip.add(pl.name)
             else:
                 return Status.from_error(RuntimeError(
-                    f'PreBindPreFlight {pl.name} returned "{s.code.name}", which is unsupported. '  # type: ignore[union-attr]
+                    f'PreBindPreFlight {pl.name} returned "{s.code.name}", which is unsupported. '
                     "It is supposed to return Success, Skip, or Error status"))
         state.skip_pre_bind_plugins = skip
         return result
@@ -771,13 +813,13 @@ class Framework:
         return status
 
     async def _pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
-        for pl in self.points["preBind"]:
+        for pl in self._pre_binds:
             if pl.name in state.skip_pre_bind_plugins:
                 continue
             t = time.perf_counter()
-            s = await _maybe_await(pl.pre_bind(state, pod, node_name))  # type: ignore[attr-defined]
+            s = await _maybe_await(pl.pre_bind(state, pod, node_name))
             self._observe_plugin(state, pl.name, "PreBind", s, t)
-            if not is_success(s):
+            if failed(s):
                 if s.is_rejected():
                     s.plugin = pl.name
                     return s
@@ -792,13 +834,13 @@ class Framework:
 
     async def _bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         status: Status | None = Status(Code.Skip, "")
-        for pl in self.points["bind"]:
+        for pl in self._binds:
             t = time.perf_counter()
-            status = await _maybe_await(pl.bind(state, pod, node_name))  # type: ignore[attr-defined]
+            status = await _maybe_await(pl.bind(state, pod, node_name))
             self._observe_plugin(state, pl.name, "Bind", status, t)
             if status is not None and status.code == Code.Skip:
                 continue
-            if not is_success(status):
+            if failed(status):
                 if status.is_rejected():
                     status.plugin = pl.name
                     return status
@@ -808,10 +850,10 @@ class Framework:
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         start = time.perf_counter()
-        for pl in self.points["postBind"]:
+        for pl in self._post_binds:
             try:
                 t = time.perf_counter()
-                pl.post_bind(state, pod, node_name)  # type: ignore[attr-defined]
+                pl.post_bind(state, pod, node_name)
                 self._observe_plugin(state, pl.name, "PostBind", None, t)
             except Exception:
                 log.exception("PostBind of plugin %s failed for pod %s", pl.name, pod.key)
@@ -856,7 +898,8 @@ def _wrap(status: Status, context: str, plugin: str) -> Status:
     return Status(Code.Error, f"{context}: {message}", plugin=plugin, error=RuntimeError(f"{context}: {message}"))
 
 
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
+async def _maybe_await(value: T | Awaitable[T]) -> T:
+    """A PreBind or Bind plugin's answer, awaited when the plugin is asynchronous."""
+    if isinstance(value, Awaitable):
         return await value
     return value

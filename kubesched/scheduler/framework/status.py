@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TypeGuard
 
 
 class Code(IntEnum):
@@ -86,5 +87,11 @@ class StatusError(Exception):
 
 
 def is_success(status: Status | None) -> bool:
+    """Upstream ``Status.IsSuccess``: a nil status is a success."""
     return status is None or status.code == Code.Success
+
+
+def failed(status: Status | None) -> TypeGuard[Status]:
+    """``not is_success(status)``, written so that a type checker knows a failed status is not None."""
+    return status is not None and status.code != Code.Success
 

@@ -28,9 +28,8 @@ from kubesched.scheduler.nodetable.table import NodeBatch
 def _codes_in(codes: np.ndarray, wanted: list[int]) -> np.ndarray:
     if not wanted:
         return np.zeros(len(codes), dtype=bool)
-    if len(wanted) == 1:
-        return codes == wanted[0]
-    return np.isin(codes, wanted)
+    found: np.ndarray = codes == wanted[0] if len(wanted) == 1 else np.isin(codes, wanted)
+    return found
 
 
 def requirement_mask(batch: NodeBatch, req: Requirement) -> np.ndarray:
@@ -54,7 +53,8 @@ def requirement_mask(batch: NodeBatch, req: Requirement) -> np.ndarray:
         raise ValueError(f"unknown operator {op}")
     integers, valid = column.integers()
     values, parsed = integers[codes], valid[codes]  # code -1 picks the trailing invalid slot
-    return parsed & (values > req.number if op == GT else values < req.number)
+    matched: np.ndarray = parsed & (values > req.number if op == GT else values < req.number)
+    return matched
 
 
 def label_selector_mask(batch: NodeBatch, selector: LabelSelector) -> np.ndarray:

@@ -374,8 +374,8 @@ class NodeTable:
         """Move row ``src`` (the last one) into ``dst`` (a hole left by a removed node)."""
         for arr in (self.allocatable, self.requested, self.non_zero):
             arr[:, dst] = arr[:, src]
-        for arr in (self.pod_count, self.unschedulable, self.taint_sig):
-            arr[dst] = arr[src]
+        for per_node in (self.pod_count, self.unschedulable, self.taint_sig):
+            per_node[dst] = per_node[src]
         for key in self._row_label_keys[src]:
             column = self.labels[key]
             column.codes[dst] = column.codes[src]

@@ -101,8 +101,8 @@ class DomainCounts:
         out = cls.zeros(table, key, with_presence=present is not None)
         if sums is not None:
             out.counts[: len(sums)] = sums
-        if present is not None:
-            out.present[: len(present)] = present  # type: ignore[index]
+        if present is not None and out.present is not None:  # zeros() made it: with_presence
+            out.present[: len(present)] = present
         return out
 
     # --- reading ------------------------------------------------------------------------------

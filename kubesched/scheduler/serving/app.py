@@ -38,7 +38,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from kubesched.api.errors import KubeschedError
-from kubesched.api.kinds import kind_for
+from kubesched.api.kinds import EVENT
 from kubesched.client.kube import USER_AGENT, KubeClient, load_config
 from kubesched.client.leaderelection import ELECTION_NAME, LeaderElector, LeaseLock, legacy_event, new_identity
 from kubesched.client.recorder import EventSink
@@ -61,7 +61,7 @@ from kubesched.utils.certs import server_context
 
 log = logging.getLogger(__name__)
 
-CORE_EVENT = kind_for("v1", "Event")
+CORE_EVENT = EVENT  # the core group's Event (v1)
 #: Seconds in-flight binding cycles may take to finish after SIGTERM before they are rolled back.
 BINDING_GRACE = 10.0
 

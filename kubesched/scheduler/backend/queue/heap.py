@@ -11,8 +11,9 @@ that compare equal pop in insertion order (the counter), which makes PrioritySor
 from __future__ import annotations
 
 import heapq
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -20,23 +21,30 @@ T = TypeVar("T")
 _MIN_DEAD_TO_COMPACT = 64
 
 
-class _EntryBase:
+class _EntryBase(ABC, Generic[T]):
+    """A heap slot; each heap makes its own subclass whose ``<`` is the heap's comparator, so a
+    comparison is one Python call rather than a lookup of the comparator on every compare."""
+
     __slots__ = ("item", "key", "live", "seq")
 
-    def __init__(self, item: Any, key: str, seq: int) -> None:
+    def __init__(self, item: T, key: str, seq: int) -> None:
         self.item = item
         self.key = key
         self.seq = seq
         self.live = True
 
+    @abstractmethod
+    def __lt__(self, other: _EntryBase[T]) -> bool:
+        """Whether this entry pops before ``other``."""
 
-def _entry_class(less: Callable[[Any, Any], bool]) -> type[_EntryBase]:
+
+def _entry_class(less: Callable[[T, T], bool]) -> type[_EntryBase[T]]:
     """An entry type whose ``<`` is ``less`` with the insertion counter as the final tie-break."""
 
-    class _Entry(_EntryBase):
+    class _Entry(_EntryBase[T]):
         __slots__ = ()
 
-        def __lt__(self, other: _EntryBase) -> bool:
+        def __lt__(self, other: _EntryBase[T]) -> bool:
             a, b = self.item, other.item
             if less(a, b):
                 return True
@@ -62,8 +70,8 @@ class KeyedHeap(Generic[T]):
     def __init__(self, less: Callable[[T, T], bool], snapshot: Callable[[T], T] = _identity) -> None:
         self._entry = _entry_class(less)
         self._snapshot = snapshot
-        self._heap: list[_EntryBase] = []
-        self._live: dict[str, _EntryBase] = {}
+        self._heap: list[_EntryBase[T]] = []
+        self._live: dict[str, _EntryBase[T]] = {}
         self._seq = 0
         self._dead = 0
 
@@ -121,7 +129,7 @@ class KeyedHeap(Generic[T]):
             self._dead -= 1
         return None
 
-    def _kill(self, entry: _EntryBase) -> None:
+    def _kill(self, entry: _EntryBase[T]) -> None:
         entry.live = False
         entry.item = self._snapshot(entry.item)
         self._dead += 1

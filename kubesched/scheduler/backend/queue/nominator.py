@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.framework.interface import NominatingInfo, NominatingMode
@@ -18,7 +18,7 @@ from kubesched.scheduler.framework.interface import NominatingInfo, NominatingMo
 log = logging.getLogger(__name__)
 
 #: Looks a pod up by (namespace, name) in the informer's view; None when it does not exist.
-PodLister = Callable[[str, str], Mapping | None]
+PodLister = Callable[[str, str], Mapping[str, Any] | None]
 
 
 class PodRef(NamedTuple):

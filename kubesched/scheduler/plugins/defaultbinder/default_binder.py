@@ -14,7 +14,7 @@ class DefaultBinder(BindPlugin):
 
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         try:
-            await self.handle.client.bind(pod.pod, node_name)  # type: ignore[union-attr]
+            await self.framework.client.bind(pod.pod, node_name)
         except Exception as e:
             return Status.from_error(e)
         return None

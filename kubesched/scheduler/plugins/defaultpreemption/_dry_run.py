@@ -247,7 +247,9 @@ class VictimSelector:
                 else:
                     results[node.index] = VictimSelection([], 0, status)
             self._reprieve(alive, results)
-        return results  # type: ignore[return-value]
+        selected = [r for r in results if r is not None]
+        assert len(selected) == len(nodes), "every node is skipped, rejected or reprieved"
+        return selected
 
     # --- preparation ------------------------------------------------------------------------
     def _prepare(self, index: int, info: NodeInfo, results: list[VictimSelection | None]) -> _Node | None:
@@ -318,10 +320,10 @@ class VictimSelector:
         self.main = NodeTable.from_infos([n.info for n in work])
         for row, node in enumerate(work):
             node.row = row
-        nominated = [n for n in work if n.with_nominees is not None]
+        nominated = [(n, info) for n in work if (info := n.with_nominees) is not None]
         if nominated:
-            self.nominated = NodeTable.from_infos([n.with_nominees for n in nominated])  # type: ignore[misc]
-            for row, node in enumerate(nominated):
+            self.nominated = NodeTable.from_infos([info for _, info in nominated])
+            for row, (node, _) in enumerate(nominated):
                 node.row1 = row
 
     # --- filtering --------------------------------------------------------------------------

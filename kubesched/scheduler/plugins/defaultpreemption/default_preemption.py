@@ -77,8 +77,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
             if metrics is not None:
                 metrics.preemption_attempts.inc()
         message = status.message() if status is not None else ""
-        if message:
-            return result, Status(status.code, "preemption: " + message)  # type: ignore[union-attr]
+        if status is not None and message:
+            return result, Status(status.code, "preemption: " + message)
         return result, status
 
     # --- PreEnqueue and queueing hints ------------------------------------------------------------
@@ -106,7 +106,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
         return min(n, num_nodes)
 
     def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
-        rand = self.offset_rand if self.offset_rand is not None else self.handle.ctx.rng.randrange
+        rand = self.offset_rand if self.offset_rand is not None else self.framework.ctx.rng.randrange
         return rand(num_nodes), self.calculate_num_candidates(num_nodes)
 
     def pod_eligible_to_preempt_others(self, pod: PodInfo, nominated_node_status: Status | None) -> tuple[bool, str]:
@@ -118,7 +118,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
         if nominated:
             if nominated_node_status is not None and nominated_node_status.code == Code.UnschedulableAndUnresolvable:
                 return True, ""
-            info = self.handle.snapshot.get(nominated)
+            info = self.framework.snapshot.get(nominated)
             if info is not None:
                 for p in info.pods.values():
                     if self.is_preemption_allowed(info, p, pod) and pod_terminating_by_preemption(p):
@@ -129,8 +129,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
                                 pdbs: list[ParsedPDB], thorough: bool = False) -> list[VictimSelection]:
         eligible = self.is_eligible_pod
         allowed = None if eligible is None else (lambda info, victim: eligible(info, victim, pod))
-        self._totals.prune(self.handle.snapshot.row_of)
-        selector = VictimSelector(self.handle, state, pod, allowed, self._sorter(), pdbs, thorough, self._totals)
+        self._totals.prune(self.framework.snapshot.row_of)
+        selector = VictimSelector(self.framework, state, pod, allowed, self._sorter(), pdbs, thorough, self._totals)
         return selector.select(nodes)
 
     def select_victims_on_node(self, state: CycleState, pod: PodInfo, node: NodeInfo,
@@ -148,7 +148,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
         """Most important first: stable, so pods tied on priority and start time keep node order."""
         custom = self.more_important_pod
         if custom is None:
-            key = importance_key(self.handle.clock.wall())
+            key = importance_key(self.framework.clock.wall())
             return lambda pods: sorted(pods, key=key)
 
         def compare(a: PodInfo, b: PodInfo) -> int:

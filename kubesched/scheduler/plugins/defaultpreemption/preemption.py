@@ -29,7 +29,7 @@ from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError
 from kubesched.scheduler.framework.interface import NominatingInfo, NominatingMode, PostFilterResult
 from kubesched.scheduler.framework.preemption_report import CandidateSummary, PreemptionRecord
-from kubesched.scheduler.framework.status import Code, Status, is_success
+from kubesched.scheduler.framework.status import Code, Status, failed, is_success
 
 if TYPE_CHECKING:
     from kubesched.scheduler.framework.diagnosis import NodeToStatus
@@ -398,9 +398,9 @@ class Evaluator:
                     if non_violating and len(non_violating) + len(violating) >= num_candidates:
                         return non_violating + violating, *self._statuses(state, pod, pdbs, outcomes, False)
                     continue
-                if is_success(status):
+                if not failed(status):
                     status = Status.from_error(RuntimeError(f'expected at least one victim pod on node "{info.name}"'))
-                outcomes.append((info, status))  # type: ignore[arg-type]
+                outcomes.append((info, status))
         candidates = non_violating + violating
         return candidates, *self._statuses(state, pod, pdbs, outcomes, not candidates)
 
@@ -413,11 +413,11 @@ class Evaluator:
             results = self.interface.select_victims_on_nodes(state, pod, [outcomes[i][0] for i in deferred], pdbs, True)
             for i, (victims, _, status) in zip(deferred, results, strict=True):
                 info = outcomes[i][0]
-                if is_success(status):
+                if not failed(status):
                     status = Status.from_error(RuntimeError(
                         f'expected at least one victim pod on node "{info.name}"' if not victims else
                         f'node "{info.name}" was deferred but is a preemption candidate'))
-                outcomes[i] = (info, status)  # type: ignore[assignment]
+                outcomes[i] = (info, status)
         statuses = [(info.name, status) for info, status in outcomes if status is not DEFERRED]
         return statuses, [status for _, status in statuses if status.code == Code.Error]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -598,7 +598,7 @@ class _Run:
             return f"class {(device_class.get('metadata') or {}).get('name', '')}"
         return f"claim {obj_ref(self.claims[key[0]])}"
 
-    def _allocate_device(self, ci: int, ri: int, si: int, candidate: _Candidate, must: bool):  # type: ignore[no-untyped-def]
+    def _allocate_device(self, ci: int, ri: int, si: int, candidate: _Candidate, must: bool) -> Callable[[], None] | None:
         """Mark the candidate as allocated for the claim; returns an undo callable, or None."""
         data = self.request_data[(ci, ri, si)]
         request = data.request

@@ -282,9 +282,12 @@ def _compare(op: str, a: Any, b: Any) -> int:
                 raise _Nan
             return (fa > fb) - (fa < fb)
         return (int(a) > int(b)) - (int(a) < int(b))
-    for kind in (bool, str, bytes):
-        if isinstance(a, kind) and isinstance(b, kind):
-            return (a > b) - (a < b)
+    if isinstance(a, bool) and isinstance(b, bool):
+        return (a > b) - (a < b)
+    if isinstance(a, str) and isinstance(b, str):
+        return (a > b) - (a < b)
+    if isinstance(a, bytes) and isinstance(b, bytes):
+        return (a > b) - (a < b)
     raise _no_overload(op, a, b)
 
 

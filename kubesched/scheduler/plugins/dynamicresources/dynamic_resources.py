@@ -47,7 +47,8 @@ from typing import Any
 import numpy as np
 
 from kubesched.api.apierrors import Conflict
-from kubesched.api.kinds import kind_named
+from kubesched.api.errors import aggregate
+from kubesched.api.kinds import known_kind
 from kubesched.api.selectors import NodeSelector, parse_node_selector
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.config.args import DynamicResourcesArgs
@@ -88,7 +89,7 @@ from kubesched.scheduler.plugins.dynamicresources._manager import ClaimNotFound,
 log = logging.getLogger(__name__)
 
 STATE_KEY = names.DynamicResources
-RESOURCE_CLAIM = kind_named("ResourceClaim")
+RESOURCE_CLAIM = known_kind("ResourceClaim")
 RETRY_STEPS = 5  # retry.DefaultRetry
 RESERVED_FOR_MAX_SIZE = 256  # resourceapi.ResourceClaimReservedForMaxSize
 
@@ -276,7 +277,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
                 if raw is not None:
                     selector = parse_node_selector(raw)
                     if selector.errors:
-                        return None, _error("; ".join(f"{e.field}: {e.detail}" for e in selector.errors))
+                        return None, _error(aggregate(selector.errors))
                     s.infos[index].available_on = selector
                 continue
             to_allocate += 1
@@ -379,14 +380,15 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
     def _allocate(self, s: _State, nodes: NodeBatch) -> Callable[[int], list[dict] | tuple[Code, str]]:
         """Per-node allocation outcomes, computed lazily, once per set of slices reaching nodes."""
         assert s.allocator is not None and s.slices is not None
+        slices = s.slices
         claims = [claim for _, claim in s.to_allocate()]
-        reaching = _slices_per_node(s.slices, nodes)
+        reaching = _slices_per_node(slices, nodes)
 
         def outcome(position: int) -> list[dict] | tuple[Code, str]:
             key = tuple(reaching[position])
             found = s.outcomes.get(key)
             if found is None:
-                pools = gather_pools(key, s.slices.pools, self.features)  # type: ignore[union-attr]
+                pools = gather_pools(key, slices.pools, self.features)
                 found = s.outcomes[key] = self._run_allocator(s, pools, claims)
             return found
 
@@ -436,7 +438,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
         return found
 
     async def _update_status(self, claim: dict) -> None:
-        await self.handle.client.update_status(RESOURCE_CLAIM, claim)
+        await self.framework.client.update_status(RESOURCE_CLAIM, claim)
 
     # --- Score ----------------------------------------------------------------------------------
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
@@ -495,7 +497,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
 
     async def _remove_reservation(self, claim: dict, pod_uid: str) -> None:
         """Drop the pod from ``status.reservedFor`` (upstream: a strategic-merge patch by UID)."""
-        client = self.handle.client
+        client = self.framework.client
         meta = claim["metadata"]
         for attempt in range(RETRY_STEPS):
             current = await client.get(RESOURCE_CLAIM, meta.get("namespace"), meta["name"])
@@ -533,7 +535,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
 
     async def _bind_claim(self, s: _State, index: int, pod: PodInfo) -> dict:
         """Write the allocation from Reserve (if any) and the pod's reservation, retrying conflicts."""
-        client = self.handle.client
+        client = self.framework.client
         claim = s.claims[index]
         allocation = s.infos[index].allocation
         ref = obj_ref(claim)
@@ -565,7 +567,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
                 self.manager.claims.remove_pending_allocation(_uid(claim))
 
     async def _write_claim(self, claim: dict, allocation: dict | None, pod: PodInfo, ref: str) -> dict:
-        client = self.handle.client
+        client = self.framework.client
         if (claim.get("metadata") or {}).get("deletionTimestamp"):
             raise RuntimeError(f"claim {ref} got deleted in the meantime")
         claim = copy.deepcopy(claim)
@@ -652,8 +654,8 @@ def _slices_per_node(snapshot: SliceSnapshot, nodes: NodeBatch) -> list[list[Sli
                 reaching[position].extend(local)
     for s in snapshot.selector:
         assert s.node_selector is not None
-        for position in np.flatnonzero(node_selector_mask(nodes, s.node_selector)):
-            reaching[int(position)].append(s)
+        for matched in np.flatnonzero(node_selector_mask(nodes, s.node_selector)).tolist():
+            reaching[matched].append(s)
     return reaching
 
 

@@ -163,13 +163,12 @@ class ImageLocality(BatchScorePlugin):
         index: ImageIndex = nodes.table.extension(EXTENSION_KEY, ImageIndex)
         index.snapshot_taken()
         images = pod_image_names(pod)
-        known = [name for name in images if index.counts(name) is not None]
+        known = [(name, counts) for name in images if (counts := index.counts(name)) is not None]
         if not known:
             return np.zeros(len(nodes), dtype=np.int64)  # no node has any of them: every sum clamps to 0
         total_nodes = float(nodes.table.n)
         sums = np.zeros(len(nodes), dtype=np.int64)
-        for name in known:
-            counts = index.counts(name)
+        for name, counts in known:
             spread = nodes.col(counts).astype(np.float64) / total_nodes
             sums += (float(index.size(name)) * spread).astype(np.int64)
         return calculate_priority(sums, len(images))

@@ -239,9 +239,9 @@ class InterPodAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
             out.mark(dc.lookup(nodes)[1] > 0, 3)
         if any(dc.any_nonzero() for dc in s.anti.values()):
             for t in s.required_anti:
-                dc = s.anti.get(t.topology_key)
-                if dc is not None:
-                    out.mark(dc.lookup(nodes)[1] > 0, 2)
+                anti = s.anti.get(t.topology_key)
+                if anti is not None:
+                    out.mark(anti.lookup(nodes)[1] > 0, 2)
         if s.required_affinity:
             out.mark(~self._satisfies_affinity(s, nodes), 1)
         return out.verdict()

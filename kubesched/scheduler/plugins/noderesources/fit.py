@@ -230,7 +230,8 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
             alloc[absent] = free[absent] = 0
         amounts = request.amounts[:, None]
         short[1:] = amounts > free
-        return short, (short[1:] & (amounts > alloc)).any(axis=0)
+        unresolvable = np.asarray((short[1:] & (amounts > alloc)).any(axis=0))
+        return short, unresolvable
 
     @classmethod
     def _failure_keys(cls, request: _FitRequest, nodes: NodeBatch) -> np.ndarray:

@@ -305,7 +305,7 @@ def _domain_codes(table: NodeTable, key: str, rows: np.ndarray | None, absent_as
     ``absent_as_empty`` a missing label counts as the value "" (upstream reads ``Labels[key]``)."""
     column = table.label_column(key)
     size = 0 if column is None else len(column.values)
-    codes = table.label_codes(key) if column is not None else np.full(table.n, -1, dtype=np.int32)
+    codes = column.codes[: table.n] if column is not None else np.full(table.n, -1, dtype=np.int32)
     if rows is not None:
         codes = codes[rows]
     if not absent_as_empty:
@@ -469,11 +469,12 @@ class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batc
         rows = nodes.row_ids()
         for i, c in enumerate(s.constraints):
             has = nodes.labels(c.topology_key) >= 0
-            if s.counts[i] is None:
+            known = s.counts[i]
+            if known is None:
                 per_row = _match_counts(nodes.table, c, pod.namespace)
                 counts = per_row[rows] if per_row is not None else np.zeros(len(nodes), dtype=np.int64)
             else:
-                counts = s.counts[i].lookup(nodes)[1]
+                counts = known.lookup(nodes)[1]
             part = counts.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
             score = score + np.where(has, part, 0.0)
         out = go_round(score)

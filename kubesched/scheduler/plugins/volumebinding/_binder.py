@@ -20,7 +20,7 @@ from kubesched.api.volume import (
     ANN_SELECTED_NODE,
     NOT_SUPPORTED_PROVISIONER,
     ClaimMatcher,
-    annotations,
+    annotations_of,
     claim_class,
     csi_migration_on,
     meta,
@@ -194,7 +194,7 @@ class Lookups:
 
     classes: Mapping[str, Mapping]
     csidrivers: Mapping[str, Mapping]
-    capacities: list[Mapping]
+    capacities: list[dict[str, Any]]
     csinodes: CSINodeView | None
     vac_enabled: bool = True
 
@@ -244,19 +244,19 @@ def translated_affinity_mask(batch: NodeBatch, pv: dict, lookups: Lookups, where
 def _check_unbound(claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Evaluation) -> None:
     n = len(batch)
     active = np.ones(n, dtype=bool)
-    annotated = [c for c in claims.unbound_delay if ANN_SELECTED_NODE in annotations(c)]
-    to_match = [c for c in claims.unbound_delay if ANN_SELECTED_NODE not in annotations(c)]
+    annotated = [c for c in claims.unbound_delay if ANN_SELECTED_NODE in annotations_of(c)]
+    to_match = [c for c in claims.unbound_delay if ANN_SELECTED_NODE not in annotations_of(c)]
     for claim in annotated:
-        mismatch = active & ~names_mask(batch, annotations(claim)[ANN_SELECTED_NODE])
+        mismatch = active & ~names_mask(batch, annotations_of(claim)[ANN_SELECTED_NODE])
         ev.reasons[mismatch] |= BIND_CONFLICT
         active &= ~mismatch
     to_match.sort(key=lambda c: quantity(requested_storage(c)))
     ev.match_claims = to_match
     ev.provision_claims = annotated + to_match
     k = len(to_match)
-    ev.choices = np.full((k, n), -1, dtype=np.int64)
+    choices = ev.choices = np.full((k, n), -1, dtype=np.int64)
     if k:
-        _find_matching(to_match, claims, batch, lookups, ev, active)
+        _find_matching(to_match, claims, batch, lookups, ev, choices, active)
     slots = np.full((len(ev.provision_claims), n), NOT_PROVISIONED, dtype=np.int64)
     ev.provision_capacity = slots
     ev.capacities = list(lookups.capacities)
@@ -265,7 +265,7 @@ def _check_unbound(claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Ev
         return
     # Nodes leaving the same claims without a PV are checked together, in the order of the bitmask
     # of those claims (claim i as bit i): rows reversed, so the last claim sorts most significant.
-    patterns, inverse = np.unique((ev.choices[::-1, where] < 0).T, axis=0, return_inverse=True)
+    patterns, inverse = np.unique((choices[::-1, where] < 0).T, axis=0, return_inverse=True)
     inverse = inverse.reshape(-1)
     for g, reversed_unmatched in enumerate(patterns):
         members = np.zeros(n, dtype=bool)
@@ -273,11 +273,11 @@ def _check_unbound(claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Ev
         unmatched = np.flatnonzero(reversed_unmatched[::-1])
         positions = list(range(len(annotated))) + [len(annotated) + int(i) for i in unmatched]
         if positions:
-            _check_provisions(ev, positions, batch, lookups, members)
+            _check_provisions(ev, slots, positions, batch, lookups, members)
 
 
 def _find_matching(to_match: list[dict], claims: PodClaims, batch: NodeBatch, lookups: Lookups, ev: Evaluation,
-                   active: np.ndarray) -> None:
+                   choices: np.ndarray, active: np.ndarray) -> None:
     """``findMatchingVolumes``: per node, each claim (smallest first) takes the smallest available PV
     that fits the node and that no earlier claim took there; a PV pre-bound to the claim is the
     only candidate. Claims left without a PV are provisioned instead."""
@@ -300,11 +300,12 @@ def _find_matching(to_match: list[dict], claims: PodClaims, batch: NodeBatch, lo
     for i, claim in enumerate(to_match):
         prebound, candidates = _candidates(claim, claims.unbound_volumes.get(claim_class(claim), []), lookups)
         if prebound is not None:
-            ev.choices[i][active & affinity(prebound)] = pv_index(prebound)
+            choices[i][active & affinity(prebound)] = pv_index(prebound)
             continue
-        earlier = ev.choices[:i]
-        if _simple_key(candidates) is not None:
-            _choose_simple(i, candidates, batch, ev, active, earlier, pv_index)
+        earlier = choices[:i]
+        simple = _simple_candidates(candidates)
+        if simple is not None:
+            _choose_simple(i, candidates, simple, batch, choices, active, earlier, pv_index)
             continue
         unresolved = active.copy()
         for pv in candidates:
@@ -314,7 +315,7 @@ def _find_matching(to_match: list[dict], claims: PodClaims, batch: NodeBatch, lo
             ok = unresolved & affinity(pv)
             if len(earlier):
                 ok &= (earlier != idx).all(axis=0)
-            ev.choices[i][ok] = idx
+            choices[i][ok] = idx
             unresolved &= ~ok
 
 
@@ -338,33 +339,35 @@ def _candidates(claim: dict, pvs: list[dict], lookups: Lookups) -> tuple[dict | 
     return None, [pv for _, pv in out]
 
 
-def _simple_key(candidates: list[dict]) -> str | None:
-    """The common label key when every candidate is a single-``In`` PV on it (local PVs by hostname)."""
+def _simple_candidates(candidates: list[dict]) -> tuple[str, list[frozenset[str]]] | None:
+    """The common label key and each candidate's allowed values when every candidate is a
+    single-``In`` PV on that key (local PVs by hostname)."""
     if len(candidates) < 8:
         return None
     key = None
+    allowed: list[frozenset[str]] = []
     for pv in candidates:
         simple = pv_facts(pv).simple
         if simple is None or (key is not None and simple[0] != key):
             return None
         key = simple[0]
-    return key
+        allowed.append(simple[1])
+    return None if key is None else (key, allowed)
 
 
-def _choose_simple(i: int, candidates: list[dict], batch: NodeBatch, ev: Evaluation, active: np.ndarray,
-                   earlier: np.ndarray, pv_index: Callable[[dict], int]) -> None:
+def _choose_simple(i: int, candidates: list[dict], simple: tuple[str, list[frozenset[str]]], batch: NodeBatch,
+                   choices: np.ndarray, active: np.ndarray, earlier: np.ndarray, pv_index: Callable[[dict], int]) -> None:
     """The same choice as the general loop, for PVs that each allow a set of values of one label:
     per label value, the PVs allowing it in preference order; each node takes the first one no
     earlier claim took (at most i + 1 look-ups per node)."""
-    key = pv_facts(candidates[0]).simple[0]  # type: ignore[index]
+    key, allowed = simple
     column = batch.table.label_column(key)
     if column is None:
         return
     depth = i + 1
     table = np.full((len(column.values) + 1, depth), -1, dtype=np.int64)
     filled = np.zeros(len(column.values) + 1, dtype=np.int64)
-    for pv in candidates:
-        _, values = pv_facts(pv).simple  # type: ignore[misc]
+    for pv, values in zip(candidates, allowed, strict=True):
         idx = -1
         for value in values:
             code = column.vocab.get(value)
@@ -384,12 +387,14 @@ def _choose_simple(i: int, candidates: list[dict], batch: NodeBatch, ev: Evaluat
         if len(earlier):
             ok &= (earlier != cand).all(axis=0)
         chosen[ok] = cand[ok]
-    ev.choices[i] = chosen
+    choices[i] = chosen
 
 
-def _check_provisions(ev: Evaluation, positions: list[int], batch: NodeBatch, lookups: Lookups, members: np.ndarray) -> None:
+def _check_provisions(ev: Evaluation, slots: np.ndarray, positions: list[int], batch: NodeBatch, lookups: Lookups,
+                      members: np.ndarray) -> None:
     """``checkVolumeProvisions`` for nodes sharing the same claims to provision; it decides
-    whether the unbound claims are satisfied (overriding the matching result)."""
+    whether the unbound claims are satisfied (overriding the matching result). ``slots`` is
+    ``ev.provision_capacity``: per claim and node, the capacity object a provision would use."""
     alive = members.copy()
     for pos in positions:
         claim = ev.provision_claims[pos]
@@ -409,7 +414,7 @@ def _check_provisions(ev: Evaluation, positions: list[int], batch: NodeBatch, lo
         enough, capacity = _has_enough_capacity(provisioner, claim, sc, batch, lookups)
         ev.reasons[alive & ~enough] |= NOT_ENOUGH_SPACE
         alive &= enough
-        ev.provision_capacity[pos][alive] = capacity[alive]  # type: ignore[index]
+        slots[pos][alive] = capacity[alive]
         if not alive.any():
             return
     # nodes whose claims all got a PV or a provisioning slot: nothing more to record

@@ -16,19 +16,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from kubesched.api.kinds import kind_named
+from kubesched.api.kinds import known_kind
 from kubesched.api.types import PodInfo
 from kubesched.api.volume import (
     ANN_MIGRATED_PLUGINS,
     ANN_SELECTED_NODE,
     CLAIM_LOST,
     WAIT_FOR_FIRST_CONSUMER,
-    annotations,
+    annotations_of,
     bind_volume_to_claim,
     binding_mode,
     claim_class,
@@ -91,8 +91,8 @@ from kubesched.scheduler.plugins.volumeutil.claims import pod_claims, queue_if_c
 STATE_KEY = names.VolumeBinding
 MAX_UTILIZATION = 100
 POLL_INTERVAL = 1.0
-PV_KIND = kind_named("PersistentVolume")
-PVC_KIND = kind_named("PersistentVolumeClaim")
+PV_KIND = known_kind("PersistentVolume")
+PVC_KIND = known_kind("PersistentVolumeClaim")
 
 
 class _State:
@@ -147,7 +147,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
         self.bind_timeout = float(args.bind_timeout_seconds)
         self.capacity_scoring = gates.enabled("StorageCapacityScoring")
         self.vac_enabled = gates.enabled("VolumeAttributesClass")
-        self.scorer = None
+        self.scorer: Callable[[np.ndarray], np.ndarray] | None = None
         if self.capacity_scoring:
             scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
             self.scorer = broken_linear([(p.utilization, p.score * scale) for p in (args.shape or [])])
@@ -296,11 +296,11 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
             hit = ~done & (positions >= 0)
             hit[hit] = ev.reasons[positions[hit]] == 0
             if hit.any():
-                scores[hit] = self._score_evaluation(ev, positions[hit])
+                scores[hit] = self._score_evaluation(ev, positions[hit], self.scorer)
                 done |= hit
         return scores
 
-    def _score_evaluation(self, ev: Evaluation, positions: np.ndarray) -> np.ndarray:
+    def _score_evaluation(self, ev: Evaluation, positions: np.ndarray, scorer: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Per node, the mean over storage classes of the shape's score for requested / capacity."""
         n = len(positions)
         acc: dict[str, list[np.ndarray]] = {}
@@ -313,14 +313,14 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
         static = np.zeros(n, dtype=bool)
         if ev.choices is not None and len(ev.choices):
             chosen = ev.choices[:, positions]
-            static = (chosen >= 0).any(axis=0)
+            static = np.asarray((chosen >= 0).any(axis=0))
             for i, pvc in enumerate(ev.match_claims):
-                requested = quantity_value(requested_storage(pvc))
+                claim_request = quantity_value(requested_storage(pvc))
                 for idx in np.unique(chosen[i][chosen[i] >= 0]):
                     pv = ev.pvs[int(idx)]
                     m = chosen[i] == idx
                     b = bucket(pv_class_name(pv))
-                    b[0][m] += requested
+                    b[0][m] += claim_request
                     b[1][m] += quantity_value(pv_capacity(pv))
                     b[2] |= m
         if ev.provision_capacity is not None:
@@ -340,7 +340,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
         for requested, capacity, present in acc.values():
             safe = np.where(capacity == 0, 1, capacity)
             util = np.where((capacity == 0) | (requested > capacity), MAX_UTILIZATION, requested * MAX_UTILIZATION // safe)
-            total += np.where(present, self.scorer(util), 0)  # type: ignore[misc]
+            total += np.where(present, scorer(util), 0)
             count += present
         mean = total / np.maximum(count, 1)
         return np.where(count > 0, np.floor(mean + 0.5), 0).astype(np.int64)
@@ -465,7 +465,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
     async def _bind_api_update(self, plan: PodVolumes) -> None:
         """``bindAPIUpdate``: update each PV (claimRef), then each claim (selected-node); assumptions
         not yet written are reverted when a write fails."""
-        client = self.handle.client  # type: ignore[union-attr]
+        client = self.framework.client
         bindings, provisions = plan.static_bindings, plan.dynamic_provisions
         done_b = done_p = 0
         try:
@@ -515,7 +515,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
                 return False
             if not meta(pvc).get("annotations"):
                 raise BindingError(f'selectedNode annotation reset for PVC "{name_of(pvc)}"')
-            if annotations(pvc).get(ANN_SELECTED_NODE) != node_name:
+            if annotations_of(pvc).get(ANN_SELECTED_NODE) != node_name:
                 raise BindingError(f'provisioning failed for PVC "{name_of(pvc)}"')
             volume = spec(pvc).get("volumeName")
             if volume:
@@ -561,7 +561,7 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
     def is_schedulable_after_csinode_change(pod: dict, old: Any, new: Any) -> QueueingHint:
         if old is None:
             return QueueingHint.Queue
-        if annotations(old).get(ANN_MIGRATED_PLUGINS) != annotations(new or {}).get(ANN_MIGRATED_PLUGINS):
+        if annotations_of(old).get(ANN_MIGRATED_PLUGINS) != annotations_of(new or {}).get(ANN_MIGRATED_PLUGINS):
             return QueueingHint.Queue
         return QueueingHint.QueueSkip
 
@@ -598,6 +598,6 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
 
 def _with_selected_node(pvc: dict, node_name: str) -> dict:
     clone = dict(pvc)
-    clone["metadata"] = {**meta(pvc), "annotations": {**annotations(pvc), ANN_SELECTED_NODE: node_name}}
+    clone["metadata"] = {**meta(pvc), "annotations": {**annotations_of(pvc), ANN_SELECTED_NODE: node_name}}
     return clone
 

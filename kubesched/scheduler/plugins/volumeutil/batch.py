@@ -12,14 +12,17 @@ from __future__ import annotations
 import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kubesched.api.selectors import IN, InvalidSelector, NodeSelector, Requirement, parse_label_selector
-from kubesched.api.volume import ANN_MIGRATED_PLUGINS, IN_TREE_PLUGINS, annotations, csinode_limits
+from kubesched.api.volume import ANN_MIGRATED_PLUGINS, IN_TREE_PLUGINS, annotations_of, csinode_limits
 from kubesched.scheduler.nodetable.selectors import label_selector_mask, requirement_mask
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+
+if TYPE_CHECKING:
+    from kubesched.client.informers import Handler
 
 
 def pv_affinity_mask(batch: NodeBatch, selector: NodeSelector | None) -> np.ndarray:
@@ -120,15 +123,25 @@ def _subscribe(handle: Any, kinds: tuple[str, ...], record: Callable[[str, Any, 
     informers = getattr(getattr(handle, "ctx", None), "informers", None)
     if informers is None or not hasattr(informers, "informer"):
         return False
+    for kind in kinds:
+        informers.informer(kind).add_handler(_recording_handler(kind, record))
+    return True
+
+
+def _recording_handler(kind: str, record: Callable[[str, Any, Any], None]) -> Handler:
+    """An informer ``Handler`` that records every add, update and delete of ``kind``."""
     from kubesched.client.informers import Handler
 
-    for kind in kinds:
-        informers.informer(kind).add_handler(Handler(
-            on_add=lambda obj, _initial, k=kind: record(k, None, obj),
-            on_update=lambda old, new, k=kind: record(k, old, new),
-            on_delete=lambda obj, k=kind: record(k, obj, None),
-        ))
-    return True
+    def on_add(obj: Any, _initial: bool) -> None:
+        record(kind, None, obj)
+
+    def on_update(old: Any, new: Any) -> None:
+        record(kind, old, new)
+
+    def on_delete(obj: Any) -> None:
+        record(kind, obj, None)
+
+    return Handler(on_add=on_add, on_update=on_update, on_delete=on_delete)
 
 
 class CSINodeView:
@@ -158,7 +171,7 @@ class CSINodeView:
                 self.any_limit[row] = True
 
     def _add_migrated(self, row: int, csinode: Mapping, size: int) -> None:
-        value = annotations(csinode).get(ANN_MIGRATED_PLUGINS, "")
+        value = annotations_of(csinode).get(ANN_MIGRATED_PLUGINS, "")
         if not value:
             return
         known = {p.name for p in IN_TREE_PLUGINS}
