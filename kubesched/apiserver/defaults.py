@@ -10,12 +10,12 @@ from __future__ import annotations
 import ipaddress
 
 from kubesched.api.defaults import set_defaults
-from kubesched.api.kinds import Kind, kind_named
-from kubesched.apiserver.store import ObjectStore
+from kubesched.api.kinds import Kind
+from kubesched.apiserver.store import ObjectStore, served_kind
 
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
 NODE_PORTS = range(30000, 32768)
-SERVICE = kind_named("Service")
+SERVICE = served_kind("Service")
 assert SERVICE
 
 

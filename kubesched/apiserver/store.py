@@ -22,7 +22,7 @@ from typing import Any
 from kubesched.api.apierrors import AlreadyExists, Conflict, Forbidden, Gone, Invalid, NotFound
 from kubesched.api.defaults import default_namespace, set_defaults, validate_spec
 from kubesched.api.errors import FieldError
-from kubesched.api.kinds import EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, Kind, kind_for
+from kubesched.api.kinds import EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, Kind, kind_for, kind_named
 from kubesched.api.meta import json_copy, set_condition
 from kubesched.api.pod_update import validate_pod_update
 from kubesched.api.timeutil import parse_time
@@ -601,6 +601,18 @@ def _without_status(obj: dict) -> dict:
 def _with_version(obj: dict, current: dict) -> dict:
     """``obj`` as an update of ``current`` (guarded by its resourceVersion)."""
     return {**obj, "metadata": {**obj["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+
+
+def served_kind(name: str) -> Kind:
+    """The kind the store serves under this name, typed as present.
+
+    For the module-level constants of kinds that are always in the kinds table (ReplicaSet,
+    PersistentVolume, ...): a missing one is a programming error, reported by name at import.
+    """
+    kind = kind_named(name)
+    if kind is None:
+        raise LookupError(f"kind {name!r} is not in the kinds table")
+    return kind
 
 
 def kind_of(obj: dict) -> Kind:

@@ -29,9 +29,6 @@ from kubesched.client.interface import ClusterClient
 from kubesched.client.kube import KubeClient, wait_ready
 from kubesched.utils.clock import RealClock
 
-NAMESPACE = kind_named("Namespace")
-assert NAMESPACE is not None
-
 
 def kind_of(obj: dict) -> Kind:
     kind = kind_named(obj["kind"])

@@ -31,23 +31,15 @@ import logging
 from collections.abc import Callable
 
 from kubesched.api.apierrors import AlreadyExists, APIError, NotFound
-from kubesched.api.kinds import Kind, kind_named
-from kubesched.apiserver.store import ObjectStore
+from kubesched.apiserver.store import ObjectStore, served_kind
 from kubesched.utils.clock import rfc3339, rfc3339_micro
 
 log = logging.getLogger(__name__)
 
 
 
-def served(name: str) -> Kind:
-    """A kind from the kinds table, typed as present (these are always served)."""
-    kind = kind_named(name)
-    assert kind is not None, name
-    return kind
-
-
-NODE = served("Node")
-LEASE = served("Lease")
+NODE = served_kind("Node")
+LEASE = served_kind("Lease")
 KUBELET_VERSION = "v1.35.0"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 #: The kubelet's ``nodeLeaseDurationSeconds`` default.

@@ -30,7 +30,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists, Conflict, NotFound
-from kubesched.api.kinds import NODE, Kind, kind_named, object_key
+from kubesched.api.kinds import NODE, Kind, object_key
 from kubesched.api.quantity import format_quantity
 from kubesched.api.selectors import InvalidSelector, parse_label_selector
 from kubesched.api.volume import (
@@ -60,16 +60,16 @@ from kubesched.api.volume import (
     volume_limit,
 )
 from kubesched.api.watch import DELETED
-from kubesched.apiserver.store import ObjectStore, Watch
+from kubesched.apiserver.store import ObjectStore, Watch, served_kind
 
 log = logging.getLogger(__name__)
 
-PV = kind_named("PersistentVolume")
-PVC = kind_named("PersistentVolumeClaim")
-STORAGE_CLASS = kind_named("StorageClass")
-CSI_DRIVER = kind_named("CSIDriver")
-CSI_NODE = kind_named("CSINode")
-CAPACITY = kind_named("CSIStorageCapacity")
+PV = served_kind("PersistentVolume")
+PVC = served_kind("PersistentVolumeClaim")
+STORAGE_CLASS = served_kind("StorageClass")
+CSI_DRIVER = served_kind("CSIDriver")
+CSI_NODE = served_kind("CSINode")
+CAPACITY = served_kind("CSIStorageCapacity")
 assert PV and PVC and STORAGE_CLASS and CSI_DRIVER and CSI_NODE and CAPACITY
 
 RELEASED, BOUND, PENDING, LOST = "Released", "Bound", "Pending", "Lost"

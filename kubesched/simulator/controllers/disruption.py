@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kubesched.api.kinds import POD, Kind, kind_for, kind_named
+from kubesched.api.kinds import POD, Kind, kind_for
 from kubesched.api.meta import set_condition
 from kubesched.api.selectors import InvalidSelector, parse_label_selector
 from kubesched.api.timeutil import parse_time
 from kubesched.api.watch import DELETED, WatchEvent
+from kubesched.apiserver.store import served_kind
 from kubesched.simulator.controllers.manager import Controller, Key, Manager
 from kubesched.simulator.controllers.util import (
     DEPLOYMENT,
@@ -41,7 +42,7 @@ from kubesched.simulator.controllers.util import (
 )
 from kubesched.utils.clock import rfc3339
 
-PDB = kind_named("PodDisruptionBudget")
+PDB = served_kind("PodDisruptionBudget")
 
 #: How long a pod named in ``status.disruptedPods`` is expected to take to be deleted.
 DELETION_TIMEOUT = 120.0

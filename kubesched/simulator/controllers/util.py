@@ -18,10 +18,10 @@ from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists
 from kubesched.api.events import object_reference
-from kubesched.api.kinds import EVENT, Kind, kind_for, kind_named
+from kubesched.api.kinds import EVENT, Kind, kind_for
 from kubesched.api.selectors import InvalidSelector, LabelSelector, parse_label_selector, selector_from_set
 from kubesched.api.timeutil import parse_time
-from kubesched.apiserver.store import ObjectStore
+from kubesched.apiserver.store import ObjectStore, served_kind
 from kubesched.utils.clock import rfc3339
 
 log = logging.getLogger(__name__)
@@ -33,11 +33,11 @@ POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 #: ``rand.String`` / ``rand.SafeEncodeString`` alphabet: no vowels, no look-alikes.
 ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
-REPLICA_SET = kind_named("ReplicaSet")
-REPLICATION_CONTROLLER = kind_named("ReplicationController")
-DEPLOYMENT = kind_named("Deployment")
-STATEFUL_SET = kind_named("StatefulSet")
-PVC = kind_named("PersistentVolumeClaim")
+REPLICA_SET = served_kind("ReplicaSet")
+REPLICATION_CONTROLLER = served_kind("ReplicationController")
+DEPLOYMENT = served_kind("Deployment")
+STATEFUL_SET = served_kind("StatefulSet")
+PVC = served_kind("PersistentVolumeClaim")
 assert REPLICA_SET and REPLICATION_CONTROLLER and DEPLOYMENT and STATEFUL_SET and PVC
 
 _PHASE_ORDINAL = {PENDING: 0, UNKNOWN: 1, RUNNING: 2}
