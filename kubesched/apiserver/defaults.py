@@ -52,7 +52,8 @@ class Defaulter:
         svc.setdefault("status", {"loadBalancer": {}})
 
     def _used(self) -> tuple[set[str], set[int]]:
-        ips, ports = set(), set()
+        ips: set[str] = set()
+        ports: set[int] = set()
         for svc in self.store.iter_all(SERVICE):
             spec = svc.get("spec") or {}
             ips.update(spec.get("clusterIPs") or [spec.get("clusterIP")])

@@ -94,9 +94,7 @@ class APIServer:
         site = web.TCPSite(self._runner, self.host, self.port, backlog=2048, reuse_address=True)
         await site.start()
         if self.port == 0:
-            server = site._server
-            assert server is not None and server.sockets  # type: ignore[union-attr]
-            self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.port = self._runner.addresses[0][1]
         log.info("API server listening on %s", self.url)
 
     async def stop(self) -> None:
@@ -192,9 +190,9 @@ class APIServer:
             if group is not None:
                 return _json(200, group)
         if parts[0] == "apis" and len(parts) == 3:
-            doc = discovery.resource_list(f"{parts[1]}/{parts[2]}")
-            if doc is not None:
-                return _json(200, doc)
+            resources = discovery.resource_list(f"{parts[1]}/{parts[2]}")
+            if resources is not None:
+                return _json(200, resources)
         raise NotFoundPath()
 
     def _openapi(self, request: web.Request) -> web.StreamResponse:
