@@ -222,7 +222,7 @@ class FakeVolumeController:
             return  # the volume belongs to another claim: this one stays pending
         self._bind(pv, pvc)
 
-    def _bind(self, pv: dict, pvc: dict) -> None:
+    def _bind(self, pv: Mapping, pvc: dict) -> None:
         """``bind``: the PV's claimRef and phase, then the claim's volumeName, annotations and status."""
         pv_name, claim_uid = name_of(pv), meta(pvc).get("uid", "")
         bound_by_controller = not is_volume_bound_to_claim(pv, pvc)

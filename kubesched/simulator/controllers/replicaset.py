@@ -140,11 +140,11 @@ class ReplicaSetController(Controller):
         if self._scanned.get(key_of(rs)) == scan_key:
             return claimed
         for name in sorted(self.manager.index.orphan_names(POD, ns)):
-            pod = self.store.try_get(POD, ns, name)
-            if pod is None or not is_pod_active(pod) or controller_ref(pod) is not None:
+            orphan = self.store.try_get(POD, ns, name)
+            if orphan is None or not is_pod_active(orphan) or controller_ref(orphan) is not None:
                 continue
-            if selector.matches(labels_of(pod)):
-                claimed.append(self._adopt(pod, rs))
+            if selector.matches(labels_of(orphan)):
+                claimed.append(self._adopt(orphan, rs))
         self._scanned[key_of(rs)] = (self.manager.index.generation(POD, ns), meta(rs).get("generation", 1))
         return claimed
 

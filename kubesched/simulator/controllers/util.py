@@ -276,7 +276,11 @@ def rank_pods_for_deletion(pods: list[dict], related: Iterable[Mapping], now: fl
             node = spec(pod).get("nodeName") or ""
             on_node[node] = on_node.get(node, 0) + 1
     ranked = [(pod, on_node.get(spec(pod).get("nodeName") or "", 0)) for pod in pods]
-    ranked.sort(key=functools.cmp_to_key(lambda a, b: _compare_for_deletion(a, b, now)))
+
+    def deletion_order(a: tuple[dict, int], b: tuple[dict, int]) -> int:
+        return _compare_for_deletion(a, b, now)
+
+    ranked.sort(key=functools.cmp_to_key(deletion_order))
     return [pod for pod, _ in ranked]
 
 
@@ -357,7 +361,7 @@ class EventWriter:
         self._seq = 0
         self._seen: dict[tuple, tuple[str, str]] = {}
 
-    def __call__(self, obj: Mapping, event_type: str, reason: str, message: str, host: str | None = None) -> None:
+    def __call__(self, obj: dict, event_type: str, reason: str, message: str, host: str | None = None) -> None:
         if not self.enabled:
             return
         now = self.store.clock.wall()
