@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import cast
 
-from kubesched.api.kinds import EVENT, POD, Kind, kind_for
+from kubesched.api.kinds import POD, kind_for
 from kubesched.api.watch import DELETED, WatchEvent
 from kubesched.apiserver.memory_client import MemoryClient
-from kubesched.apiserver.store import ObjectStore
+from kubesched.apiserver.store import ObjectStore, kind_of, served_kind
 from kubesched.scheduler.backend.queue.scheduling_queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, UNSCHEDULABLE_FLUSH_PERIOD
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
@@ -47,8 +46,8 @@ POLL = 0.1
 #: waiting out unschedulable pods for ten virtual minutes the renewals would otherwise cost more
 #: than the scheduling.
 SIMULATION_COMPONENTS = ComponentOptions(collect_dangling=False, lease_renew_interval=LEASE_DURATION)
-#: The store's kinds, typed as always there (the store asserts it).
-POD_KIND, EVENT_KIND = cast(Kind, POD), cast(Kind, EVENT)
+#: The store's kinds, typed as always there.
+POD_KIND, EVENT_KIND = served_kind("Pod"), served_kind("Event")
 #: Kinds something in the simulation reads: the scheduler's informers, and the controllers (which
 #: read Deployments, and node Leases for the node lifecycle, on top of what the scheduler watches).
 #: Other objects are kept, not acted on.
@@ -230,7 +229,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates)
     ordered, ignored = creation_order(objects)
     for index, obj in enumerate(ordered):
-        store.create(kind_for(obj["apiVersion"], obj["kind"]), obj)  # type: ignore[arg-type]
+        store.create(kind_of(obj), obj)  # served: creation_order set the others aside
         if progress is not None and index % 1024 == 0:
             progress("creating objects", index, len(ordered))
     result = SimulationResult(store, ignored=ignored)
