@@ -177,6 +177,8 @@ class RecordingMetrics(Metrics):
         self.recording = False
         self.attempt_seconds: dict[str, list[float]] = {self.SCHEDULED: [], self.UNSCHEDULABLE: [], self.ERROR: []}
         self.algorithm_seconds: list[float] = []
+        # The scheduler observes this Histogram directly (no hook to override, unlike pod_scheduled):
+        # the stand-in forwards every other attribute to it, so it is a Histogram to its callers.
         self.scheduling_algorithm_duration = _RecordingHistogram(  # type: ignore[assignment]
             self.scheduling_algorithm_duration, self, self.algorithm_seconds)
 

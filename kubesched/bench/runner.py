@@ -367,8 +367,9 @@ class Executor:
             next_tick += interval
             for i, template in enumerate(op.templates):
                 with contextlib.suppress(APIError):
-                    if op.mode == "recreate" and live[i] is not None:
-                        await self.target.delete(live[i])  # type: ignore[arg-type]
+                    previous = live[i]
+                    if op.mode == "recreate" and previous is not None:
+                        await self.target.delete(previous)
                         live[i] = None
                         continue
                     obj = template()

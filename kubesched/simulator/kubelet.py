@@ -483,7 +483,7 @@ class FakeKubelet:
         host_network = bool((current.get("spec") or {}).get("hostNetwork"))
         pool = None if host_network else self._pool_for(node)
         host_ip = _node_ip(info.node) or self.node_status.internal_ip(node)
-        ip = host_ip if host_network else pool.allocate()  # type: ignore[union-attr]
+        ip = host_ip if pool is None else pool.allocate()
         self._account(current, node, ip if pool is not None else None, pool, pod_info)
         try:
             self.store.mutate(POD, meta.get("namespace"), meta["name"], lambda p: self._start(p, host_ip, ip),
