@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubesched.api.apierrors import AlreadyExists
 from kubesched.api.kinds import Kind, kind_named
@@ -28,6 +28,9 @@ from kubesched.bench import creator
 from kubesched.client.interface import ClusterClient
 from kubesched.client.kube import KubeClient, wait_ready
 from kubesched.utils.clock import RealClock
+
+if TYPE_CHECKING:  # imported when a server is started: the in-memory targets never load it
+    from kubesched.simulator.up import UpOptions
 
 
 def kind_of(obj: dict) -> Kind:
@@ -156,7 +159,7 @@ class HttpTarget(Target):
         await self.client.delete(kind_of(obj), meta.get("namespace"), meta["name"])
 
 
-def server_options(seed: int | None) -> Any:
+def server_options(seed: int | None) -> UpOptions:
     """``kubesched up`` with only its API server: no kubelet, controllers or scheduler, no kubeconfig."""
     from kubesched.simulator.up import UpOptions
 

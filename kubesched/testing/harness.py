@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.api.kinds import NODE, POD, kind_for
+from kubesched.api.kinds import NODE, POD, kind_for, kind_named
 from kubesched.api.meta import json_copy
 from kubesched.api.types import PodInfo
 from kubesched.apiserver.memory_client import MemoryClient
@@ -101,19 +101,13 @@ class _Informers:
         self._store = store
 
     def store(self, kind_name: str) -> dict[str, dict]:
-        kind = _kind_by_name(kind_name)
+        kind = kind_named(kind_name)
         if kind is None:
             return {}
         return {_key(obj): obj for obj in self._store.iter_all(kind)}
 
     def informer(self, kind_name: str) -> _Informer:
         return _Informer(self.store(kind_name))
-
-
-def _kind_by_name(name: str) -> Any:
-    from kubesched.api.kinds import kind_named
-
-    return kind_named(name)
 
 
 def _key(obj: Mapping) -> str:
