@@ -26,7 +26,7 @@ from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
 from kubesched.apiserver import bounds, codec, discovery, kubeletproxy, metrics, openapi, openapi_proto, tables
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
-from kubesched.apiserver.store import ObjectStore
+from kubesched.apiserver.store import ObjectStore, Watch
 
 log = logging.getLogger(__name__)
 
@@ -317,7 +317,7 @@ class APIServer:
                 self._watches.discard(task)
         return response
 
-    async def _stream(self, call: Call, watch: Any, response: web.StreamResponse, timeout: float, bookmarks: bool) -> None:
+    async def _stream(self, call: Call, watch: Watch, response: web.StreamResponse, timeout: float, bookmarks: bool) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:

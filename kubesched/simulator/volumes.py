@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -411,7 +411,7 @@ class FakeVolumeController:
         self._ignore_missing(lambda: self.store.mutate(CAPACITY, meta(cap).get("namespace"), name_of(cap), change))
 
     @staticmethod
-    def _ignore_missing(action: Any) -> None:
+    def _ignore_missing(action: Callable[[], object]) -> None:
         try:
             action()
         except (NotFound, Conflict) as e:
