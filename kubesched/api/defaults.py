@@ -187,7 +187,7 @@ def _default_pv(pv: dict[str, Any], _gates: Gates = None) -> None:
     _set_default(pv.setdefault("status", {}), "phase", "Pending")
 
 
-def _default_storage_class(sc: dict, _gates: Gates = None) -> None:
+def _default_storage_class(sc: dict[str, Any], _gates: Gates = None) -> None:
     """storage/v1 ``SetDefaults_StorageClass``: volumes are deleted with their claim and bound at
     once unless the class says otherwise (the scheduler's volume plugins rely on the mode being
     set, and report a class without one)."""

@@ -27,16 +27,16 @@ except AttributeError:  # pragma: no cover - libyaml missing
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-class StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+class StrictLoader(_BaseLoader):  # type: ignore[misc]  # the loader class is chosen at import (C or Python)
     """The safe loader, with mappings that remember keys given twice (strict decoding reports them)."""
 
 
-def construct_mapping_with_duplicates(loader: Any, node: yaml.MappingNode) -> dict:
+def construct_mapping_with_duplicates(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
     """A mapping, remembering the keys given twice among its own (keys that override a ``<<``
     merge are not duplicates). Built whole: a mapping that contains itself is refused."""
     own = {id(key) for key, _ in node.value if key.tag != _MERGE_TAG}
     loader.flatten_mapping(node)
-    data: dict = {}
+    data: dict[Any, Any] = {}
     seen: set[Hashable] = set()
     duplicates: list[Any] = []
     for key_node, value_node in node.value:
@@ -152,7 +152,7 @@ def check_all(objects: Iterable[dict[str, Any]], source: str = "") -> None:
         check_object(obj, source)
 
 
-def check_object(obj: dict, source: str = "") -> None:
+def check_object(obj: dict[str, Any], source: str = "") -> None:
     """Strict decoding (types, unknown and duplicate fields) and then validation of one object."""
     try:
         problems = decode(obj, obj["apiVersion"], obj["kind"])
@@ -165,12 +165,12 @@ def check_object(obj: dict, source: str = "") -> None:
         raise InvalidObject(obj["kind"], _key(obj), errors, source)
 
 
-def describe(obj: dict) -> str:
+def describe(obj: dict[str, Any]) -> str:
     """``Kind namespace/name`` (or ``Kind name``), as far as the object says, for error messages."""
     return f"{obj.get('kind')} {_key(obj)}"
 
 
-def _key(obj: dict) -> str:
+def _key(obj: dict[str, Any]) -> str:
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     name = meta.get("name") or meta.get("generateName") or "<unnamed>"

@@ -50,7 +50,7 @@ _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-
 _INDEX = re.compile(r"\[\d+\]")
 
 
-class DuplicateKeyDict(dict):
+class DuplicateKeyDict(dict[Any, Any]):
     """A mapping in which a duplicate-detecting parser found keys given twice, listed in
     ``duplicates`` (the value kept is the last, as JSON and YAML decoders keep it). Parsers make
     one only when there are duplicates; decoding turns it back into a plain dict."""
@@ -65,7 +65,7 @@ class DuplicateKeyDict(dict):
 yaml.SafeDumper.add_representer(DuplicateKeyDict, yaml.SafeDumper.represent_dict)
 
 
-def with_duplicates(data: dict, duplicates: list[Any]) -> dict:
+def with_duplicates(data: dict[Any, Any], duplicates: list[Any]) -> dict[Any, Any]:
     """``data`` itself, or a :class:`DuplicateKeyDict` copy of it when keys were given twice."""
     if not duplicates:
         return data
@@ -74,7 +74,7 @@ def with_duplicates(data: dict, duplicates: list[Any]) -> dict:
     return out
 
 
-def pairs_with_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+def pairs_with_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``object_pairs_hook`` for :func:`json.loads` that remembers duplicate keys."""
     out = dict(pairs)
     if len(out) == len(pairs):
@@ -156,7 +156,7 @@ Checker = Callable[[Any, str, StrictProblems], Any]
 """Checks one value at a path, records strict problems, returns the value as decoding leaves it."""
 
 
-def decode(obj: dict, api_version: str, kind: str) -> StrictProblems:
+def decode(obj: dict[str, Any], api_version: str, kind: str) -> StrictProblems:
     """Type-check ``obj`` against its kind's definition and normalise it in place.
 
     Raises :class:`DecodeError` on the first value of the wrong type; returns the unknown and

@@ -69,7 +69,7 @@ def _validate_meta(obj: Mapping[str, Any]) -> list[FieldError]:
     if not name and not meta.get("generateName"):
         errors.append(required("metadata.name", "name or generateName is required"))
     elif name:
-        name_check = dns1123_label_errors if obj.get("kind") == "Namespace" else dns1123_subdomain_errors
+        name_check: Callable[[str], list[str]] = dns1123_label_errors if obj.get("kind") == "Namespace" else dns1123_subdomain_errors
         if str(obj.get("apiVersion", "")).startswith("rbac.authorization.k8s.io/"):
             name_check = path_segment_name_errors  # RBAC names may hold ':' ("system:kube-scheduler")
         errors += [invalid("metadata.name", name, msg) for msg in name_check(str(name))]
@@ -114,7 +114,7 @@ def _validate_quantities(raw: Mapping[str, object] | None, path: str) -> list[Fi
             for name, quantity in (raw or {}).items() if parse_quantity(quantity) < 0]  # type: ignore[arg-type]
 
 
-def _validate_resources(resources: Mapping | None, path: str) -> list[FieldError]:
+def _validate_resources(resources: Mapping[str, Any] | None, path: str) -> list[FieldError]:
     if not resources:
         return []
     errors = _validate_quantities(resources.get("requests"), f"{path}.requests")
@@ -128,7 +128,7 @@ def _validate_resources(resources: Mapping | None, path: str) -> list[FieldError
     return errors
 
 
-def _validate_container(container: Mapping, path: str, seen: set[str]) -> list[FieldError]:
+def _validate_container(container: Mapping[str, Any], path: str, seen: set[str]) -> list[FieldError]:
     errors: list[FieldError] = []
     name = container.get("name")
     if not name:
@@ -273,7 +273,7 @@ def validate_pod(pod: Mapping[str, Any], *, comparison_operators: bool = False) 
     return _validate_pod_spec(spec, "spec", comparison_operators)
 
 
-def _validate_pod_spec(spec: Mapping, path: str, comparison_operators: bool = False) -> list[FieldError]:
+def _validate_pod_spec(spec: Mapping[str, Any], path: str, comparison_operators: bool = False) -> list[FieldError]:
     errors: list[FieldError] = []
     containers = spec.get("containers")
     if not containers:
@@ -301,7 +301,7 @@ def _validate_pod_spec(spec: Mapping, path: str, comparison_operators: bool = Fa
     return errors
 
 
-def validate_workload(obj: Mapping, *, comparison_operators: bool = False) -> list[FieldError]:
+def validate_workload(obj: Mapping[str, Any], *, comparison_operators: bool = False) -> list[FieldError]:
     """Deployments, ReplicaSets, StatefulSets, ReplicationControllers and DaemonSets: a replica
     count that is not negative and a pod template that would make valid pods (selectors are
     checked after defaulting, by the store)."""

@@ -159,17 +159,16 @@ def _merge(live: Any, applied: Any, meta: Field) -> Any:
     if isinstance(applied, list) and isinstance(live, list) and meta.merge:
         if meta.merge_key is None:
             return list(live) + [v for v in applied if v not in live]
-        out = list(live)
-        fields = fields_of(meta.type)
+        items = list(live)
         for element in applied:
             if not isinstance(element, Mapping):
                 continue
-            at = next((i for i, e in enumerate(out) if isinstance(e, Mapping) and e.get(meta.merge_key) == element.get(meta.merge_key)), None)
+            at = next((i for i, e in enumerate(items) if isinstance(e, Mapping) and e.get(meta.merge_key) == element.get(meta.merge_key)), None)
             if at is None:
-                out.append(_deep_copy(element))
+                items.append(_deep_copy(element))
             else:
-                out[at] = _merge(out[at], element, Field(meta.type))
-        return out
+                items[at] = _merge(items[at], element, Field(meta.type))
+        return items
     return _deep_copy(applied)
 
 

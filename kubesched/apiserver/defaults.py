@@ -10,12 +10,12 @@ from __future__ import annotations
 import ipaddress
 
 from kubesched.api.defaults import set_defaults
-from kubesched.api.kinds import Kind, kind_named
+from kubesched.api.kinds import Kind, known_kind
 from kubesched.apiserver.store import ObjectStore
 
 SERVICE_CIDR = ipaddress.ip_network("10.96.0.0/12")
 NODE_PORTS = range(30000, 32768)
-SERVICE = kind_named("Service")
+SERVICE = known_kind("Service")
 assert SERVICE
 
 
@@ -52,7 +52,8 @@ class Defaulter:
         svc.setdefault("status", {"loadBalancer": {}})
 
     def _used(self) -> tuple[set[str], set[int]]:
-        ips, ports = set(), set()
+        ips: set[str] = set()
+        ports: set[int] = set()
         for svc in self.store.iter_all(SERVICE):
             spec = svc.get("spec") or {}
             ips.update(spec.get("clusterIPs") or [spec.get("clusterIP")])

@@ -21,7 +21,7 @@ import orjson
 from kubesched.api import schema_validation
 from kubesched.api.apierrors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound, TooManyRequests
 from kubesched.api.events import core_to_v1, v1_to_core
-from kubesched.api.kinds import EVENT, NAMESPACE, POD, Kind, kind_for, kind_named
+from kubesched.api.kinds import EVENT, NAMESPACE, POD, Kind, kind_for, known_kind
 from kubesched.api.meta import json_copy
 from kubesched.api.selectors import parse_label_selector
 from kubesched.apiserver import apply as ssa
@@ -35,7 +35,7 @@ from kubesched.utils.clock import rfc3339
 log = logging.getLogger(__name__)
 
 EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
-PDB = kind_named("PodDisruptionBudget")
+PDB = known_kind("PodDisruptionBudget")
 SCALABLE = {"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"}
 OWNER_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "Job", "CronJob",
                "Service", "Node", "Namespace", "PersistentVolumeClaim", "ResourceClaim"}

@@ -4,6 +4,7 @@ client layer defines only the interface, and never imports the API server)."""
 
 from __future__ import annotations
 
+import builtins  # annotations after the `list` verb name the builtin through it
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -27,7 +28,7 @@ class MemoryClient(ClusterClient):
         items, rv = self.store.list(kind)
         return items, str(rv)
 
-    async def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[list[WatchEvent]]:  # type: ignore[override]
+    async def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[builtins.list[WatchEvent]]:
         w = self.store.watch(kind, since=int(resource_version or 0))
         try:
             while True:
@@ -65,7 +66,7 @@ class MemoryClient(ClusterClient):
         meta = pod["metadata"]
         self.store.bind(meta.get("namespace", "default"), meta["name"], node_name, uid=meta.get("uid"))
 
-    async def patch_pod_status(self, pod: dict, conditions: list[dict], nominated_node_name: str | None) -> None:
+    async def patch_pod_status(self, pod: dict, conditions: builtins.list[dict], nominated_node_name: str | None) -> None:
         meta = pod["metadata"]
         self.store.mutate(POD, meta.get("namespace"), meta["name"], _status_patch(self.store, conditions, nominated_node_name),
                           expect_uid=meta.get("uid"))

@@ -80,8 +80,13 @@ def _documented_subresources(kind: Kind) -> list[str]:
     """The subresources whose requests have a body schema. The streaming ones the kubelet serves
     (log, exec, attach, portforward, proxy) carry options in the query and answer plain text; the
     embedded cluster refuses them, so the documents leave them out."""
-    return [sub for sub in kind.subresources
-            if SUBRESOURCES[sub][2] is None or definition_name(*SUBRESOURCES[sub][:3]) is not None]
+    return [sub for sub in kind.subresources if _has_body_schema(sub)]
+
+
+def _has_body_schema(sub: str) -> bool:
+    """The subresource takes its parent's body (status, finalize) or one 1.35's OpenAPI defines."""
+    group, version, body_kind, _ = SUBRESOURCES[sub]
+    return body_kind is None or definition_name(group, version, body_kind) is not None
 
 
 def _references(schema: Any) -> Iterable[str]:

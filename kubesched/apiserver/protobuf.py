@@ -23,7 +23,7 @@ import orjson
 from kubesched.api.apierrors import BadRequest
 from kubesched.api.golang import format_duration
 from kubesched.apiserver.proto_schema import MAP_ENTRIES, MESSAGES
-from kubesched.apiserver.protowire import WireError, fields, signed32, signed64, zigzag
+from kubesched.apiserver.protowire import WireError, bytes_value, fields, number_value, signed32, signed64, zigzag
 
 MAGIC = b"k8s\x00"
 META = "k8s.io.apimachinery.pkg.apis.meta.v1"
@@ -97,11 +97,11 @@ def _message(data: bytes, name: str) -> Any:
             continue
         fname, ftype, repeated, tname = spec
         if tname in MAP_ENTRIES:
-            key, item = _map_entry(value, tname)  # type: ignore[arg-type]
+            key, item = _map_entry(bytes_value(value), tname)
             out.setdefault(fname, {})[key] = item
             continue
         if repeated and wire == 2 and ftype not in (9, 11, 12):
-            decoded: Any = _packed(value, ftype)  # type: ignore[arg-type]
+            decoded: Any = _packed(bytes_value(value), ftype)
             out.setdefault(fname, []).extend(decoded)
             continue
         decoded = _scalar(value, ftype, tname)
@@ -150,17 +150,17 @@ def _packed(data: bytes, ftype: int) -> list:
 
 def _scalar(value: int | bytes, ftype: int, tname: str) -> Any:
     if ftype == 11:
-        return _message(value, tname)  # type: ignore[arg-type]
+        return _message(bytes_value(value), tname)
     if ftype == 9:
-        return value.decode()  # type: ignore[union-attr]
+        return bytes_value(value).decode()
     if ftype == 12:
-        return base64.b64encode(value).decode()  # type: ignore[arg-type]
+        return base64.b64encode(bytes_value(value)).decode()
     if ftype == 8:
         return bool(value)
     if ftype in (3, 18):
-        return zigzag(value) if ftype == 18 else signed64(value)  # type: ignore[arg-type]
+        return zigzag(number_value(value)) if ftype == 18 else signed64(number_value(value))
     if ftype in (5, 17):
-        return zigzag(value) if ftype == 17 else signed32(value)  # type: ignore[arg-type]
+        return zigzag(number_value(value)) if ftype == 17 else signed32(number_value(value))
     return value
 
 
@@ -168,9 +168,9 @@ def _time(data: bytes, micro: bool = False) -> Any:
     seconds, nanos = 0, 0
     for number, _, value in fields(data):
         if number == 1:
-            seconds = signed64(value)  # type: ignore[arg-type]
+            seconds = signed64(number_value(value))
         elif number == 2:
-            nanos = signed32(value)  # type: ignore[arg-type]
+            nanos = signed32(number_value(value))
     if seconds == 0 and nanos == 0:
         return _OMIT
     stamp = dt.datetime.fromtimestamp(seconds, dt.UTC)
@@ -183,7 +183,7 @@ def _duration(data: bytes) -> str:
     nanos = 0
     for number, _, value in fields(data):
         if number == 1:
-            nanos = signed64(value)  # type: ignore[arg-type]
+            nanos = signed64(number_value(value))
     return format_duration(nanos)
 
 
@@ -198,9 +198,9 @@ def _int_or_string(data: bytes) -> Any:
     kind, int_val, str_val = 0, 0, ""
     for number, _, value in fields(data):
         if number == 1:
-            kind = int(value)  # type: ignore[arg-type]
+            kind = number_value(value)
         elif number == 2:
-            int_val = signed32(value)  # type: ignore[arg-type]
+            int_val = signed32(number_value(value))
         elif number == 3 and isinstance(value, bytes):
             str_val = value.decode()
     return str_val if kind == 1 else int_val

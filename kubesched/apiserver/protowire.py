@@ -57,6 +57,21 @@ def fields(data: bytes) -> Iterator[tuple[int, int, int | bytes]]:
             raise WireError(f"unsupported wire type {wire}")
 
 
+def number_value(value: int | bytes) -> int:
+    """A varint or fixed field's value. A length-delimited value where the schema says number is
+    a malformed body, reported as a ``WireError`` rather than a TypeError deep in the decoder."""
+    if isinstance(value, bytes):
+        raise WireError("expected a number, got a length-delimited field")
+    return value
+
+
+def bytes_value(value: int | bytes) -> bytes:
+    """A length-delimited field's bytes (string, bytes, embedded message); ``WireError`` for a number."""
+    if not isinstance(value, bytes):
+        raise WireError("expected a length-delimited field, got a number")
+    return value
+
+
 def signed64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 

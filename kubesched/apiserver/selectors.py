@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from kubesched.api.apierrors import BadRequest
 from kubesched.api.kinds import Kind
+from kubesched.api.names import label_value_errors, qualified_name_errors
 from kubesched.api.selectors import (
     DOES_NOT_EXIST,
     EXISTS,
@@ -22,9 +23,7 @@ from kubesched.api.selectors import (
     NOT_IN,
     LabelSelector,
     Requirement,
-    label_value_errors,
     parse_int64,
-    qualified_name_errors,
 )
 
 _SPECIAL = set(" \t\n,=!()<>")

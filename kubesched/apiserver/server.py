@@ -35,7 +35,7 @@ from kubesched.apiserver.persistence import SQLitePersistence
 from kubesched.apiserver.rbac import RBACAuthorizer, check_escalation, forbidden, impersonated, request_attributes
 from kubesched.apiserver.reviews import REVIEW_KINDS, Reviews
 from kubesched.apiserver.security import SecurityOptions, ServerSecurity
-from kubesched.apiserver.store import ObjectStore
+from kubesched.apiserver.store import ObjectStore, Watch
 
 if TYPE_CHECKING:
     from kubesched.client.kube import KubeClient
@@ -147,9 +147,7 @@ class APIServer:
                            ssl_context=self.security.ssl_context())
         await site.start()
         if self.port == 0:
-            server = site._server
-            assert server is not None and server.sockets  # type: ignore[union-attr]
-            self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            self.port = self._runner.addresses[0][1]
         log.info("API server listening on %s", self.url)
 
     async def stop(self) -> None:
@@ -269,9 +267,9 @@ class APIServer:
             if group is not None:
                 return _json(200, group)
         if parts[0] == "apis" and len(parts) == 3:
-            doc = discovery.resource_list(f"{parts[1]}/{parts[2]}")
-            if doc is not None:
-                return _json(200, doc)
+            resources = discovery.resource_list(f"{parts[1]}/{parts[2]}")
+            if resources is not None:
+                return _json(200, resources)
         raise NotFoundPath()
 
     def _openapi(self, request: web.Request) -> web.StreamResponse:
@@ -400,7 +398,7 @@ class APIServer:
                 self._watches.discard(task)
         return response
 
-    async def _stream(self, call: Call, watch: Any, response: web.StreamResponse, timeout: float, bookmarks: bool) -> None:
+    async def _stream(self, call: Call, watch: Watch, response: web.StreamResponse, timeout: float, bookmarks: bool) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:

@@ -621,6 +621,7 @@ def _with_version(obj: dict, current: dict) -> dict:
     return {**obj, "metadata": {**obj["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
 
 
+
 def kind_of(obj: dict) -> Kind:
     kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
     if kind is None:

@@ -86,7 +86,7 @@ def _template_spec(obj: Mapping) -> Mapping:
 
 # --- pods --------------------------------------------------------------------------------------
 def _restartable_init(container: Mapping | None) -> bool:
-    return bool(container) and container.get("restartPolicy") == "Always"  # type: ignore[union-attr]
+    return container is not None and container.get("restartPolicy") == "Always"
 
 
 def _pod_row(pod: dict, now: float) -> Row:

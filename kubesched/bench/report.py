@@ -86,7 +86,7 @@ def print_table(result: BenchResult, console: Console) -> None:
         ("nodes scored", "-" if r.nodes_scored_percent is None else f"{r.nodes_scored_percent:.1f}% of nodes per scheduled pod"),
         ("peak RSS", _mib(r.peak_rss_bytes) + (f" (API server process: {_mib(r.apiserver_peak_rss_bytes)})"
                                                if r.apiserver_peak_rss_bytes else "")),
-        ("kubesched target", f"{r.target} pods/s average: {versus(r.throughput and r.throughput['average'], r.target)}"
+        ("kubesched target", f"{r.target} pods/s average: {versus(r.throughput['average'] if r.throughput else None, r.target)}"
                              if r.target else "none"),
         ("upstream CI floor", threshold),
         ("setup", f"{r.setup_seconds:.1f}s"),

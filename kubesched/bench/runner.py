@@ -24,7 +24,7 @@ from kubesched.api.errors import KubeschedError
 from kubesched.bench import templates as t
 from kubesched.bench.collectors import BoundPods, RecordingMetrics, ScoredNodesAlgorithm, ThroughputCollector, summarize
 from kubesched.bench.targets import EmbeddedTarget, HttpTarget, Target, peak_rss_of
-from kubesched.bench.workloads import Churn, CreateNamespaces, CreateNodes, CreatePods, Workload
+from kubesched.bench.workloads import Churn, CreateNamespaces, CreateNodes, CreatePods, Op, Workload
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
@@ -221,7 +221,7 @@ class Executor:
             await asyncio.gather(runner, return_exceptions=True)
             await self.sched.client.close()
 
-    async def _run_op(self, index: int, op: Any, started: float) -> bool:
+    async def _run_op(self, index: int, op: Op, started: float) -> bool:
         """Run one op; False once the run cannot go on (a wait timed out)."""
         if isinstance(op, CreateNodes):
             await self._create_nodes(index, op)
@@ -367,8 +367,9 @@ class Executor:
             next_tick += interval
             for i, template in enumerate(op.templates):
                 with contextlib.suppress(APIError):
-                    if op.mode == "recreate" and live[i] is not None:
-                        await self.target.delete(live[i])  # type: ignore[arg-type]
+                    previous = live[i]
+                    if op.mode == "recreate" and previous is not None:
+                        await self.target.delete(previous)
                         live[i] = None
                         continue
                     obj = template()

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubesched.api.apierrors import AlreadyExists
 from kubesched.api.kinds import Kind, kind_named
@@ -31,8 +31,8 @@ from kubesched.client.interface import ClusterClient
 from kubesched.client.kube import KubeClient, wait_ready
 from kubesched.utils.clock import RealClock
 
-NAMESPACE = kind_named("Namespace")
-assert NAMESPACE is not None
+if TYPE_CHECKING:  # imported when a server is started: the in-memory targets never load it
+    from kubesched.simulator.up import UpOptions
 
 
 def kind_of(obj: dict) -> Kind:
@@ -172,7 +172,7 @@ class HttpTarget(Target):
         await self.client.delete(kind_of(obj), meta.get("namespace"), meta["name"])
 
 
-def server_options(seed: int | None, kubeconfig: str) -> Any:
+def server_options(seed: int | None, kubeconfig: str) -> UpOptions:
     """``kubesched up`` with only its API server (no kubelet, controllers or scheduler), writing its
     kubeconfig to ``kubeconfig``."""
     from kubesched.simulator.up import UpOptions

@@ -94,7 +94,7 @@ class StderrHandler(logging.StreamHandler):
     """A handler on whatever ``sys.stderr`` is when a record is emitted (not when configured), so
     that a replaced stderr (tests capturing it, a closed pipe) is never written to after the fact."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> Any:
         return sys.stderr
 

@@ -12,19 +12,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import cast
 
 import yaml
 from rich.console import Console
 from rich.table import Table
 
 from kubesched.api.errors import KubeschedError
-from kubesched.api.kinds import Kind, kind_named
+from kubesched.api.kinds import EVENT, NODE
 from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
 from kubesched.cli.exitcodes import OK, PENDING
-from kubesched.simulator.simulate import EVENT_KIND, NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult
+from kubesched.simulator.simulate import NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult
 
-NODE_KIND = cast(Kind, kind_named("Node"))
 #: How many object names a "not acted on" line lists before "and N more".
 NAMES_SHOWN = 5
 
@@ -143,7 +141,7 @@ def print_table(result: SimulationResult, served: set[str], wide: bool = False, 
 
 def report_sections(result: SimulationResult) -> list[tuple[str, list[str]]]:
     """What the cluster did besides placing pods, each a titled list of lines; empty ones left out."""
-    nodes = {n["metadata"]["name"] for n in result.store.iter_all(NODE_KIND)}
+    nodes = {n["metadata"]["name"] for n in result.store.iter_all(NODE)}
     sections = [
         ("Removed pods", [f"{r.key}: {r.explanation(r.node in nodes)}" for r in result.removed]),
         ("Warnings", [w.line() for w in result.warnings()]),
@@ -202,7 +200,7 @@ def print_preemptions(console: Console, result: SimulationResult) -> None:
 def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> None:
     from kubesched.simulator.explain import attempts_to_json, preemption_json
 
-    items = list(result.pods()) + sorted(result.store.iter_all(EVENT_KIND), key=lambda e: e["metadata"]["name"])
+    items = list(result.pods()) + sorted(result.store.iter_all(EVENT), key=lambda e: e["metadata"]["name"])
     doc: dict = {"apiVersion": "v1", "kind": "List", "items": items}
     if result.preemptions:
         doc["preemptions"] = [preemption_json(r) for r in result.preemptions]

@@ -8,6 +8,7 @@ cache, queue, scheduler, plugins) is the same for both.
 from __future__ import annotations
 
 import abc
+import builtins  # annotations after the `list` verb name the builtin through it
 from collections.abc import AsyncIterator
 
 from kubesched.api.kinds import Kind
@@ -22,7 +23,7 @@ class ClusterClient(abc.ABC):
         """Every object of ``kind`` and the list's resourceVersion."""
 
     @abc.abstractmethod
-    def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[list[WatchEvent]]:
+    def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[builtins.list[WatchEvent]]:
         """Batches of changes after ``resource_version``; raises ``Gone`` when it is too old."""
 
     @abc.abstractmethod
@@ -46,7 +47,7 @@ class ClusterClient(abc.ABC):
         """POST pods/binding; raises Conflict when the pod is already bound, deleted or gated."""
 
     @abc.abstractmethod
-    async def patch_pod_status(self, pod: dict, conditions: list[dict], nominated_node_name: str | None) -> None:
+    async def patch_pod_status(self, pod: dict, conditions: builtins.list[dict], nominated_node_name: str | None) -> None:
         """Merge ``conditions`` into the pod's status (by type) and set ``nominatedNodeName`` when
         not None, as ``util.PatchPodStatus`` does with a strategic merge patch."""
 

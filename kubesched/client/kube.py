@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import builtins  # annotations after the `list` verb name the builtin through it
 import contextlib
 import logging
 import os
@@ -260,7 +261,7 @@ class KubeClient(ClusterClient):
                 return items, str(meta.get("resourceVersion", ""))
             params = {"limit": str(LIST_PAGE), "continue": meta["continue"]}
 
-    async def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[list[WatchEvent]]:  # type: ignore[override]
+    async def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[builtins.list[WatchEvent]]:
         """Watch from ``resource_version`` with bookmarks; re-watch from the last version seen when the
         server ends a stream. Raises ``Gone`` (relist), ``StreamBroken`` (watch again later) or the
         API error of a refused watch."""
@@ -352,7 +353,7 @@ class KubeClient(ClusterClient):
         if status >= 400:
             raise api_error(status, payload)
 
-    async def patch_pod_status(self, pod: dict, conditions: list[dict], nominated_node_name: str | None) -> None:
+    async def patch_pod_status(self, pod: dict, conditions: builtins.list[dict], nominated_node_name: str | None) -> None:
         """A strategic merge patch of ``status``: conditions merge by type (lastTransitionTime moved
         only when the status changes, as ``podutil.UpdatePodCondition``), the nominated node is set
         or, with "", cleared."""
@@ -468,10 +469,7 @@ def _auth_of(config: Any) -> Any:
 
 async def _run_auth_flow(auth: Any, server: str) -> dict[str, str]:
     """Run a lightkube (httpx) auth flow once to learn the headers it adds."""
-    try:
-        import httpx2 as httpx  # what lightkube 1.x is built on
-    except ImportError:  # pragma: no cover - older lightkube releases use httpx
-        import httpx  # type: ignore[no-redef]
+    import httpx2 as httpx  # what lightkube 1.x (the lower bound in the dependencies) is built on
 
     request = httpx.Request("GET", server)
     if hasattr(auth, "async_auth_flow"):

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import socket
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from kubesched.api.events import object_reference
@@ -142,7 +143,7 @@ class Broadcaster:
         except Exception as e:
             log.warning("could not record event %s: %s", event["metadata"].get("name"), e)
 
-    async def _every(self, seconds: float, action: Any) -> None:
+    async def _every(self, seconds: float, action: Callable[[], None]) -> None:
         while True:
             await asyncio.sleep(seconds)
             action()

@@ -37,22 +37,22 @@ import asyncio
 import ipaddress
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sized
 from dataclasses import dataclass
+from typing import Protocol
 
 from kubesched.api import resources as res
 from kubesched.api.kinds import NODE, POD, Kind
 from kubesched.api.meta import set_condition
 from kubesched.api.timeutil import parse_time
-from kubesched.api.types import HostPortInfo, NodeInfo, PodInfo, Taint, Toleration, node_allocatable
+from kubesched.api.types import HostPortInfo, PodInfo, Taint, Toleration, node_allocatable
 from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.plugins.nodeaffinity.node_affinity import ERR_REASON_POD as NODE_AFFINITY_REASON
 from kubesched.scheduler.plugins.nodeaffinity.node_affinity import pod_matches_node_selector_and_affinity
 from kubesched.scheduler.plugins.nodename.node_name import ERR_REASON as NODE_NAME_REASON
 from kubesched.scheduler.plugins.nodeports.node_ports import ERR_REASON as NODE_PORTS_REASON
-from kubesched.scheduler.plugins.nodeports.node_ports import fits_ports
-from kubesched.scheduler.plugins.noderesources.fit import fits, pod_fit_request
+from kubesched.scheduler.plugins.noderesources.fit import fits_request, pod_fit_request
 from kubesched.scheduler.plugins.tainttoleration.taint_toleration import find_untolerated_taint
 from kubesched.simulator.controllers.util import EventWriter
 from kubesched.simulator.nodestatus import LEASE_RENEW_INTERVAL, NodeStatusReporter, kubelet_stopped
@@ -85,10 +85,30 @@ class Rejection:
     message: str
 
 
-def _insufficient(pod: PodInfo, node_info: NodeInfo | NodeState) -> list[Rejection]:
+class AdmissionNode(Protocol):
+    """What admission reads of a node: a scheduler ``NodeInfo`` (tests) or the kubelet's own
+    ``NodeState``, which keeps the same aggregates without the parsed pods."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def node(self) -> dict | None: ...
+    @property
+    def pods(self) -> Sized: ...
+    @property
+    def allocatable(self) -> Mapping[str, int]: ...
+    @property
+    def requested(self) -> Mapping[str, int]: ...
+    @property
+    def used_ports(self) -> HostPortInfo: ...
+    @property
+    def taints(self) -> list[Taint]: ...
+
+
+def _insufficient(pod: PodInfo, node_info: AdmissionNode) -> list[Rejection]:
     """``noderesources.Fits`` after ``removeMissingExtendedResources``, as InsufficientResourceErrors."""
     out = []
-    for r in fits(pod, node_info):
+    for r in fits_request(pod_fit_request(pod), len(node_info.pods), node_info.allocatable, node_info.requested):
         if res.is_extended(r.resource_name) and r.resource_name not in node_info.allocatable:
             continue  # unknown to the node: a cluster-level or DRA-backed resource
         out.append(Rejection(f"OutOf{r.resource_name}",
@@ -106,7 +126,7 @@ def _is_static(pod: PodInfo) -> bool:
     return annotations.get("kubernetes.io/config.source", "api") != "api" or "kubernetes.io/config.mirror" in annotations
 
 
-def general_filter(pod: PodInfo, node_info: NodeInfo | NodeState) -> list[Rejection]:
+def general_filter(pod: PodInfo, node_info: AdmissionNode) -> list[Rejection]:
     """``generalFilter``: ``AdmissionCheck`` with every failure, then untolerated NoExecute taints."""
     node = node_info.node or {}
     reasons = _insufficient(pod, node_info)
@@ -114,14 +134,14 @@ def general_filter(pod: PodInfo, node_info: NodeInfo | NodeState) -> list[Reject
         reasons.append(_predicate(NODE_AFFINITY, NODE_AFFINITY_REASON))
     if pod.node_name and pod.node_name != node_info.name:
         reasons.append(_predicate(NODE_NAME, NODE_NAME_REASON))
-    if not fits_ports(pod, node_info):
+    if any(node_info.used_ports.conflicts(port) for port in pod.host_ports):  # nodeports.Fits
         reasons.append(_predicate(NODE_PORTS, NODE_PORTS_REASON))
     if not _is_static(pod) and find_untolerated_taint(node_info.taints, pod.tolerations, (NO_EXECUTE,)) is not None:
         reasons.append(_predicate(TAINT_TOLERATION, ERR_TAINTS))
     return reasons
 
 
-def admission_failure(pod: PodInfo, node_info: NodeInfo | NodeState) -> Rejection | None:
+def admission_failure(pod: PodInfo, node_info: AdmissionNode) -> Rejection | None:
     """``predicateAdmitHandler.Admit``: None when the node takes the pod, else the first reason."""
     node = node_info.node or {}
     node_os = ((node.get("metadata") or {}).get("labels") or {}).get(OS_LABEL) or DEFAULT_OS
@@ -374,9 +394,9 @@ class FakeKubelet:
                 if pod["metadata"].get("deletionTimestamp"):
                     self._finish_deletion(pod, name)
         for uid in self._waiting.pop(name, set()) if not kubelet_stopped(node) else ():
-            pod = self._on_node.get(name, {}).get(uid)
-            if pod is not None:
-                to_admit[uid] = pod
+            waiting = self._on_node.get(name, {}).get(uid)
+            if waiting is not None:
+                to_admit[uid] = waiting
         old_taints = no_execute_taints(event.old) if event.type == MODIFIED else None
         taints = no_execute_taints(node)
         if old_taints is None or old_taints != taints:
@@ -463,7 +483,7 @@ class FakeKubelet:
         host_network = bool((current.get("spec") or {}).get("hostNetwork"))
         pool = None if host_network else self._pool_for(node)
         host_ip = _node_ip(info.node) or self.node_status.internal_ip(node)
-        ip = host_ip if host_network else pool.allocate()  # type: ignore[union-attr]
+        ip = host_ip if pool is None else pool.allocate()
         self._account(current, node, ip if pool is not None else None, pool, pod_info)
         try:
             self.store.mutate(POD, meta.get("namespace"), meta["name"], lambda p: self._start(p, host_ip, ip),

@@ -24,16 +24,16 @@ import logging
 from collections.abc import Callable
 
 from kubesched.api.apierrors import APIError, NotFound
-from kubesched.api.kinds import Kind
+from kubesched.api.kinds import Kind, known_kind
 from kubesched.api.watch import DELETED, WatchEvent
 from kubesched.apiserver.store import ObjectStore
 from kubesched.simulator.controllers.util import EventWriter
-from kubesched.simulator.nodestatus import HEALTHY_CONDITIONS, LEASE, NODE, NODE_LEASE_NAMESPACE, kubelet_stopped, served
+from kubesched.simulator.nodestatus import HEALTHY_CONDITIONS, LEASE, NODE, NODE_LEASE_NAMESPACE, kubelet_stopped
 from kubesched.utils.clock import rfc3339
 
 log = logging.getLogger(__name__)
 
-POD = served("Pod")
+POD = known_kind("Pod")
 
 NODE_MONITOR_PERIOD = 5.0
 #: kube-controller-manager's ``--node-monitor-grace-period`` default (50 s since 1.32).

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable
 
 from kubesched.api.apierrors import AlreadyExists, APIError, NotFound
-from kubesched.api.kinds import Kind, kind_named
+from kubesched.api.kinds import known_kind
 from kubesched.apiserver.store import ObjectStore
 from kubesched.utils.clock import rfc3339, rfc3339_micro
 
@@ -39,15 +39,8 @@ log = logging.getLogger(__name__)
 
 
 
-def served(name: str) -> Kind:
-    """A kind from the kinds table, typed as present (these are always served)."""
-    kind = kind_named(name)
-    assert kind is not None, name
-    return kind
-
-
-NODE = served("Node")
-LEASE = served("Lease")
+NODE = known_kind("Node")
+LEASE = known_kind("Lease")
 KUBELET_VERSION = "v1.35.0"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 #: The kubelet's ``nodeLeaseDurationSeconds`` default.

@@ -21,14 +21,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kubesched.api.apierrors import APIError, NotFound
-from kubesched.api.kinds import POD, kind_named
+from kubesched.api.kinds import POD, known_kind
 from kubesched.api.meta import json_copy
 from kubesched.apiserver.store import ObjectStore, Watch
 
 log = logging.getLogger(__name__)
 
-RESOURCE_CLAIM = kind_named("ResourceClaim")
-RESOURCE_CLAIM_TEMPLATE = kind_named("ResourceClaimTemplate")
+RESOURCE_CLAIM = known_kind("ResourceClaim")
+RESOURCE_CLAIM_TEMPLATE = known_kind("ResourceClaimTemplate")
 assert RESOURCE_CLAIM and RESOURCE_CLAIM_TEMPLATE
 
 POD_CLAIM_NAME_ANNOTATION = "resource.kubernetes.io/pod-claim-name"

@@ -12,12 +12,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import cast
 
-from kubesched.api.kinds import EVENT, POD, Kind, kind_for
+from kubesched.api.kinds import EVENT, POD, kind_for
 from kubesched.api.watch import DELETED, WatchEvent
 from kubesched.apiserver.memory_client import MemoryClient
-from kubesched.apiserver.store import ObjectStore
+from kubesched.apiserver.store import ObjectStore, kind_of
 from kubesched.scheduler.backend.queue.scheduling_queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, UNSCHEDULABLE_FLUSH_PERIOD
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
@@ -47,8 +46,6 @@ POLL = 0.1
 #: waiting out unschedulable pods for ten virtual minutes the renewals would otherwise cost more
 #: than the scheduling.
 SIMULATION_COMPONENTS = ComponentOptions(collect_dangling=False, lease_renew_interval=LEASE_DURATION)
-#: The store's kinds, typed as always there (the store asserts it).
-POD_KIND, EVENT_KIND = cast(Kind, POD), cast(Kind, EVENT)
 #: Kinds something in the simulation reads: the scheduler's informers, admission (PriorityClasses
 #: give pods their priority) and the controllers (Deployments, ResourceClaimTemplates, and node
 #: Leases for the node lifecycle, on top of what the scheduler watches). Other objects are kept,
@@ -139,13 +136,13 @@ class SimulationResult:
         return [r for r in self.preemption_attempts if r.node]
 
     def pods(self) -> list[dict]:
-        return sorted(self.store.iter_all(POD_KIND), key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
+        return sorted(self.store.iter_all(POD), key=lambda p: (p["metadata"].get("namespace", ""), p["metadata"]["name"]))
 
     def warnings(self) -> list[ClusterWarning]:
         """Warning events not said elsewhere in the report, grouped by object and reason, with the
         first message (later ones differ only by generated names)."""
         grouped: dict[tuple[str, str, str], list[dict]] = {}
-        for event in self.store.iter_all(EVENT_KIND):
+        for event in self.store.iter_all(EVENT):
             if event.get("type") != "Warning" or event.get("reason") in REPORTED_ELSEWHERE:
                 continue
             involved = event.get("involvedObject") or {}
@@ -231,7 +228,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates)
     ordered, ignored = creation_order(objects)
     for index, obj in enumerate(ordered):
-        store.create(kind_for(obj["apiVersion"], obj["kind"]), obj)  # type: ignore[arg-type]
+        store.create(kind_of(obj), obj)  # served: creation_order set the others aside
         if progress is not None and index % 1024 == 0:
             progress("creating objects", index, len(ordered))
     result = SimulationResult(store, ignored=ignored)
@@ -307,11 +304,11 @@ def _quiet(sched: Scheduler, store: ObjectStore, components: Components) -> bool
 
 def _report_progress(store: ObjectStore, progress: ProgressCallback) -> None:
     """Call ``progress("scheduling", bound pods, pods)`` every few hundred writes while the scheduler works."""
-    bound_at_start = sum(1 for p in store.iter_all(POD_KIND) if (p.get("spec") or {}).get("nodeName"))
-    progress("scheduling", bound_at_start, store.count(POD_KIND))
+    bound_at_start = sum(1 for p in store.iter_all(POD) if (p.get("spec") or {}).get("nodeName"))
+    progress("scheduling", bound_at_start, store.count(POD))
 
     def hook(rv: int, _kind: object, _event: object) -> None:
         if rv % 256 == 0:
-            progress("scheduling", store.progress[1] + bound_at_start, store.count(POD_KIND))
+            progress("scheduling", store.progress[1] + bound_at_start, store.count(POD))
 
     store.write_hooks.append(hook)

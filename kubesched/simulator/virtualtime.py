@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import selectors
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from collections.abc import Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import FileDescriptorLike
 
 T = TypeVar("T")
 
@@ -18,16 +21,16 @@ class _VirtualSelector(selectors.BaseSelector):
         self._real = real
         self._loop = loop
 
-    def register(self, fileobj, events, data=None):  # type: ignore[no-untyped-def]
+    def register(self, fileobj: FileDescriptorLike, events: int, data: Any = None) -> selectors.SelectorKey:
         return self._real.register(fileobj, events, data)
 
-    def unregister(self, fileobj):  # type: ignore[no-untyped-def]
+    def unregister(self, fileobj: FileDescriptorLike) -> selectors.SelectorKey:
         return self._real.unregister(fileobj)
 
-    def modify(self, fileobj, events, data=None):  # type: ignore[no-untyped-def]
+    def modify(self, fileobj: FileDescriptorLike, events: int, data: Any = None) -> selectors.SelectorKey:
         return self._real.modify(fileobj, events, data)
 
-    def select(self, timeout: float | None = None):  # type: ignore[no-untyped-def]
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         ready = self._real.select(0)
         if ready or timeout == 0:
             return ready
@@ -40,15 +43,14 @@ class _VirtualSelector(selectors.BaseSelector):
     def close(self) -> None:
         self._real.close()
 
-    def get_map(self):  # type: ignore[no-untyped-def]
+    def get_map(self) -> Mapping[FileDescriptorLike, selectors.SelectorKey]:
         return self._real.get_map()
 
 
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def __init__(self) -> None:
-        super().__init__()
         self._virtual_now = 0.0
-        self._selector = _VirtualSelector(self._selector, self)  # type: ignore[has-type]
+        super().__init__(_VirtualSelector(selectors.DefaultSelector(), self))
 
     def time(self) -> float:
         return self._virtual_now

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists, Conflict, NotFound
-from kubesched.api.kinds import NODE, Kind, kind_named, object_key
+from kubesched.api.kinds import NODE, Kind, known_kind, object_key
 from kubesched.api.quantity import format_quantity
 from kubesched.api.selectors import InvalidSelector, parse_label_selector
 from kubesched.api.volume import (
@@ -64,12 +64,12 @@ from kubesched.apiserver.store import ObjectStore, Watch
 
 log = logging.getLogger(__name__)
 
-PV = kind_named("PersistentVolume")
-PVC = kind_named("PersistentVolumeClaim")
-STORAGE_CLASS = kind_named("StorageClass")
-CSI_DRIVER = kind_named("CSIDriver")
-CSI_NODE = kind_named("CSINode")
-CAPACITY = kind_named("CSIStorageCapacity")
+PV = known_kind("PersistentVolume")
+PVC = known_kind("PersistentVolumeClaim")
+STORAGE_CLASS = known_kind("StorageClass")
+CSI_DRIVER = known_kind("CSIDriver")
+CSI_NODE = known_kind("CSINode")
+CAPACITY = known_kind("CSIStorageCapacity")
 assert PV and PVC and STORAGE_CLASS and CSI_DRIVER and CSI_NODE and CAPACITY
 
 RELEASED, BOUND, PENDING, LOST = "Released", "Bound", "Pending", "Lost"
@@ -222,7 +222,7 @@ class FakeVolumeController:
             return  # the volume belongs to another claim: this one stays pending
         self._bind(pv, pvc)
 
-    def _bind(self, pv: dict, pvc: dict) -> None:
+    def _bind(self, pv: Mapping, pvc: dict) -> None:
         """``bind``: the PV's claimRef and phase, then the claim's volumeName, annotations and status."""
         pv_name, claim_uid = name_of(pv), meta(pvc).get("uid", "")
         bound_by_controller = not is_volume_bound_to_claim(pv, pvc)
@@ -411,7 +411,7 @@ class FakeVolumeController:
         self._ignore_missing(lambda: self.store.mutate(CAPACITY, meta(cap).get("namespace"), name_of(cap), change))
 
     @staticmethod
-    def _ignore_missing(action: Any) -> None:
+    def _ignore_missing(action: Callable[[], object]) -> None:
         try:
             action()
         except (NotFound, Conflict) as e:

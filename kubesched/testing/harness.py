@@ -116,17 +116,13 @@ class _Informers:
         self._store = store
 
     def store(self, kind_name: str) -> dict[str, dict]:
-        kind = _kind_by_name(kind_name)
+        kind = kind_named(kind_name)
         if kind is None:
             return {}
         return {_key(obj): obj for obj in self._store.iter_all(kind)}
 
     def informer(self, kind_name: str) -> _Informer:
         return _Informer(self.store(kind_name))
-
-
-def _kind_by_name(name: str) -> Any:
-    return kind_named(name)
 
 
 def _key(obj: Mapping) -> str:

@@ -26,6 +26,7 @@ from yarl import URL
 
 from kubesched.apiserver.bounds import MAX_BODY, MAX_DEPTH
 from kubesched.client.kube import KubeClient
+from tests.apiserver.test_protobuf import _tagged, encode
 from tests.apiserver.test_protobuf import body as protobuf_body
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -138,6 +139,12 @@ def protobuf_garbage() -> bytes:
     return b"k8s\x00\n\xff\xff\xff\xff\x0f" + b"\x00" * 16
 
 
+def protobuf_pod_metadata(metadata: bytes) -> Callable[[], bytes]:
+    """A protobuf Pod whose ObjectMeta is the raw ``metadata`` bytes, wire types as given."""
+    type_meta = encode("k8s.io.apimachinery.pkg.runtime.TypeMeta", {"apiVersion": "v1", "kind": "Pod"})
+    return lambda: b"k8s\x00" + _tagged(1, type_meta) + _tagged(2, _tagged(1, metadata))
+
+
 # --- the table ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Case:
@@ -214,6 +221,12 @@ CASES = [
     pytest.param(Case("POST", PODS, 400, "BadRequest", raw(b"\xff\xfe:"), YAML), id="yaml-invalid-utf8"),
     pytest.param(Case("POST", PODS, 400, "BadRequest", protobuf_garbage, PROTOBUF), id="protobuf-garbage"),
     pytest.param(Case("POST", PODS, 400, "BadRequest", protobuf_truncated, PROTOBUF), id="protobuf-truncated"),
+    pytest.param(Case("POST", PODS, 400, "BadRequest", protobuf_pod_metadata(_tagged(1, 5)), PROTOBUF,
+                      message="unable to decode the protobuf body: expected a length-delimited field, got a number"),
+                 id="protobuf-name-sent-as-a-number"),
+    pytest.param(Case("POST", PODS, 400, "BadRequest", protobuf_pod_metadata(_tagged(7, b"12")), PROTOBUF,
+                      message="unable to decode the protobuf body: expected a number, got a length-delimited field"),
+                 id="protobuf-generation-sent-as-bytes"),
     pytest.param(Case("POST", PODS, 400, "BadRequest", protobuf_pod_requesting("abc"), PROTOBUF,
                       message=cannot_handle("Pod", QUANTITY_RULE)), id="quantity-in-protobuf"),
     # nesting, alias expansion and sizes, for every body and patch type

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kubesched.api.kinds import EVENT, POD
 from kubesched.api.timeutil import parse_time
 from kubesched.scheduler.config import default_configuration
 from kubesched.simulator.nodelifecycle import (
@@ -27,13 +28,11 @@ from kubesched.simulator.nodestatus import (
     kubelet_conditions,
     node_addresses,
     node_info,
-    served,
 )
 from kubesched.simulator.simulate import simulate
 from tests.controllers.harness import Cluster, run_cluster
 from tests.helpers import make_node, make_pod
 
-POD, EVENT = served("Pod"), served("Event")
 T0 = 1_735_689_600.0  # 2025-01-01T00:00:00Z, the virtual clock's start
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists
 from kubesched.api.kinds import POD, Kind
@@ -355,7 +356,7 @@ class DeploymentController(Controller):
         selector = json_copy(spec(d).get("selector") or {})
         selector["matchLabels"] = {**(selector.get("matchLabels") or {}), POD_TEMPLATE_HASH: pod_hash}
         name = f"{meta(d)['name']}-{pod_hash}"
-        rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        rs: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
               "metadata": {"name": name, "namespace": meta(d).get("namespace"), "labels": dict(t_meta["labels"]),
                            "ownerReferences": [new_controller_ref(d, DEPLOYMENT)]},
               "spec": {"replicas": 0, "minReadySeconds": spec(d).get("minReadySeconds", 0), "selector": selector,

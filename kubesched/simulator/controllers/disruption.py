@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kubesched.api.kinds import POD, Kind, kind_for, kind_named
+from kubesched.api.kinds import POD, Kind, kind_for, known_kind
 from kubesched.api.meta import set_condition
 from kubesched.api.selectors import InvalidSelector, parse_label_selector
 from kubesched.api.timeutil import parse_time
@@ -41,7 +41,7 @@ from kubesched.simulator.controllers.util import (
 )
 from kubesched.utils.clock import rfc3339
 
-PDB = kind_named("PodDisruptionBudget")
+PDB = known_kind("PodDisruptionBudget")
 
 #: How long a pod named in ``status.disruptedPods`` is expected to take to be deleted.
 DELETION_TIMEOUT = 120.0

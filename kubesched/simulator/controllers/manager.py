@@ -231,7 +231,7 @@ class Manager:
         handle: asyncio.TimerHandle | None = None
 
         def fire() -> None:
-            self._timers.discard(handle)  # type: ignore[arg-type]
+            self._timers.discard(handle)
             if counted:
                 self._counted_timers -= 1
             controller.enqueue(key)

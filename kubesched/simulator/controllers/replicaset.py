@@ -8,7 +8,7 @@ ready, restarting, young first).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from kubesched.api.kinds import POD, Kind
 from kubesched.api.meta import json_copy
@@ -73,8 +73,8 @@ class ReplicaSetController(Controller):
             return
         pod, old = event.object, event.old
         ref = controller_ref(pod)
-        if self._mine(ref):
-            self.enqueue((meta(pod).get("namespace") or "", ref["name"]))  # type: ignore[index]
+        if ref is not None and self._mine(ref):
+            self.enqueue((meta(pod).get("namespace") or "", ref["name"]))
         old_ref = controller_ref(old) if old is not None and event.type != ADDED else None
         if old_ref is not None and old_ref != ref and self._mine(old_ref):
             self.enqueue((meta(pod).get("namespace") or "", old_ref["name"]))
@@ -83,8 +83,8 @@ class ReplicaSetController(Controller):
             if changed:
                 self._enqueue_selecting(pod)
 
-    def _mine(self, ref: dict | None) -> bool:
-        return ref is not None and ref.get("kind") == self.kind.kind and ref.get("apiVersion") == self.kind.api_version
+    def _mine(self, ref: Mapping) -> bool:
+        return ref.get("kind") == self.kind.kind and ref.get("apiVersion") == self.kind.api_version
 
     def _enqueue_selecting(self, pod: dict) -> None:
         """An orphan appeared or changed: every owner whose selector matches may adopt it."""
@@ -140,11 +140,11 @@ class ReplicaSetController(Controller):
         if self._scanned.get(key_of(rs)) == scan_key:
             return claimed
         for name in sorted(self.manager.index.orphan_names(POD, ns)):
-            pod = self.store.try_get(POD, ns, name)
-            if pod is None or not is_pod_active(pod) or controller_ref(pod) is not None:
+            orphan = self.store.try_get(POD, ns, name)
+            if orphan is None or not is_pod_active(orphan) or controller_ref(orphan) is not None:
                 continue
-            if selector.matches(labels_of(pod)):
-                claimed.append(self._adopt(pod, rs))
+            if selector.matches(labels_of(orphan)):
+                claimed.append(self._adopt(orphan, rs))
         self._scanned[key_of(rs)] = (self.manager.index.generation(POD, ns), meta(rs).get("generation", 1))
         return claimed
 

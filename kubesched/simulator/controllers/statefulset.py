@@ -11,6 +11,7 @@ are no ControllerRevisions (pods below the partition are recreated from the curr
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -127,7 +128,7 @@ class StatefulSetController(Controller):
             parent, _ = parent_and_ordinal(pod)
             if parent == meta(sts)["name"] and selector.matches(labels_of(pod)):
                 ref = new_controller_ref(sts, STATEFUL_SET)
-                pods.append(self.store.mutate(POD, ns, name, lambda p, r=ref: add_owner_reference(p, r),
+                pods.append(self.store.mutate(POD, ns, name, functools.partial(add_owner_reference, ref=ref),
                                               expect_uid=meta(pod).get("uid")))
         return pods
 

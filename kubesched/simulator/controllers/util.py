@@ -18,7 +18,7 @@ from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists
 from kubesched.api.events import object_reference
-from kubesched.api.kinds import EVENT, Kind, kind_for, kind_named
+from kubesched.api.kinds import EVENT, Kind, kind_for, known_kind
 from kubesched.api.selectors import InvalidSelector, LabelSelector, parse_label_selector, selector_from_set
 from kubesched.api.timeutil import parse_time
 from kubesched.apiserver.store import ObjectStore
@@ -33,11 +33,11 @@ POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 #: ``rand.String`` / ``rand.SafeEncodeString`` alphabet: no vowels, no look-alikes.
 ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"
 
-REPLICA_SET = kind_named("ReplicaSet")
-REPLICATION_CONTROLLER = kind_named("ReplicationController")
-DEPLOYMENT = kind_named("Deployment")
-STATEFUL_SET = kind_named("StatefulSet")
-PVC = kind_named("PersistentVolumeClaim")
+REPLICA_SET = known_kind("ReplicaSet")
+REPLICATION_CONTROLLER = known_kind("ReplicationController")
+DEPLOYMENT = known_kind("Deployment")
+STATEFUL_SET = known_kind("StatefulSet")
+PVC = known_kind("PersistentVolumeClaim")
 assert REPLICA_SET and REPLICATION_CONTROLLER and DEPLOYMENT and STATEFUL_SET and PVC
 
 _PHASE_ORDINAL = {PENDING: 0, UNKNOWN: 1, RUNNING: 2}
@@ -276,7 +276,11 @@ def rank_pods_for_deletion(pods: list[dict], related: Iterable[Mapping], now: fl
             node = spec(pod).get("nodeName") or ""
             on_node[node] = on_node.get(node, 0) + 1
     ranked = [(pod, on_node.get(spec(pod).get("nodeName") or "", 0)) for pod in pods]
-    ranked.sort(key=functools.cmp_to_key(lambda a, b: _compare_for_deletion(a, b, now)))
+
+    def deletion_order(a: tuple[dict, int], b: tuple[dict, int]) -> int:
+        return _compare_for_deletion(a, b, now)
+
+    ranked.sort(key=functools.cmp_to_key(deletion_order))
     return [pod for pod, _ in ranked]
 
 
@@ -357,7 +361,7 @@ class EventWriter:
         self._seq = 0
         self._seen: dict[tuple, tuple[str, str]] = {}
 
-    def __call__(self, obj: Mapping, event_type: str, reason: str, message: str, host: str | None = None) -> None:
+    def __call__(self, obj: dict, event_type: str, reason: str, message: str, host: str | None = None) -> None:
         if not self.enabled:
             return
         now = self.store.clock.wall()
