@@ -108,8 +108,8 @@ def utilisation_rows(ua: Utilisation, ub: Utilisation) -> list[list[str]]:
         name = zone or "(no zone)"
         rows.append([f"{name}: nodes used", str(za[0]) if za else "-", str(zb[0]) if zb else "-"])
         rows.append([f"{name}: cpu / memory mean", _zone_means(za), _zone_means(zb)])
-    rows.append(["largest cpu request that fits", _fit(ua.largest_cpu, cpu=True), _fit(ub.largest_cpu, cpu=True)])
-    rows.append(["largest memory request that fits", _fit(ua.largest_memory, cpu=False),
+    rows.append(["largest cpu request that fits (untainted)", _fit(ua.largest_cpu, cpu=True), _fit(ub.largest_cpu, cpu=True)])
+    rows.append(["largest memory request that fits (untainted)", _fit(ua.largest_memory, cpu=False),
                  _fit(ub.largest_memory, cpu=False)])
     return rows
 

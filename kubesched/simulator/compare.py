@@ -5,7 +5,8 @@ Utilisation is what the scheduler itself accounts: requested CPU and memory (pod
 NodeResourcesFit sums them) over each node's allocatable. "Spread" is the population standard
 deviation of the per-node fractions: low when the load is even (LeastAllocated's aim), high when
 it is packed (MostAllocated's). Fragmentation is the largest CPU request and the largest memory
-request that a single schedulable node still has room for: packing leaves bigger holes.
+request that a single schedulable node without NoSchedule or NoExecute taints still has room for
+(what an ordinary pod could still get): packing leaves bigger holes.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class _NodeLoad:
     name: str
     zone: str
     pods: int
+    #: Whether NoSchedule or NoExecute taints keep ordinary pods off.
+    tainted: bool
     cpu: tuple[int, int]  # (requested milli-CPU, allocatable milli-CPU)
     memory: tuple[int, int]  # (requested bytes, allocatable bytes)
 
@@ -132,7 +135,8 @@ def _node_loads(result: SimulationResult) -> list[_NodeLoad]:
         allocatable = node_allocatable(node)
         pods, cpu, memory = requested.get(name, [0, 0, 0])
         zone = str((node["metadata"].get("labels") or {}).get(ZONE_LABEL, ""))
-        loads.append(_NodeLoad(name, zone, pods, (cpu, allocatable.get(res.CPU, 0)),
+        tainted = any(t.get("effect") in ("NoSchedule", "NoExecute") for t in (node.get("spec") or {}).get("taints") or [])
+        loads.append(_NodeLoad(name, zone, pods, tainted, (cpu, allocatable.get(res.CPU, 0)),
                                (memory, allocatable.get(res.MEMORY, 0))))
     return loads
 
@@ -141,6 +145,8 @@ def _largest(loads: list[_NodeLoad], *, cpu_first: bool) -> LargestFit:
     """The node with the most free CPU (or memory), ties to the one with more of the other free."""
     best = LargestFit(0, "", 0)
     for load in loads:
+        if load.tainted:
+            continue
         free_cpu = max(load.cpu[1] - load.cpu[0], 0)
         free_memory = max(load.memory[1] - load.memory[0], 0)
         amount, other = (free_cpu, free_memory) if cpu_first else (free_memory, free_cpu)
