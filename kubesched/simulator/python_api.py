@@ -76,9 +76,12 @@ class Simulation:
         return dataframe(rows, POD_COLUMNS)
 
     def _key(self, pod: str) -> str:
+        known = {f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}" for p in self.pods}
         if "/" in pod:
+            if pod not in known:
+                raise KubeschedError(f'pod "{pod}" is not in the manifests')
             return pod
-        matches = [p for p in self.placements.keys() | self.pending.keys() if p.split("/", 1)[1] == pod]
+        matches = [p for p in known if p.split("/", 1)[1] == pod]
         if len(matches) == 1:
             return matches[0]
         if not matches:
