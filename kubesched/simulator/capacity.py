@@ -181,7 +181,7 @@ class _CopyWatch:
         if kind != POD_KIND or not self.futures:
             return
         meta = event.object.get("metadata") or {}
-        future = self.futures.get((meta.get("namespace", ""), meta.get("name")))
+        future = self.futures.get((str(meta.get("namespace", "")), str(meta.get("name"))))
         if future is None or future.done():
             return
         outcome = _decided(event)

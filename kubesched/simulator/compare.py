@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import statistics
+from fractions import Fraction
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -125,8 +126,8 @@ def _node_loads(result: SimulationResult) -> list[_NodeLoad]:
         amounts = res.pod_requests(pod)
         entry = requested.setdefault(node, [0, 0, 0])
         entry[0] += 1
-        entry[1] += res.to_int(res.CPU, amounts.get(res.CPU, 0))
-        entry[2] += res.to_int(res.MEMORY, amounts.get(res.MEMORY, 0))
+        entry[1] += res.to_int(res.CPU, amounts.get(res.CPU, Fraction(0)))
+        entry[2] += res.to_int(res.MEMORY, amounts.get(res.MEMORY, Fraction(0)))
     loads = []
     for node in sorted(result.store.iter_all(NODE_KIND), key=lambda n: n["metadata"]["name"]):
         if (node.get("spec") or {}).get("unschedulable"):

@@ -16,7 +16,7 @@ import copy
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from kubesched.api.errors import FileUnreadable, KubeschedError
 from kubesched.api.manifests import check_all, load
@@ -33,9 +33,9 @@ from kubesched.utils.dataframes import dataframe
 
 T = TypeVar("T")
 #: Manifests: a file or directory, an object, or a list mixing both.
-Manifests = Union[str, Path, Mapping[str, Any], Iterable[Union[str, Path, Mapping[str, Any]]]]
+Manifests = str | Path | Mapping[str, Any] | Iterable[str | Path | Mapping[str, Any]]
 #: A configuration: a KubeSchedulerConfiguration file, its parsed document, or a loaded one.
-Config = Union[str, Path, Mapping[str, Any], SchedulerConfiguration, None]
+Config = str | Path | Mapping[str, Any] | SchedulerConfiguration | None
 #: Columns of ``Simulation.to_dataframe()``.
 POD_COLUMNS = ("namespace", "name", "node", "phase", "message")
 

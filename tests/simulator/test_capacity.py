@@ -128,7 +128,7 @@ def test_templates_take_turns_on_the_cluster_the_previous_one_left():
 
 def test_copies_skip_names_in_use_and_unplaced_copies_are_removed():
     nodes = [make_node("n1", cpu="2")]
-    result = capacity(nodes + [make_pod("p-1", cpu="1", node="n1")], [make_pod("p", cpu="1")], default_configuration())
+    result = capacity([*nodes, make_pod("p-1", cpu="1", node="n1")], [make_pod("p", cpu="1")], default_configuration())
     names = sorted(p["metadata"]["name"] for p in result.store.iter_all(POD_KIND))
     assert result.pods[0].count == 1 and names == ["p-1", "p-2"]
 

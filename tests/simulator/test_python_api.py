@@ -32,7 +32,7 @@ def test_the_page_has_examples():
 @pytest.mark.parametrize("code", doc_blocks())
 def test_the_documented_code_runs(code, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
-    exec(compile(code, str(DOC), "exec"), {"__name__": "python_api_doc"})  # noqa: S102
+    exec(compile(code, str(DOC), "exec"), {"__name__": "python_api_doc"})
 
 
 async def test_simulate_called_inside_a_running_loop_runs_in_a_worker_thread():
