@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import copy
 import statistics
-from fractions import Fraction
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, cast
 
 from kubesched.api import resources as res
