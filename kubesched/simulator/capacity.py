@@ -208,7 +208,7 @@ async def _capacity(objects: list[dict], templates: list[dict], config: Schedule
                     max_copies: int | None, batches: bool, registry: Registry | None, gates: FeatureGates | None) -> CapacityResult:
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
-    store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates)
+    store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates, keep_uids=True)
     ordered, _ignored = creation_order(objects)
     for obj in ordered:
         store.create(kind_for(obj["apiVersion"], obj["kind"]), obj)  # type: ignore[arg-type]
