@@ -20,17 +20,15 @@ from rich.table import Table
 
 from kubesched.api.errors import KubeschedError
 from kubesched.api.kinds import Kind, kind_named
-from kubesched.apiserver.admission import SYSTEM_PRIORITY_CLASSES
-from kubesched.apiserver.store import DEFAULT_NAMESPACES
 from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
 from kubesched.cli.exitcodes import OK, PENDING
 from kubesched.simulator.simulate import EVENT_KIND, NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult, creation_order
+from kubesched.simulator.snapshot import created_by_the_server
 
 NODE_KIND = cast(Kind, kind_named("Node"))
 #: Kinds of runtime state that ``-o yaml|json`` leaves out of the cluster's state.
 RUNTIME_KINDS = frozenset({"Event", "Lease"})
-#: PriorityClasses every store starts with.
-SYSTEM_PRIORITY_CLASS_NAMES = frozenset(pc["metadata"]["name"] for pc in SYSTEM_PRIORITY_CLASSES)
+
 #: How many object names a "not acted on" line lists before "and N more".
 NAMES_SHOWN = 5
 
@@ -215,15 +213,9 @@ def state_objects(result: SimulationResult) -> list[dict]:
     for kind in result.store.kinds():
         if kind.kind in RUNTIME_KINDS:
             continue
-        objects += [o for o in result.store.iter_all(kind) if not _bootstrapped(o)]
+        objects += [o for o in result.store.iter_all(kind) if not created_by_the_server(o)]
     ordered, _ = creation_order([*objects, *result.ignored])
     return ordered + [o for o in result.ignored if o not in ordered]
-
-
-def _bootstrapped(obj: dict) -> bool:
-    name = obj["metadata"].get("name")
-    return (obj.get("kind") == "Namespace" and name in DEFAULT_NAMESPACES) or \
-        (obj.get("kind") == "PriorityClass" and name in SYSTEM_PRIORITY_CLASS_NAMES)
 
 
 def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> None:
