@@ -19,22 +19,23 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api.errors import KubeschedError
 from kubesched.api.kinds import kind_for
-from kubesched.api.watch import DELETED, WatchEvent
+from kubesched.api.watch import DELETED, MODIFIED, WatchEvent
 from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import PluginRef, SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.scheduler import Scheduler
-from kubesched.simulator.components import start_components
+from kubesched.simulator.components import Components, start_components
 from kubesched.simulator.simulate import (
     POD_KIND,
+    POLL,
     SIMULATION_COMPONENTS,
     UNSCHEDULABLE_FLUSH,
     creation_order,
@@ -220,7 +221,8 @@ async def _capacity(objects: list[dict], templates: list[dict], config: Schedule
     store.write_hooks.append(watch)
     try:
         await settle(sched, store, components)
-        results = [await _fill(store, watch, template, max_copies, batches) for template in templates]
+        cluster = _Cluster(store, watch, lambda: _quiet(sched, store, components))
+        results = [await _fill(cluster, template, max_copies, batches) for template in templates]
     finally:
         await sched.stop()
         runner.cancel()
@@ -229,8 +231,17 @@ async def _capacity(objects: list[dict], templates: list[dict], config: Schedule
     return CapacityResult(results, store)
 
 
-async def _fill(store: ObjectStore, watch: _CopyWatch, template: dict, max_copies: int | None,
-                batches: bool) -> PodCapacity:
+@dataclass
+class _Cluster:
+    """The running cluster the copies go to: its store, the watch on the copies, and whether
+    nothing is left to do (no pod to pop, no binding, no component work)."""
+
+    store: ObjectStore
+    watch: _CopyWatch
+    quiet: Callable[[], bool]
+
+
+async def _fill(cluster: _Cluster, template: dict, max_copies: int | None, batches: bool) -> PodCapacity:
     """Copies of ``template`` until one is not placed or ``max_copies`` were.
 
     Copies go in batches that double in size (up to ``MAX_BATCH``), each waited for in full. The
@@ -240,12 +251,13 @@ async def _fill(store: ObjectStore, watch: _CopyWatch, template: dict, max_copie
     changes the cluster (nominations, victims), so copies then go one at a time."""
     meta = template["metadata"]
     namespace, base = meta.get("namespace") or "default", meta["name"]
+    store = cluster.store
     names = _names(store, namespace, base)
     per_node: dict[str, int] = {}
     count, size = 0, 1
     while max_copies is None or count < max_copies:
         batch = [next(names) for _ in range(size if max_copies is None else min(size, max_copies - count))]
-        outcomes = await _place(store, watch, template, namespace, batch)
+        outcomes = await _place(cluster, template, namespace, batch)
         for name, outcome in zip(batch, outcomes, strict=True):
             if outcome.node:
                 count += 1
@@ -268,19 +280,50 @@ def _names(store: ObjectStore, namespace: str, base: str) -> Iterator[str]:
             yield name
 
 
-async def _place(store: ObjectStore, watch: _CopyWatch, template: dict, namespace: str, names: list[str]) -> list[_Outcome]:
-    """Create a copy per name and wait until each is decided."""
+async def _place(cluster: _Cluster, template: dict, namespace: str, names: list[str]) -> list[_Outcome]:
+    """Create a copy per name and wait until each is decided. A rejection is only final once the
+    cluster is quiet: a copy may be turned away while something it needs is still on its way (a
+    claim the ResourceClaim controller creates from a template), then placed on the retry."""
     futures = []
     for name in names:
         pod = copy.deepcopy(template)
         pod["metadata"].update(name=name, namespace=namespace)
-        futures.append(watch.expect(namespace, name))
-        store.create(POD_KIND, pod)
+        futures.append(cluster.watch.expect(namespace, name))
+        cluster.store.create(POD_KIND, pod)
     try:
-        return [await _wait(store, future, namespace, name) for name, future in zip(names, futures, strict=True)]
+        outcomes = [await _wait(cluster.store, future, namespace, name) for name, future in zip(names, futures, strict=True)]
     finally:
         for name in names:
-            watch.futures.pop((namespace, name), None)
+            cluster.watch.futures.pop((namespace, name), None)
+    if all(o.node for o in outcomes):
+        return outcomes
+    await _until(cluster.quiet)
+    return [o if o.node else _now(cluster.store, namespace, name, o) for name, o in zip(names, outcomes, strict=True)]
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Until ``condition()``, or ``UNDECIDED_AFTER`` virtual seconds (a cluster retrying a pod on
+    errors forever is never quiet)."""
+
+    async def poll() -> None:
+        while not condition():
+            await asyncio.sleep(POLL)
+
+    try:
+        await asyncio.wait_for(poll(), UNDECIDED_AFTER)
+    except TimeoutError:
+        return
+
+
+def _now(store: ObjectStore, namespace: str, name: str, earlier: _Outcome) -> _Outcome:
+    """A copy's outcome as the store has it now (placed after all, or rejected again)."""
+    pod = store.try_get(POD_KIND, namespace, name)
+    if pod is None:
+        return earlier
+    node = (pod.get("spec") or {}).get("nodeName")
+    if node:
+        return _Outcome(node=str(node))
+    return _decided(WatchEvent(MODIFIED, pod, None)) or earlier
 
 
 async def _wait(store: ObjectStore, future: asyncio.Future[_Outcome], namespace: str, name: str) -> _Outcome:
@@ -308,3 +351,8 @@ def _remove_unplaced(store: ObjectStore, namespace: str, name: str) -> None:
 def _sorted(per_node: dict[str, int]) -> dict[str, int]:
     """Most copies first, then by node name: the nodes that took the load lead."""
     return dict(sorted(per_node.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _quiet(sched: Scheduler, store: ObjectStore, components: Components) -> bool:
+    """Nothing in flight: no pod to pop or bind, no timer, watch event or component work pending."""
+    return not (sched.busy() or store.pending_timers or store.watch_events_pending() or not components.idle())

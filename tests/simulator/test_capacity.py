@@ -164,3 +164,21 @@ def test_cli_refuses_a_negative_max(tmp_path, capsys):
     (tmp_path / "p.json").write_text(json.dumps(make_pod("p")))
     assert main(["capacity", "-f", str(tmp_path / "n.json"), "--pod", str(tmp_path / "p.json"), "--max", "-1"]) == 1
     assert "--max: must be 0 or more, not -1" in capsys.readouterr().err
+
+
+def test_copies_claiming_devices_from_a_template_count_the_devices():
+    """Each copy gets its own claim from the template (the ResourceClaim controller creates it),
+    so the nodes' devices bound the count."""
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+                    "spec": {"selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]}}
+    claim_template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                      "metadata": {"name": "one-gpu", "namespace": "default"},
+                      "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}}
+    slices = [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-gpus"},
+               "spec": {"driver": "gpu.example.com", "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                        "devices": [{"name": f"gpu-{i}"} for i in range(gpus)]}} for node, gpus in (("n1", 3), ("n2", 1))]
+    template = make_pod("trainer", cpu="100m", resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])
+    objects = [make_node("n1"), make_node("n2"), device_class, claim_template, *slices]
+    (pod,) = capacity(objects, [template], default_configuration()).pods
+    assert (pod.count, pod.per_node) == (4, {"n1": 3, "n2": 1})
+    assert "cannot allocate all claims" in pod.stop_message
