@@ -126,8 +126,13 @@ class ObjectStore:
         auto_create_namespaces: bool = False,
         graceful_pod_deletion: bool = True,
         feature_gates: Mapping[str, bool] | None = None,
+        keep_uids: bool = False,
     ) -> None:
+        """``keep_uids``: an object created with a uid keeps it (a simulation reading back exported
+        state, whose claimRefs, reservedFor and owner references name those uids); the API server
+        always assigns a fresh one, as kube-apiserver does."""
         self.clock = clock or RealClock()
+        self.keep_uids = keep_uids
         self.rv = 0
         self._objects: dict[Kind, dict[tuple[str, str], dict]] = {}
         self._history: deque[tuple[int, Kind, WatchEvent]] = deque()
@@ -230,7 +235,8 @@ class ObjectStore:
         bucket = self._objects.setdefault(kind, {})
         if key in bucket:
             raise AlreadyExists.of(kind.resource, meta["name"], kind.group)
-        meta["uid"] = self._uid()
+        uid = self._uid()  # drawn even when kept, so generated uids and names do not depend on it
+        meta["uid"] = meta["uid"] if self.keep_uids and isinstance(meta.get("uid"), str) and meta["uid"] else uid
         meta["creationTimestamp"] = rfc3339(self.clock.wall())
         meta.setdefault("generation", 1)
         meta.pop("resourceVersion", None)

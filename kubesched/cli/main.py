@@ -14,13 +14,13 @@ import sys
 from collections.abc import Sequence
 
 from kubesched.api.errors import KubeschedError
-from kubesched.cli import apiserver, bench, config_cmd, explain, logs, run, simulate, up
+from kubesched.cli import apiserver, bench, capacity, compare, config_cmd, explain, logs, run, simulate, snapshot, up
 from kubesched.cli.common import version
 from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
 from kubesched.simulator.simulate import SimulationInterrupted
 
 #: Command modules, in help order; each has ``register(subparsers)`` which sets ``func`` on its parser.
-COMMANDS = (simulate, explain, config_cmd, apiserver, up, run, bench)
+COMMANDS = (simulate, explain, capacity, compare, snapshot, config_cmd, apiserver, up, run, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,7 +21,11 @@ from kubesched.api.errors import KubeschedError
 from kubesched.api.kinds import EVENT, NODE
 from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
 from kubesched.cli.exitcodes import OK, PENDING
-from kubesched.simulator.simulate import NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult
+from kubesched.simulator.simulate import NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult, creation_order
+from kubesched.simulator.snapshot import created_by_the_server
+
+#: Kinds of runtime state that ``-o yaml|json`` leaves out of the cluster's state.
+RUNTIME_KINDS = frozenset({"Event", "Lease"})
 
 #: How many object names a "not acted on" line lists before "and N more".
 NAMES_SHOWN = 5
@@ -197,11 +201,26 @@ def print_preemptions(console: Console, result: SimulationResult) -> None:
         console.print(f"  {record.preemptor} preempted {', '.join(record.victims)} on {record.node}", markup=False)
 
 
+def state_objects(result: SimulationResult) -> list[dict]:
+    """Every object the cluster holds at the end, in the order ``simulate`` creates them, so that
+    the output read back with ``-f`` is the same cluster: bound pods stay on their nodes, objects
+    keep their uids (owner references, claimRefs and reservedFor still match). Left out: what the
+    cluster creates by itself (the default namespaces and system PriorityClasses, node Leases) and
+    events (printed apart, under ``events``: they are a record of the run, not state)."""
+    objects: list[dict] = []
+    for kind in result.store.kinds():
+        if kind.kind in RUNTIME_KINDS:
+            continue
+        objects += [o for o in result.store.iter_all(kind) if not created_by_the_server(o)]
+    ordered, _ = creation_order([*objects, *result.ignored])
+    return ordered + [o for o in result.ignored if o not in ordered]
+
+
 def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> None:
     from kubesched.simulator.explain import attempts_to_json, preemption_json
 
-    items = list(result.pods()) + sorted(result.store.iter_all(EVENT), key=lambda e: e["metadata"]["name"])
-    doc: dict = {"apiVersion": "v1", "kind": "List", "items": items}
+    events = sorted(result.store.iter_all(EVENT), key=lambda e: e["metadata"]["name"])
+    doc: dict = {"apiVersion": "v1", "kind": "List", "items": state_objects(result), "events": events}
     if result.preemptions:
         doc["preemptions"] = [preemption_json(r) for r in result.preemptions]
     if explain:

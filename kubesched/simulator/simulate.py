@@ -39,8 +39,8 @@ _ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSIDriver", "Persistent
 #: period of the flush that checks it, plus a second for the backoff flush to move it on.
 UNSCHEDULABLE_FLUSH = DEFAULT_POD_MAX_IN_UNSCHEDULABLE + UNSCHEDULABLE_FLUSH_PERIOD + 1.0
 POLL = 0.1
-#: The components beside the scheduler. Owner references from exported manifests cannot match new
-#: uids, so dangling dependents are not collected; deleted pods take their full grace period. Node
+#: The components beside the scheduler. Dependents whose owners are not in the input (pods
+#: exported without their ReplicaSet) are not collected; deleted pods take their full grace period. Node
 #: Leases are renewed once per lease duration instead of four times: a lease renewed that often
 #: never expires, nor does the node lifecycle's grace period run out, and on a large cluster
 #: waiting out unschedulable pods for ten virtual minutes the renewals would otherwise cost more
@@ -225,7 +225,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
                     fast_paths: bool, started: list[SimulationResult]) -> SimulationResult:
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
-    store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates)
+    store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates, keep_uids=True)
     ordered, ignored = creation_order(objects)
     for index, obj in enumerate(ordered):
         store.create(kind_of(obj), obj)  # served: creation_order set the others aside
