@@ -221,7 +221,7 @@ class AddNodes(_Model):
         return {**self.template, "apiVersion": "v1", "kind": "Node", "metadata": metadata}
 
     def describe(self) -> str:
-        return f"{self.count} node(s) {self.prefix}N"
+        return f"{self.count} node(s) named {self.prefix}<n>"
 
 
 #: The operations, by the key a step names them with.

@@ -158,7 +158,6 @@ class ScenarioRunner:
             obj.setdefault("spec", {})["replicas"] = scale.replicas
 
         self.store.mutate(kind, scale.namespace, scale.name, change)
-        self.timeline.add("scaled", f"{scale.kind} {scale.namespace}/{scale.name}", "", f"to {scale.replicas} replicas")
 
     def nodes(self, selection: NodeSelection) -> list[str]:
         """The selected nodes as they are now; a named node that does not exist, or a selector that

@@ -146,15 +146,15 @@ class Timeline:
         cordoned = bool((node.get("spec") or {}).get("unschedulable"))
         if cordoned != bool(((old or {}).get("spec") or {}).get("unschedulable")):
             self.add("cordoned" if cordoned else "uncordoned", name)
+        ready, old_ready = _condition(node, "Ready"), _condition(old, "Ready")
+        if ready and old_ready and ready.get("status") != old_ready.get("status"):
+            state = {"True": "ready", "False": "not ready"}.get(str(ready.get("status")), "unknown")
+            self.add(f"node {state}", name, "", str(ready.get("message") or ready.get("reason") or ""))
         taints, old_taints = _taints(node), _taints(old)
         for taint_key in sorted(taints.keys() - old_taints.keys()):
             self.add("tainted", name, "", _describe_taint(taints[taint_key]))
         for taint_key in sorted(old_taints.keys() - taints.keys()):
             self.add("untainted", name, "", _describe_taint(old_taints[taint_key]))
-        ready, old_ready = _condition(node, "Ready"), _condition(old, "Ready")
-        if ready and old_ready and ready.get("status") != old_ready.get("status"):
-            state = {"True": "ready", "False": "not ready"}.get(str(ready.get("status")), "unknown")
-            self.add(f"node {state}", name, "", str(ready.get("message") or ready.get("reason") or ""))
 
 
 def _owner(pod: dict) -> str:
