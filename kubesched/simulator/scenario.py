@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from kubesched.api.apierrors import APIError
 from kubesched.api.errors import KubeschedError
@@ -30,8 +30,6 @@ from kubesched.api.manifests import check_all, load
 from kubesched.api.selectors import LabelSelector
 from kubesched.apiserver.selectors import parse_label_selector_string
 
-API_VERSION = "kubesched.io/v1alpha1"
-SCALABLE = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
 NANOSECONDS = 1e9
 
 
@@ -179,11 +177,15 @@ class Scale(_Model):
 
 class Apply(_Model):
     """Manifests to create, or to replace when they exist: files (relative to the scenario file)
-    and inline objects. ``manifests`` holds both, read and validated at load time."""
+    and inline objects. ``manifests`` holds both, read and validated when the file is loaded."""
 
     files: list[str] = []
     objects: list[dict[str, Any]] = []
-    manifests: list[dict[str, Any]] = Field(default=[], exclude=True)
+    _manifests: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+
+    @property
+    def manifests(self) -> list[dict[str, Any]]:
+        return self._manifests
 
     @model_validator(mode="after")
     def _something(self) -> Apply:
@@ -355,7 +357,7 @@ def _resolve_manifests(scenario: Scenario, base: Path, source: str) -> None:
             if step.apply is not None:
                 files = [str(base / f) for f in step.apply.files]
                 manifests = (load(files) if files else []) + _checked_objects(step.apply.objects, f"{source} {where}")
-                object.__setattr__(step.apply, "manifests", manifests)
+                step.apply._manifests = manifests
             if step.add_nodes is not None:
                 check_all([step.add_nodes.node(f"{step.add_nodes.prefix}1")], f"{source} {where}: addNodes.template")
         except KubeschedError as e:

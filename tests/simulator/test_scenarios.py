@@ -281,3 +281,14 @@ def test_a_node_failure_evicts_after_the_pods_toleration_seconds(tmp_path: Path)
     # the replacement api pod is pending: its nodeSelector picks only the failed zone
     pending = [e for e in events(result, "pending") if e.object.startswith("Pod default/api")]
     assert pending and "node(s) had untolerated taint" in pending[-1].message
+
+
+def test_a_no_execute_taint_evicts_a_tolerating_pod_once_its_toleration_seconds_pass(tmp_path: Path) -> None:
+    tolerate = {"key": "maintenance", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 45}
+    objects = [make_node("a"), make_pod("brief", cpu="1", nodeName="a", tolerations=[tolerate]),
+               make_pod("forever", cpu="1", nodeName="a", tolerations=[{**tolerate, "tolerationSeconds": None}])]
+    result = run(tmp_path, objects, [{"at": "20s", "taint": {"nodes": ["a"], "taints": [{"key": "maintenance",
+                                                                                          "effect": "NoExecute"}]}}])
+    (evicted,) = events(result, "evicted")
+    assert evicted.object == "Pod default/brief" and evicted.seconds == pytest.approx(65)
+    assert placements(result) == {"forever": "a"}
