@@ -250,9 +250,11 @@ class Step(_Model):
     add_nodes: AddNodes | None = Field(default=None, alias="addNodes")
     remove_nodes: NodeSelection | None = Field(default=None, alias="removeNodes")
 
-    @field_validator("at")
+    @field_validator("at", mode="before")
     @classmethod
-    def _at_parses(cls, value: str) -> str:
+    def _at_parses(cls, value: object) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"must be a duration with a unit, such as 90s or 1m30s, got {value!r}")
         seconds(value)
         return value
 

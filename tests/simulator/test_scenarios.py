@@ -63,6 +63,8 @@ INVALID = {
     "a step without a time": Invalid([{"cordon": {"nodes": ["a"]}}], "steps[0]: at: Field required"),
     "a time that is not a Go duration": Invalid([{"at": "90", "cordon": {"nodes": ["a"]}}],
                                                  'steps[0] (at 90): at: time: missing unit in duration "90"'),
+    "a time without quotes or unit": Invalid([{"at": 90, "cordon": {"nodes": ["a"]}}],
+                                             "steps[0]: at: must be a duration with a unit, such as 90s or 1m30s, got 90"),
     "a negative time": Invalid([{"at": "-5s", "cordon": {"nodes": ["a"]}}], "steps[0] (at -5s): at: must not be negative, got -5s"),
     "two operations in one step": Invalid([{"at": "1s", "cordon": {"nodes": ["a"]}, "uncordon": {"nodes": ["a"]}}],
                                            "steps[0] (at 1s): a step has exactly one operation of apply, delete, scale"),
