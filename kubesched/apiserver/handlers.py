@@ -19,13 +19,12 @@ from typing import Any
 import orjson
 
 from kubesched.api import schema_validation
-from kubesched.api.apierrors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound, TooManyRequests
+from kubesched.api.apierrors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound
 from kubesched.api.events import core_to_v1, v1_to_core
-from kubesched.api.kinds import EVENT, NAMESPACE, POD, Kind, kind_for, known_kind
+from kubesched.api.kinds import EVENT, NAMESPACE, Kind, kind_for, known_kind
 from kubesched.api.meta import json_copy
-from kubesched.api.selectors import parse_label_selector
 from kubesched.apiserver import apply as ssa
-from kubesched.apiserver import bounds, codec, fieldvalidation, selectors, tables
+from kubesched.apiserver import bounds, codec, eviction, fieldvalidation, selectors, tables
 from kubesched.apiserver.codec import Output
 from kubesched.apiserver.defaults import Defaulter
 from kubesched.apiserver.patch import PATCH_TYPES, UnsupportedPatch, apply_patch
@@ -462,50 +461,11 @@ class RestAPI:
         check_options(body, "policy", "Eviction")
         options = (body or {}).get("deleteOptions") or {}
         dry = self._dry_run(call, options)
-        pod = self.store.get(POD, call.namespace, call.name)
         pre = options.get("preconditions") or {}
-        status = pod.get("status") or {}
-        ignore_pdb = pod["metadata"].get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed", "Pending")
-        if not ignore_pdb:
-            self._charge_budget(pod, dry)
         grace = options.get("gracePeriodSeconds")
-        self.store.delete(POD, call.namespace, call.name, grace_period=None if grace is None else int(grace),
-                          uid=pre.get("uid"), resource_version=pre.get("resourceVersion"), dry_run=dry)
+        eviction.evict(self.store, call.namespace, call.name, grace_period=None if grace is None else int(grace),
+                       uid=pre.get("uid"), resource_version=pre.get("resourceVersion"), dry_run=dry)
         return Reply(201, SUCCESS_201)
-
-    def _charge_budget(self, pod: dict, dry: bool) -> None:
-        assert PDB is not None
-        meta = pod["metadata"]
-        labels = meta.get("labels") or {}
-        matching = []
-        for pdb in self.store.list(PDB, meta.get("namespace"))[0]:
-            selector = (pdb.get("spec") or {}).get("selector")
-            if selector is not None and parse_label_selector(selector).matches(labels):
-                matching.append(pdb)
-        if not matching:
-            return
-        if len(matching) > 1:
-            raise ServerError("This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")
-        pdb = matching[0]
-        status = pdb.get("status") or {}
-        name = pdb["metadata"]["name"]
-        if status.get("observedGeneration", 0) < pdb["metadata"].get("generation", 1):
-            raise _too_many(f"The disruption budget {name} is still being processed by the server.")
-        if status.get("disruptionsAllowed", 0) <= 0:
-            raise _too_many(f"The disruption budget {name} needs {status.get('desiredHealthy', 0)} healthy pods and has "
-                            f"{status.get('currentHealthy', 0)} currently")
-        if dry:
-            return
-
-        def charge(obj: dict) -> None:
-            st = obj.setdefault("status", {})
-            st["disruptionsAllowed"] = st.get("disruptionsAllowed", 0) - 1
-            st.setdefault("disruptedPods", {})[meta["name"]] = self.now()
-
-        try:
-            self.store.mutate(PDB, meta.get("namespace"), name, charge)
-        except Conflict:
-            raise _too_many(f"The disruption budget {name} changed while evicting; try again.") from None
 
     def _scale_of(self, view: View, obj: dict) -> dict:
         if view.kind.kind not in SCALABLE:
@@ -627,12 +587,6 @@ def _drop_owner(obj: dict, uid: str) -> None:
         obj["metadata"]["ownerReferences"] = refs
     else:
         obj["metadata"].pop("ownerReferences", None)
-
-
-def _too_many(cause: str) -> TooManyRequests:
-    error = TooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.",
-                            causes=[{"reason": "DisruptionBudget", "message": cause}])
-    return error
 
 
 def _sort_key(obj: dict) -> tuple[str, str]:

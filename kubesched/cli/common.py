@@ -17,6 +17,7 @@ from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
 from kubesched.scheduler.framework.registry import Registry, load_out_of_tree, merge
 from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.simulator.scenario import Scenario
 from kubesched.simulator.simulate import SimulationInterrupted, SimulationResult, simulate
 
 #: How ``--plugin`` names out-of-tree plugins, for every command that takes it.
@@ -87,8 +88,10 @@ def _size_of(paths: Sequence[str]) -> str:
     return f"{size / 1e6:.1f} MB in {len(files)} file{'s' if len(files) != 1 else ''}"
 
 
-def simulate_from_args(args: argparse.Namespace, *, explain: bool) -> tuple[SimulationResult, SchedulerConfiguration]:
-    """Run the simulation the common flags describe, with progress on stderr on long runs."""
+def simulate_from_args(args: argparse.Namespace, *, explain: bool,
+                       scenario: Scenario | None = None) -> tuple[SimulationResult, SchedulerConfiguration]:
+    """Run the simulation the common flags describe (with ``scenario``'s steps on its virtual
+    clock), with progress on stderr on long runs."""
     registry = registry_from(args.plugins)
     cfg, gates = configuration_from(args, registry)
     with progress_reporter(args) as progress:
@@ -97,7 +100,7 @@ def simulate_from_args(args: argparse.Namespace, *, explain: bool) -> tuple[Simu
         except KeyboardInterrupt as e:
             raise SimulationInterrupted(None) from e
         result = simulate(objects, cfg, seed=args.seed, registry=registry, feature_gates=gates, explain=explain,
-                          progress=progress)
+                          progress=progress, scenario=scenario)
     return result, cfg
 
 

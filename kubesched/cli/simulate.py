@@ -1,9 +1,14 @@
 """``kubesched simulate``: schedule manifests on an embedded cluster and print where pods went.
 
+With ``--scenario``, timed steps (drain a node, fail a zone, add nodes, scale a workload; see
+docs/scenarios.md) change the cluster on the virtual clock, and a timeline of what happened comes
+before the final state.
+
 Nothing is left out of the report: besides placements and pending pods' reasons, it lists pods the
 cluster removed during the run (bound to a node that does not exist, evicted by a taint),
 controllers' warnings (a template the API rejects: FailedCreate) and objects kept but not acted on.
-Exit codes: 1 when a controller could not create the pods the input asks for, 3 with
+Exit codes: 1 when a controller could not create the pods the input asks for or a scenario step
+could not be carried out, 3 with
 ``--fail-on-pending`` when some pod did not end up running, 0 otherwise (docs/cli.md).
 """
 
@@ -21,12 +26,15 @@ from kubesched.api.errors import KubeschedError
 from kubesched.api.kinds import EVENT, NODE
 from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
 from kubesched.cli.exitcodes import OK, PENDING
+from kubesched.simulator.scenario import describe_seconds, load_scenario
 from kubesched.simulator.simulate import NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult, creation_order
 from kubesched.simulator.snapshot import created_by_the_server
+from kubesched.simulator.timeline import TimelineEntry
 
 #: Kinds of runtime state that ``-o yaml|json`` leaves out of the cluster's state.
 RUNTIME_KINDS = frozenset({"Event", "Lease"})
-
+#: Timeline events that take a pod away from its node ("evicted from node-a").
+LEAVING = frozenset({"evicted", "preempted", "deleted", "eviction blocked", "eviction failed"})
 #: How many object names a "not acted on" line lists before "and N more".
 NAMES_SHOWN = 5
 
@@ -49,25 +57,57 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--explain", action="store_true",
                    help="record every attempt's per-node Filter and Score results (slower): a one-line summary per pod "
                         "under the table; every detail under 'explanations' with -o json|yaml")
+    p.add_argument("--scenario", metavar="SCENARIO.yaml",
+                   help="timed steps to run on the virtual clock (drain, failNode, addNodes, scale, ...: docs/scenarios.md); "
+                        "prints a timeline before the final state")
     p.add_argument("--fail-on-pending", action="store_true",
                    help=f"exit {PENDING} when some pod did not end up running (pending, rejected, or removed)")
     p.set_defaults(func=run)
 
 
+class StepsFailed(KubeschedError):
+    """Scenario steps that could not be carried out (a node or object that did not exist then)."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__(f"{len(errors)} scenario step(s) could not be carried out: " + "; ".join(errors))
+
+
 def run(args: argparse.Namespace) -> int:
-    result, cfg = simulate_from_args(args, explain=args.explain)
+    scenario = load_scenario(args.scenario) if args.scenario else None
+    result, cfg = simulate_from_args(args, explain=args.explain, scenario=scenario)
     served = {p.scheduler_name for p in cfg.profiles}
     if args.output in ("yaml", "json"):
         print_objects(result, args.output, explain=args.explain)
         warn_on_stderr(result)
     else:
+        if result.timeline is not None:
+            print_timeline(result.timeline)
         print_table(result, served, wide=args.output == "wide", explain=args.explain)
     failures = result.input_errors()
     if failures:
         raise CreateFailed(failures)
+    if result.scenario_errors:
+        raise StepsFailed(result.scenario_errors)
     if args.fail_on_pending and not_running(result):
         return PENDING
     return OK
+
+
+def print_timeline(entries: list[TimelineEntry]) -> None:
+    """The scenario's timeline, one aligned line per entry: virtual time (to the second; -o json has
+    the milliseconds), event, object, node, why."""
+    print("Timeline (virtual time since scheduling began):")
+    times = [describe_seconds(round(e.seconds)) for e in entries]
+    time_width = max((len(t) for t in times), default=0)
+    event_width = max((len(e.event) for e in entries), default=0)
+    for at, entry in zip(times, entries, strict=True):
+        line = f"  {at:>{time_width}}  {entry.event:<{event_width}}  {entry.object}"
+        if entry.node:
+            line += f" {'from' if entry.event in LEAVING else 'on'} {entry.node}"
+        if entry.message:
+            line += f": {entry.message}"
+        print(line.rstrip())
+    print()
 
 
 def not_running(result: SimulationResult) -> list[str]:
@@ -225,6 +265,8 @@ def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> 
         doc["preemptions"] = [preemption_json(r) for r in result.preemptions]
     if explain:
         doc["explanations"] = attempts_to_json(result.attempts, result.preemption_of_attempt)
+    if result.timeline is not None:
+        doc["timeline"] = [entry.to_json() for entry in result.timeline]
     if fmt == "json":
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")

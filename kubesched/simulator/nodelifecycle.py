@@ -121,9 +121,14 @@ class NodeLifecycleController:
             self._timer = None
 
     def idle(self) -> bool:
-        """Busy while a node with a stopped kubelet has not been marked unreachable yet, so that a
-        simulation runs on until the failure has played out."""
-        return not self._failing
+        """Busy while a node with a stopped kubelet has not been marked unreachable yet, or a node
+        marked unreachable is Ready again and keeps its taints until the next pass, so that a
+        simulation runs on until the failure (or the recovery) has played out."""
+        return not self._failing and not any(self._recovered(name) for name in self._tainted)
+
+    def _recovered(self, name: str) -> bool:
+        node = self.store.try_get(NODE, None, name)
+        return node is not None and (_ready(node) or {}).get("status") == "True"
 
     # --- observing heartbeats --------------------------------------------------------------------
     def _on_write(self, _rv: int, kind: Kind, event: WatchEvent) -> None:

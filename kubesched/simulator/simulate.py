@@ -26,6 +26,9 @@ from kubesched.scheduler.schedule_one import Attempt
 from kubesched.scheduler.scheduler import WATCHED_KINDS, Scheduler
 from kubesched.simulator.components import ComponentOptions, Components, start_components
 from kubesched.simulator.nodestatus import LEASE_DURATION
+from kubesched.simulator.scenario import Scenario
+from kubesched.simulator.scenario_runner import ScenarioRunner
+from kubesched.simulator.timeline import Timeline, TimelineEntry
 from kubesched.simulator.virtualtime import run_virtual
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
@@ -129,6 +132,10 @@ class SimulationResult:
     preemption_of_attempt: dict[int, PreemptionRecord] = field(default_factory=dict)
     #: Pods the cluster deleted during the run, other than preemption victims.
     removed: list[RemovedPod] = field(default_factory=list)
+    #: With a scenario: what happened when (steps, placements, evictions, pending reasons).
+    timeline: list[TimelineEntry] | None = None
+    #: With a scenario: the steps that could not be carried out, one line each.
+    scenario_errors: list[str] = field(default_factory=list)
 
     @property
     def preemptions(self) -> list[PreemptionRecord]:
@@ -205,15 +212,18 @@ def simulate(
     explain: bool = False,
     progress: ProgressCallback | None = None,
     fast_paths: bool = True,
+    scenario: Scenario | None = None,
 ) -> SimulationResult:
     """Schedule ``objects`` (already validated manifests) on an embedded cluster. ``fast_paths``
-    off runs the scheduler's plain code paths (same placements, slower: for comparisons).
+    off runs the scheduler's plain code paths (same placements, slower: for comparisons). A
+    ``scenario``'s steps fire at their virtual times; the run settles after the last one, and the
+    result carries the timeline.
 
     Ctrl-C raises ``SimulationInterrupted`` with what was done so far."""
     started: list[SimulationResult] = []
     try:
         return run_virtual(_simulate(objects, config, seed, registry, feature_gates, explain, progress, fast_paths,
-                                     started))
+                                     started, scenario))
     except SimulationInterrupted:
         raise
     except KeyboardInterrupt as e:
@@ -222,7 +232,7 @@ def simulate(
 
 async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: int, registry: Registry | None,
                     gates: FeatureGates | None, explain: bool, progress: ProgressCallback | None,
-                    fast_paths: bool, started: list[SimulationResult]) -> SimulationResult:
+                    fast_paths: bool, started: list[SimulationResult], scenario: Scenario | None) -> SimulationResult:
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates, keep_uids=True)
@@ -233,7 +243,10 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
             progress("creating objects", index, len(ordered))
     result = SimulationResult(store, ignored=ignored)
     started.append(result)
-    store.write_hooks.append(lambda _rv, kind, event: _record_removal(result, kind, event))
+    timeline = Timeline(store) if scenario is not None else None
+    runner = ScenarioRunner(scenario, store, timeline) if scenario is not None and timeline is not None else None
+    requested = runner.requested if runner is not None else set()
+    store.write_hooks.append(lambda _rv, kind, event: _record_removal(result, kind, event, requested))
     if progress is not None:
         _report_progress(store, progress)
     components = start_components(store, SIMULATION_COMPONENTS)
@@ -242,25 +255,44 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
                       preemption_observer=preemption_recorder(result, explain))
     await sched.start()
     start = loop.time()
-    runner = loop.create_task(sched.run(), name="scheduler")
+    scheduling = loop.create_task(sched.run(), name="scheduler")
     try:
-        await settle(sched, store, components)
+        if runner is not None and timeline is not None:
+            await _run_scenario(runner, timeline, result, sched, store, components)
+        else:
+            await settle(sched, store, components)
     finally:
         result.virtual_seconds = loop.time() - start
         await sched.stop()
-        runner.cancel()
-        await asyncio.gather(runner, return_exceptions=True)
+        scheduling.cancel()
+        await asyncio.gather(scheduling, return_exceptions=True)
         await components.stop()
     return result
 
 
-def _record_removal(result: SimulationResult, kind: object, event: WatchEvent) -> None:
-    """Keep a pod the cluster deleted, unless preemption did (preemptions are reported apart)."""
+async def _run_scenario(runner: ScenarioRunner, timeline: Timeline, result: SimulationResult, sched: Scheduler,
+                        store: ObjectStore, components: Components) -> None:
+    """Fire the steps at their times, settle after the last (drains still evicting keep the
+    cluster busy), and leave the timeline and the failed steps in ``result``."""
+    timeline.start()
+    result.timeline = timeline.entries
+    result.scenario_errors = runner.errors
+    try:
+        await runner.run()
+        await settle(sched, store, components, busy=runner.busy)
+    finally:
+        await runner.stop()
+        timeline.stop()
+
+
+def _record_removal(result: SimulationResult, kind: object, event: WatchEvent, requested: set[str]) -> None:
+    """Keep a pod the cluster deleted, unless preemption did (preemptions are reported apart) or a
+    scenario asked for it (``requested`` uids: those are on the timeline)."""
     if kind != POD or event.type != DELETED:
         return
     pod = event.object
     target: dict = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "DisruptionTarget"), {})
-    if target.get("reason") == PREEMPTED:
+    if target.get("reason") == PREEMPTED or pod["metadata"].get("uid") in requested:
         return
     result.removed.append(RemovedPod(_key(pod), (pod.get("spec") or {}).get("nodeName") or "",
                                      str(target.get("reason") or ""), str(target.get("message") or "")))
@@ -278,11 +310,12 @@ def preemption_recorder(result: SimulationResult, explain: bool) -> PreemptionOb
     return PreemptionObserver(on_preemption, record_candidates=explain)
 
 
-async def settle(sched: Scheduler, store: ObjectStore, components: Components) -> None:
+async def settle(sched: Scheduler, store: ObjectStore, components: Components,
+                 busy: Callable[[], bool] | None = None) -> None:
     """Return once nothing can change any more: the cluster is quiet with no pod left
     unschedulable, or nothing was created, bound or deleted for two unschedulable flushes, whether
     the cluster went quiet meanwhile or work kept going (pods failing with errors retry forever, as
-    upstream's do)."""
+    upstream's do). ``busy`` says whether some other actor (a scenario's drain) still works."""
     loop = asyncio.get_running_loop()
     marker, changed_at = tuple(store.progress), loop.time()
     while True:
@@ -291,7 +324,7 @@ async def settle(sched: Scheduler, store: ObjectStore, components: Components) -
             marker, changed_at = tuple(store.progress), loop.time()
         if loop.time() - changed_at > 2 * UNSCHEDULABLE_FLUSH:
             return
-        if not _quiet(sched, store, components):
+        if not _quiet(sched, store, components) or (busy is not None and busy()):
             continue
         if not sched.queue.counts().get("unschedulable"):
             return

@@ -145,6 +145,8 @@ async def test_eviction_respects_disruption_budgets(api):
     assert status == 201
     _, evicted, _ = await api.call("GET", f"{PODS}/p")
     assert evicted["metadata"]["deletionTimestamp"]
+    target = next(c for c in evicted["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    assert (target["status"], target["reason"], target["message"]) == ("True", "EvictionByEvictionAPI", "Eviction API: evicting")
     _, budget, _ = await api.call("GET", "/apis/policy/v1/namespaces/default/poddisruptionbudgets/b")
     assert budget["status"]["disruptionsAllowed"] == 0 and "p" in budget["status"]["disruptedPods"]
 

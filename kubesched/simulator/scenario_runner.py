@@ -1,0 +1,318 @@
+"""Runs a scenario's steps on the virtual clock, inside a simulation: each step fires at its time
+and acts on the store as a client would (``kubectl apply``, ``delete``, ``scale``, ``cordon``,
+``drain``, ``taint``), so the scheduler, the fake kubelets and the controllers react as they do
+to any other write. A step that cannot be carried out (a node or an object that does not exist)
+is an error on the timeline; the run goes on.
+
+``drain`` follows ``kubectl drain --ignore-daemonsets --delete-emptydir-data --force``: every
+selected node is cordoned, then each node's pods are evicted through the Eviction subresource
+(DaemonSet-managed and mirror pods stay), an eviction a PodDisruptionBudget refuses is retried
+every 5 seconds, and the drain of a node is done once its evicted pods are gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import cast
+
+from kubesched.api.apierrors import APIError, Conflict, NotFound, TooManyRequests
+from kubesched.api.errors import KubeschedError
+from kubesched.api.kinds import NODE, POD, Kind, kind_for
+from kubesched.apiserver.eviction import evict
+from kubesched.apiserver.store import ObjectStore
+from kubesched.simulator.nodestatus import FAILURE_ANNOTATION
+from kubesched.simulator.scenario import (
+    AddNodes,
+    Apply,
+    Drain,
+    NodeSelection,
+    ObjectRef,
+    Scale,
+    Scenario,
+    Step,
+    Taint,
+    Untaint,
+    describe_seconds,
+)
+from kubesched.simulator.timeline import Timeline
+from kubesched.utils.clock import rfc3339
+
+#: kubectl drain's pause before retrying an eviction a disruption budget refused.
+EVICTION_RETRY = 5.0
+#: kubectl drain's poll of evicted pods until they are gone.
+DELETION_POLL = 1.0
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+class StepFailed(KubeschedError):
+    """A step that cannot be carried out on the cluster as it is at the step's time."""
+
+
+def _pod_key(pod: dict) -> str:
+    return f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}"
+
+
+def drained_pods(store: ObjectStore, node: str) -> list[dict]:
+    """The pods a drain evicts from ``node``: all but DaemonSet-managed and mirror pods (the ones
+    ``--ignore-daemonsets`` and ``--force`` leave alone)."""
+    out = []
+    for pod in store.iter_all(POD):
+        if (pod.get("spec") or {}).get("nodeName") != node:
+            continue
+        meta = pod["metadata"]
+        if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
+            continue
+        if any(ref.get("controller") and ref.get("kind") == "DaemonSet" for ref in meta.get("ownerReferences") or []):
+            continue
+        out.append(pod)
+    return sorted(out, key=_pod_key)
+
+
+class ScenarioRunner:
+    """Fires the steps of ``scenario`` at their times; drains run on beside later steps."""
+
+    def __init__(self, scenario: Scenario, store: ObjectStore, timeline: Timeline) -> None:
+        self.scenario = scenario
+        self.store = store
+        self.timeline = timeline
+        #: One line per step that could not be carried out (also on the timeline).
+        self.errors: list[str] = []
+        #: Uids of the pods the scenario deleted or evicted (removals it asked for, not the cluster's).
+        self.requested: set[str] = set()
+        self._drains: set[asyncio.Task[None]] = set()
+        #: Pods a drain is evicting or waiting for -> the last refusal, for the report of a drain cut short.
+        self._blocked: dict[str, str] = {}
+
+    def busy(self) -> bool:
+        """True while a drain is still evicting (so the simulation does not stop under it)."""
+        return bool(self._drains)
+
+    async def run(self) -> None:
+        """Fire every step at its time (relative to the timeline's start)."""
+        for index, step in enumerate(self.scenario.steps):
+            delay = step.seconds - self.timeline.now()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self.timeline.add("step", f"steps[{index}]", "", step.describe())
+            try:
+                self._execute(step)
+            except (APIError, StepFailed) as e:
+                self._fail(index, step, str(e))
+
+    async def stop(self) -> None:
+        """Cancel the drains still waiting (a budget that never allows the eviction, say) and put
+        what they left behind on the timeline."""
+        for task in list(self._drains):
+            task.cancel()
+        await asyncio.gather(*self._drains, return_exceptions=True)
+
+    def _fail(self, index: int, step: Step, message: str) -> None:
+        self.errors.append(f"steps[{index}] (at {step.at}): {step.operation}: {message}")
+        self.timeline.add("error", f"steps[{index}]", "", f"{step.operation}: {message}")
+
+    # --- operations ----------------------------------------------------------------------------
+    def _execute(self, step: Step) -> None:
+        handlers: dict[str, Callable[[], None]] = {
+            "apply": lambda: self._apply(cast(Apply, step.apply)),
+            "delete": lambda: self._delete(cast(list[ObjectRef], step.delete)),
+            "scale": lambda: self._scale(cast(Scale, step.scale)),
+            "cordon": lambda: self._set_unschedulable(cast(NodeSelection, step.cordon), True),
+            "uncordon": lambda: self._set_unschedulable(cast(NodeSelection, step.uncordon), False),
+            "drain": lambda: self._start_drain(cast(Drain, step.drain)),
+            "taint": lambda: self._taint(cast(Taint, step.taint)),
+            "untaint": lambda: self._untaint(cast(Untaint, step.untaint)),
+            "failNode": lambda: self._set_failure(cast(NodeSelection, step.fail_node), True),
+            "recoverNode": lambda: self._set_failure(cast(NodeSelection, step.recover_node), False),
+            "addNodes": lambda: self._add_nodes(cast(AddNodes, step.add_nodes)),
+            "removeNodes": lambda: self._remove_nodes(cast(NodeSelection, step.remove_nodes)),
+        }
+        handlers[step.operation]()
+
+    def _apply(self, apply: Apply) -> None:
+        """Create each object, or replace it when it exists (``kubectl apply`` of whole objects)."""
+        for manifest in apply.manifests:
+            kind = cast(Kind, kind_for(manifest["apiVersion"], manifest["kind"]))
+            meta = manifest.get("metadata") or {}
+            namespace = (meta.get("namespace") or "default") if kind.namespaced else None
+            obj = {**manifest, "metadata": {**meta}}
+            if self.store.try_get(kind, namespace, meta.get("name", "")) is None:
+                self.store.create(kind, obj)
+            else:
+                obj["metadata"].pop("resourceVersion", None)
+                self.store.update(kind, obj)
+
+    def _delete(self, refs: list[ObjectRef]) -> None:
+        for ref in refs:
+            kind = ref.resolve()
+            namespace = ref.namespace if kind.namespaced else None
+            if kind is POD:
+                self.requested.add(str(self.store.get(POD, namespace, ref.name)["metadata"].get("uid")))
+            self.store.delete(kind, namespace, ref.name)
+
+    def _scale(self, scale: Scale) -> None:
+        kind = cast(Kind, kind_for("v1" if scale.kind == "ReplicationController" else "apps/v1", scale.kind))
+
+        def change(obj: dict) -> None:
+            obj.setdefault("spec", {})["replicas"] = scale.replicas
+
+        self.store.mutate(kind, scale.namespace, scale.name, change)
+
+    def nodes(self, selection: NodeSelection) -> list[str]:
+        """The selected nodes as they are now; a named node that does not exist, or a selector that
+        matches none, fails the step."""
+        existing = {n["metadata"]["name"]: n for n in self.store.iter_all(NODE)}
+        if selection.nodes:
+            missing = [name for name in selection.nodes if name not in existing]
+            if missing:
+                raise StepFailed(", ".join(f'node "{name}" not found' for name in missing))
+            return list(selection.nodes)
+        selector = selection.label_selector()
+        assert selector is not None
+        names = sorted(name for name, node in existing.items() if selector.matches(node["metadata"].get("labels") or {}))
+        if not names:
+            raise StepFailed(f"no node matches selector {selection.selector}")
+        return names
+
+    def _mutate_nodes(self, selection: NodeSelection, change: Callable[[dict], None]) -> None:
+        for name in self.nodes(selection):
+            self.store.mutate(NODE, None, name, change)
+
+    def _set_unschedulable(self, selection: NodeSelection, unschedulable: bool) -> None:
+        def change(node: dict) -> None:
+            spec = node.setdefault("spec", {})
+            if unschedulable:
+                spec["unschedulable"] = True
+            else:
+                spec.pop("unschedulable", None)
+
+        self._mutate_nodes(selection, change)
+
+    def _set_failure(self, selection: NodeSelection, failed: bool) -> None:
+        """Stop or restart the nodes' kubelets (the node lifecycle controller does the rest)."""
+        def change(node: dict) -> None:
+            annotations = node["metadata"].setdefault("annotations", {})
+            if failed:
+                annotations[FAILURE_ANNOTATION] = "true"
+            else:
+                annotations.pop(FAILURE_ANNOTATION, None)
+
+        self._mutate_nodes(selection, change)
+
+    def _taint(self, taint: Taint) -> None:
+        """Add or replace (same key and effect) each taint; a NoExecute one gets its timeAdded."""
+        stamp = rfc3339(self.store.clock.wall())
+
+        def change(node: dict) -> None:
+            spec = node.setdefault("spec", {})
+            taints = list(spec.get("taints") or [])
+            for new in taint.taints:
+                taints = [t for t in taints if (t.get("key"), t.get("effect")) != (new.key, new.effect)]
+                added: dict = {"key": new.key, "effect": new.effect}
+                if new.value:
+                    added["value"] = new.value
+                if new.effect == "NoExecute":
+                    added["timeAdded"] = stamp
+                taints.append(added)
+            spec["taints"] = taints
+
+        self._mutate_nodes(taint, change)
+
+    def _untaint(self, untaint: Untaint) -> None:
+        """Remove the taints; one that a node does not carry fails the step, as ``kubectl taint`` does."""
+        names = self.nodes(untaint)
+        for name in names:
+            taints = (self.store.get(NODE, None, name).get("spec") or {}).get("taints") or []
+            for ref in untaint.taints:
+                if not any(_matches(t, ref.key, ref.effect) for t in taints):
+                    raise StepFailed(f'taint "{ref.describe()}" not found on node "{name}"')
+
+        def change(node: dict) -> None:
+            spec = node.setdefault("spec", {})
+            kept = [t for t in spec.get("taints") or [] if not any(_matches(t, r.key, r.effect) for r in untaint.taints)]
+            if kept:
+                spec["taints"] = kept
+            else:
+                spec.pop("taints", None)
+
+        for name in names:
+            self.store.mutate(NODE, None, name, change)
+
+    def _add_nodes(self, add: AddNodes) -> None:
+        existing = {n["metadata"]["name"] for n in self.store.iter_all(NODE)}
+        number = 1
+        for _ in range(add.count):
+            while f"{add.prefix}{number}" in existing:
+                number += 1
+            name = f"{add.prefix}{number}"
+            existing.add(name)
+            self.store.create(NODE, add.node(name))
+
+    def _remove_nodes(self, selection: NodeSelection) -> None:
+        for name in self.nodes(selection):
+            self.store.delete(NODE, None, name)
+
+    # --- drain ---------------------------------------------------------------------------------
+    def _start_drain(self, drain: Drain) -> None:
+        nodes = self.nodes(drain)
+        self._set_unschedulable(NodeSelection(nodes=nodes), True)
+        task = asyncio.get_running_loop().create_task(self._drain(drain, nodes), name=f"drain {', '.join(nodes)}")
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
+
+    async def _drain(self, drain: Drain, nodes: list[str]) -> None:
+        timeout = drain.timeout_seconds()
+        try:
+            async with asyncio.timeout(timeout):
+                for node in nodes:
+                    await self._drain_node(node, drain.grace_period_seconds)
+                    self.timeline.add("drained", f"Node {node}")
+        except TimeoutError:
+            self._report_unfinished(nodes, f"timed out after {describe_seconds(cast(float, timeout))}")
+        except asyncio.CancelledError:
+            self._report_unfinished(nodes, "the simulation ended first")
+            raise
+
+    def _report_unfinished(self, nodes: list[str], why: str) -> None:
+        for node in nodes:
+            left = [_pod_key(p) for p in drained_pods(self.store, node)]
+            if not left:
+                continue
+            blocked = "; ".join(f"{key}: {self._blocked[key]}" for key in left if key in self._blocked)
+            self.timeline.add("drain incomplete", f"Node {node}", "",
+                              f"{why}; still on the node: {', '.join(left)}" + (f" ({blocked})" if blocked else ""))
+
+    async def _drain_node(self, node: str, grace: int | None) -> None:
+        pods = drained_pods(self.store, node)
+        await asyncio.gather(*(self._evict_and_wait(pod, grace) for pod in pods))
+
+    async def _evict_and_wait(self, pod: dict, grace: int | None) -> None:
+        """kubectl's eviction loop for one pod: retry while a budget refuses, then wait until the
+        pod (this uid) is gone."""
+        meta, key = pod["metadata"], _pod_key(pod)
+        namespace, name, uid = meta.get("namespace", "default"), meta["name"], meta.get("uid")
+        while True:
+            try:
+                evict(self.store, namespace, name, grace_period=grace, uid=uid)
+                break
+            except (NotFound, Conflict):
+                return  # gone, or replaced by a pod of the same name
+            except TooManyRequests as e:
+                message = " ".join([str(e), *(str(c.get("message")) for c in e.causes)])
+                if self._blocked.get(key) != message:
+                    self._blocked[key] = message
+                    self.timeline.add("eviction blocked", f"Pod {key}", str((pod.get("spec") or {}).get("nodeName") or ""),
+                                      f"{message} (retrying every {describe_seconds(EVICTION_RETRY)})")
+                await asyncio.sleep(EVICTION_RETRY)
+            except APIError as e:
+                self.errors.append(f"drain: evicting pod {key}: {e}")
+                self.timeline.add("eviction failed", f"Pod {key}", str((pod.get("spec") or {}).get("nodeName") or ""), str(e))
+                return
+        self.requested.add(str(uid))
+        while (current := self.store.try_get(POD, namespace, name)) is not None and current["metadata"].get("uid") == uid:
+            await asyncio.sleep(DELETION_POLL)
+        self._blocked.pop(key, None)
+
+
+def _matches(taint: dict, key: str, effect: str | None) -> bool:
+    return taint.get("key") == key and (effect is None or taint.get("effect") == effect)
