@@ -201,15 +201,15 @@ class ScoredNodesAlgorithm(Algorithm):
     """See the module docstring: ``ratios`` gets (nodes scored / nodes) per successful attempt
     while ``recording`` is set. One feasible node means no Score at all, as upstream."""
 
-    def __init__(self, global_percentage: int, rng: Any) -> None:
-        super().__init__(global_percentage, rng)
+    def __init__(self, global_percentage: int, rng: Any, extenders: Any = ()) -> None:
+        super().__init__(global_percentage, rng, extenders)
         self.recording = False
         self.ratios: list[float] = []
         self._scored = 0
 
-    def schedule_pod(self, fw: Any, state: Any, pod: Any, table: Any, attempt: Any = None) -> ScheduleResult:
+    async def schedule_pod(self, fw: Any, state: Any, pod: Any, table: Any, attempt: Any = None) -> ScheduleResult:
         self._scored = 0
-        result = super().schedule_pod(fw, state, pod, table, attempt)
+        result = await super().schedule_pod(fw, state, pod, table, attempt)
         if self.recording and table.n:
             self.ratios.append(self._scored / table.n)
         return result

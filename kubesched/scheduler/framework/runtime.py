@@ -13,7 +13,7 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ClusterEventWithHint, unroll_wildcard
+from kubesched.scheduler.framework.extender import Extender
 from kubesched.scheduler.framework.interface import (
     EXTENSION_POINTS,
     INTERFACE_NAMES,
@@ -87,6 +88,8 @@ class HandleContext:
     rng: random.Random = field(default_factory=random.Random)
     #: Told of every preemption decision (the simulator's report); None: nobody listens.
     preemption_observer: PreemptionObserver | None = None
+    #: The configuration's extenders, non-ignorable ones first (upstream ``Handle.Extenders``).
+    extenders: Sequence[Extender] = ()
 
 
 @dataclass(frozen=True)
@@ -262,6 +265,10 @@ class Framework:
         if self.ctx.informers is None:
             return {}
         return self.ctx.informers.store(kind)
+
+    @property
+    def extenders(self) -> Sequence[Extender]:
+        return self.ctx.extenders
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         if self.ctx.nominator is None:
@@ -542,7 +549,9 @@ class Framework:
         return [p for p in self.nominated_pods_for_node(node_name) if p.priority >= pod.priority and p.uid != pod.uid]
 
     # --- PostFilter ----------------------------------------------------------------------------
-    def run_post_filter(self, state: CycleState, pod: PodInfo, statuses: Any) -> tuple[PostFilterResult | None, Status]:
+    async def run_post_filter(self, state: CycleState, pod: PodInfo, statuses: Any) -> tuple[PostFilterResult | None, Status]:
+        """PostFilter plugins in order until one helps; a plugin may answer with an awaitable
+        (preemption consulting extenders over HTTP)."""
         start = time.perf_counter()
         result: PostFilterResult | None = None
         reasons: list[str] = []
@@ -551,7 +560,7 @@ class Framework:
         try:
             for pl in self.points["postFilter"]:
                 t = time.perf_counter()
-                r, s = pl.post_filter(state, pod, statuses)  # type: ignore[attr-defined]
+                r, s = await _maybe_await(pl.post_filter(state, pod, statuses))  # type: ignore[attr-defined]
                 self._observe_plugin(state, pl.name, "PostFilter", s, t)
                 if is_success(s):
                     status = s or Status()
