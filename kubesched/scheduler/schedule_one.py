@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kubesched.api.types import PodInfo
-from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.extender import extender_scores, find_nodes_that_pass_extenders, scaled
+from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.scheduler.framework.extender import EXTENDER_NAME, Extender
 from kubesched.scheduler.framework.runtime import Framework, ScoreResult

@@ -5,7 +5,6 @@ and only nodes that pass both ways count towards the feasible nodes to find."""
 from __future__ import annotations
 
 import asyncio
-
 import random
 
 import numpy as np
