@@ -14,14 +14,19 @@ keeps the preemptor out of activeQ until they are done.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.config.args import DefaultPreemptionArgs
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-from kubesched.scheduler.framework.interface import EnqueueExtensions, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
+from kubesched.scheduler.framework.interface import (
+    EnqueueExtensions,
+    PostFilterOutcome,
+    PostFilterPlugin,
+    PreEnqueuePlugin,
+)
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins.defaultpreemption._dry_run import PriorityTotals, VictimSelector
@@ -70,7 +75,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
 
     # --- PostFilter -----------------------------------------------------------------------------
     def post_filter(self, state: CycleState, pod: PodInfo,
-                    statuses: Any) -> PostFilterOutcome | Coroutine[Any, Any, PostFilterOutcome]:
+                    statuses: Any) -> PostFilterOutcome | Awaitable[PostFilterOutcome]:
         """Preempt; when extenders take part, an awaitable (they answer over HTTP)."""
         if self.evaluator.extenders_to_consult(pod):
             return self._post_filter_with_extenders(state, pod, statuses)
@@ -181,9 +186,6 @@ def pod_terminating_by_preemption(pod: PodInfo) -> bool:
 
 def _skip(_pod: dict, _old: Any, _new: Any) -> QueueingHint:
     return QueueingHint.QueueSkip
-
-
-PostFilterOutcome = tuple[PostFilterResult | None, Status | None]
 
 
 def _prefixed(outcome: PostFilterOutcome) -> PostFilterOutcome:
