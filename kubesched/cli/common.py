@@ -68,19 +68,21 @@ def read_config(path: str, flag: str = "--config") -> str:
 
 
 def load_manifests(args: argparse.Namespace, progress: ProgressReporter | None = None) -> list[dict]:
-    """Every object of ``-f``; none at all is an error (an empty file or directory is most likely a wrong path)."""
+    """Every object of ``-f``; none at all is an error (an empty file or directory is most likely a wrong path).
+    The ``--config`` file is no manifest, even when it sits in a directory ``-f`` names."""
+    skip = [args.config] if getattr(args, "config", None) else []
     if progress is not None:
-        progress.phase(f"loading manifests ({_size_of(args.files)})")
-    objects = load(args.files)
+        progress.phase(f"loading manifests ({_size_of(args.files, skip)})")
+    objects = load(args.files, skip)
     if not objects:
         raise NoObjects(args.files)
     return objects
 
 
-def _size_of(paths: Sequence[str]) -> str:
+def _size_of(paths: Sequence[str], skip: Sequence[str]) -> str:
     """The manifests' total size, for the loading phase's label (``52.4 MB in 3 files``)."""
     try:
-        files = manifest_files(paths)
+        files = manifest_files(paths, skip)
         size = sum(f.stat().st_size for f in files)
     except (KubeschedError, OSError):
         return "?"
