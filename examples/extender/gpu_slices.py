@@ -70,7 +70,7 @@ VERBS = {"/filter": filter_nodes, "/prioritize": prioritize}
 
 
 class Handler(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+    def do_POST(self) -> None:
         verb = VERBS.get(self.path)
         if verb is None:
             self.send_error(404, f"no verb {self.path}")
