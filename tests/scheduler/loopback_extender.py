@@ -5,6 +5,7 @@ the scheduler talk to it as kube-scheduler talks to an extender."""
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -72,13 +73,20 @@ def _handler(extender: LoopbackExtender) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serving(extender: LoopbackExtender) -> Iterator[LoopbackExtender]:
-    """Serve ``extender`` on an ephemeral loopback port for the block; ``extender.url`` is its prefix."""
+def serving(extender: LoopbackExtender, tls: tuple[str, str] | None = None) -> Iterator[LoopbackExtender]:
+    """Serve ``extender`` on an ephemeral loopback port for the block; ``extender.url`` is its
+    prefix. ``tls``: certificate and key files to serve HTTPS with."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(extender))
     server.daemon_threads = True
+    scheme = "http"
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
     thread = threading.Thread(target=server.serve_forever, name="loopback-extender", daemon=True)
     thread.start()
-    extender.url = f"http://127.0.0.1:{server.server_address[1]}/"
+    extender.url = f"{scheme}://127.0.0.1:{server.server_address[1]}/"
     try:
         yield extender
     finally:

@@ -6,6 +6,8 @@ ignorable and non-ignorable failures and timeouts, managed resources."""
 from __future__ import annotations
 
 import asyncio
+import base64
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from kubesched.scheduler.config import default_configuration
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.extender import HTTPExtender, build_extenders
 from kubesched.scheduler.framework.extender import ExtenderError
+from kubesched.scheduler.serving.certs import generate
 from kubesched.simulator.explain import attempt_to_json
 from kubesched.simulator.simulate import SimulationResult, simulate
 from tests.helpers import make_node, make_pod
@@ -297,6 +300,41 @@ def test_preempt_extender_failures(answer, ignorable, message):
         assert first.node == "node1"
     else:
         assert first.node == "" and first.message == message.format(url=ext.url)
+
+
+# --- HTTPS ----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A serving pair for 127.0.0.1 and another, unrelated certificate."""
+    out: dict[str, str] = {}
+    directory = tmp_path_factory.mktemp("tls")
+    for name in ("server", "other"):
+        cert, key = generate("localhost")
+        (directory / f"{name}.crt").write_bytes(cert)
+        (directory / f"{name}.key").write_bytes(key)
+        out[name] = str(directory / name)
+    return out
+
+
+@pytest.mark.parametrize(("tls", "verified"), [
+    ({}, True),
+    ({"caData": "server"}, True),
+    ({"caFile": "server"}, True),
+    ({"caData": "other"}, False),
+], ids=["without a CA the server is not verified", "CA data", "CA file", "a CA that did not sign the server's certificate"])
+def test_an_https_extender(certificates, tls, verified):
+    def ca(value: str) -> str:
+        return base64.b64encode(Path(certificates[value] + ".crt").read_bytes()).decode()
+
+    tls_config = {k: ca(v) if k == "caData" else certificates[v] + ".crt" for k, v in tls.items()}
+    server = certificates["server"]
+    with serving(LoopbackExtender({"filter": keep("node2")}), tls=(server + ".crt", server + ".key")) as ext:
+        result = run([pod()], {"urlPrefix": ext.url, "filterVerb": "filter", "enableHTTPS": True, "tlsConfig": tls_config})
+    if verified:
+        assert node_of(result, "pod") == "node2"
+    else:
+        assert node_of(result, "pod") is None
+        assert "certificate verify failed" in scheduled_condition(result, "pod")["message"]
 
 
 # --- the extender's own decisions -----------------------------------------------------------------
