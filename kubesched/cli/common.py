@@ -15,14 +15,15 @@ from kubesched.cli.progress import ProgressReporter
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
-from kubesched.scheduler.framework.registry import Registry, load_out_of_tree, merge
+from kubesched.scheduler.framework.registry import ENTRY_POINT_GROUP, Registry, installed_plugins, load_out_of_tree, merge
+from kubesched.scheduler.framework.runtime import UnknownPlugin
 from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.simulator.simulate import SimulationInterrupted, SimulationResult, simulate
 
 #: How ``--plugin`` names out-of-tree plugins, for every command that takes it.
 PLUGIN_METAVAR = "MODULE[:CLASS]"
 PLUGIN_HELP = ("register out-of-tree plugins from an importable module or a .py file; without :CLASS, "
-               "the module's PLUGINS list (repeatable)")
+               f"the module's PLUGINS list (repeatable; installed packages' {ENTRY_POINT_GROUP} entry points need no flag)")
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -40,12 +41,24 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> None:
 
 
 def registry_from(plugins: Sequence[str]) -> Registry:
-    """The in-tree plugins and those of each ``--plugin``; a name registered twice is an error, as
-    kube-scheduler's ``app.WithPlugin`` makes it."""
-    registry = in_tree_registry()
+    """The plugins every command resolves names with: the in-tree ones, those installed packages
+    declare (``kubesched.plugins`` entry points) and those of each ``--plugin``. A name registered
+    twice is an error, as kube-scheduler's ``app.WithPlugin`` makes it, except that ``--plugin``
+    may name a plugin that is also installed: the flag's copy is used (a working tree over the
+    installed release)."""
+    installed = installed_plugins()
+    flagged: Registry = {}
     for spec in plugins:
-        registry = merge(registry, load_out_of_tree(spec))
-    return registry
+        flagged = merge(flagged, load_out_of_tree(spec))
+    installed = {name: factory for name, factory in installed.items() if name not in flagged}
+    return merge(merge(in_tree_registry(), installed), flagged)
+
+
+def unknown_plugin_message(error: UnknownPlugin) -> str:
+    """The framework's error, with where a plugin of that name could come from."""
+    return (f"{error}: {error.plugin_name} is neither an in-tree plugin nor one an installed package declares "
+            f"(entry-point group {ENTRY_POINT_GROUP}); load it with --plugin {PLUGIN_METAVAR} (a module or a .py file), "
+            "or pip install the package that provides it")
 
 
 def configuration_from(args: argparse.Namespace, registry: Registry) -> tuple[SchedulerConfiguration, FeatureGates]:

@@ -18,6 +18,7 @@ import asyncio
 import base64
 import json
 import logging
+import os
 import ssl
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
@@ -212,6 +213,10 @@ class HTTPExtender:
             except TimeoutError as e:
                 raise ExtenderError(f'Post {_quote(url)}: context deadline exceeded (Client.Timeout exceeded while '
                                     f"awaiting headers after {self.timeout:g}s)") from e
+            except aiohttp.ClientConnectorCertificateError as e:
+                raise ExtenderError(f"Post {_quote(url)}: tls: failed to verify certificate: {_verify_message(e)}") from e
+            except aiohttp.ClientConnectorError as e:
+                raise ExtenderError(f"Post {_quote(url)}: dial tcp {e.host}:{e.port}: connect: {_reason(e.os_error)}") from e
             except aiohttp.ClientError as e:
                 raise ExtenderError(f"Post {_quote(url)}: {e}") from e
         try:
@@ -399,6 +404,16 @@ def _failed_map(value: Any, what: str) -> dict[str, str]:
 def _meta_victims(victims: VictimPods) -> dict[str, Any]:
     pods, violations = victims
     return {"Pods": [{"UID": p.uid} for p in pods], "NumPDBViolations": violations}
+
+
+def _verify_message(error: aiohttp.ClientConnectorCertificateError) -> str:
+    cause = error.certificate_error
+    return str(getattr(cause, "verify_message", "") or cause)
+
+
+def _reason(error: OSError) -> str:
+    """An OS error as Go words it (``connection refused``)."""
+    return os.strerror(error.errno).lower() if error.errno else str(error)
 
 
 def _quote(text: str) -> str:

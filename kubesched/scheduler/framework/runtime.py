@@ -67,6 +67,14 @@ class FrameworkError(KubeschedError, ValueError):
     """A profile that cannot be built (unknown plugin, plugin at a point it does not implement...)."""
 
 
+class UnknownPlugin(FrameworkError):
+    """A profile enables a plugin the registry does not hold (``plugin_name``)."""
+
+    def __init__(self, message: str, plugin_name: str) -> None:
+        super().__init__(message)
+        self.plugin_name = plugin_name
+
+
 @dataclass
 class HandleContext:
     """Services every profile's plugins share (what upstream's Handle exposes)."""
@@ -182,7 +190,7 @@ class Framework:
         for ref in enabled:
             plugin = self.plugins.get(ref.name)
             if plugin is None:
-                raise FrameworkError(f'{INTERFACE_NAMES[point]} "{ref.name}" does not exist')
+                raise UnknownPlugin(f'{INTERFACE_NAMES[point]} "{ref.name}" does not exist', ref.name)
             if not isinstance(plugin, EXTENSION_POINTS[point]):
                 raise FrameworkError(f'plugin "{ref.name}" does not extend {INTERFACE_NAMES[point]} plugin')
             if ref.name in seen:
@@ -204,7 +212,7 @@ class Framework:
             for ref in plugins.multi_point.enabled:
                 plugin = self.plugins.get(ref.name)
                 if plugin is None:
-                    raise FrameworkError(f'{INTERFACE_NAMES["preFilter"]} "{ref.name}" does not exist')
+                    raise UnknownPlugin(f'{INTERFACE_NAMES["preFilter"]} "{ref.name}" does not exist', ref.name)
                 if not isinstance(plugin, EXTENSION_POINTS[point]) or ref.name in disabled:
                     continue
                 if ref.name in enabled:
