@@ -282,11 +282,13 @@ def _decoded(value: str) -> bytes:
 
 
 async def find_nodes_that_pass_extenders(extenders: Sequence[Extender], pod: PodInfo, table: NodeTable,
-                                         feasible: np.ndarray, statuses: NodeToStatus) -> np.ndarray:
+                                         feasible: np.ndarray, statuses: NodeToStatus,
+                                         removed_by: dict[str, str] | None = None) -> np.ndarray:
     """``findNodesThatPassExtenders``: each interested filter extender in turn narrows the feasible
     rows; the nodes it rejects get its reason (unresolvable ones take precedence), under the
-    extender's name so explanations show whose verdict it was. An ignorable
-    extender's failure is skipped; any other's raises ExtenderError."""
+    extender's name so explanations show whose verdict it was. ``removed_by`` (when given) gets
+    the extender that removed each node, reason or not. An ignorable extender's failure is
+    skipped; any other's raises ExtenderError."""
     for extender in extenders:
         if len(feasible) == 0:
             break
@@ -304,7 +306,11 @@ async def find_nodes_that_pass_extenders(extenders: Sequence[Extender], pod: Pod
         for name, message in outcome.failed.items():
             if name not in outcome.failed_and_unresolvable:
                 _set_status(statuses, table, name, Status(Code.Unschedulable, message, plugin=extender.name))
-        feasible = np.array([table.row_of[name] for name in outcome.feasible], dtype=np.int64)
+        kept = np.array([table.row_of[name] for name in outcome.feasible], dtype=np.int64)
+        if removed_by is not None:
+            for row in np.setdiff1d(feasible, kept):
+                removed_by[table.names[int(row)]] = extender.name
+        feasible = kept
     return feasible
 
 

@@ -139,13 +139,16 @@ class Algorithm:
         """The feasible rows the filter extenders keep; their verdicts join the explanation."""
         if not self.extenders or len(feasible) == 0:
             return feasible
-        passed = await find_nodes_that_pass_extenders(self.extenders, pod, table, feasible, diagnosis.node_to_status)
+        removed_by: dict[str, str] = {}
+        passed = await find_nodes_that_pass_extenders(self.extenders, pod, table, feasible, diagnosis.node_to_status,
+                                                      removed_by if attempt is not None else None)
         if attempt is not None:
-            kept = {table.names[int(r)] for r in passed}
-            for row in feasible:
-                name = table.names[int(row)]
-                if name not in kept:
-                    attempt.filter_status[name] = diagnosis.node_to_status.get(name)
+            for name, extender in removed_by.items():
+                status = diagnosis.node_to_status.get(name)
+                # A node dropped without a reason is recorded for the explanation only, as upstream
+                # leaves it out of the diagnosis.
+                attempt.filter_status[name] = status if status.plugin == extender else Status(
+                    Code.UnschedulableAndUnresolvable, plugin=extender)
             attempt.feasible = [table.names[int(r)] for r in passed]
         return passed
 

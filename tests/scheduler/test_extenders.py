@@ -70,8 +70,14 @@ def scheduled_condition(result: SimulationResult, name: str) -> dict:
 @pytest.mark.parametrize("node_cache_capable", [False, True], ids=["whole nodes", "node names only"])
 def test_filter_removes_nodes_and_the_pod_lands_on_one_it_kept(node_cache_capable):
     with serving(LoopbackExtender({"filter": keep("node2", failed={"node1": "no GPU left"})})) as ext:
-        result = run([pod()], {"urlPrefix": ext.url, "filterVerb": "filter", "nodeCacheCapable": node_cache_capable})
+        result = run([pod()], {"urlPrefix": ext.url, "filterVerb": "filter", "nodeCacheCapable": node_cache_capable},
+                     explain=True)
     assert node_of(result, "pod") == "node2"
+    # The explanation names the extender as the filter that removed node1 (with its reason) and node3 (without).
+    verdicts = {n["name"]: n["filter"] for n in attempt_to_json(result.attempts[0])["nodes"]}
+    assert verdicts == {"node1": {"passed": False, "plugin": ext.url, "code": "Unschedulable", "reasons": ["no GPU left"]},
+                        "node2": {"passed": True},
+                        "node3": {"passed": False, "plugin": ext.url, "code": "UnschedulableAndUnresolvable", "reasons": []}}
     [args] = ext.args("filter")
     assert args["Pod"]["metadata"]["name"] == "pod"
     if node_cache_capable:
