@@ -116,7 +116,8 @@ class Algorithm:
             return np.empty(0, dtype=np.int64), diagnosis
         if pod.nominated_node_name:
             feasible = self._evaluate_nominated_node(fw, state, pod, table, diagnosis, attempt)
-            feasible = await self._pass_extenders(pod, table, feasible, diagnosis, attempt)
+            if self.extenders:
+                feasible = await self._pass_extenders(pod, table, feasible, diagnosis, attempt)
             if len(feasible):
                 return feasible, diagnosis
         candidates = table.order()
@@ -128,6 +129,8 @@ class Algorithm:
         feasible, processed = self.find_nodes_that_pass_filters(fw, state, pod, table, candidates, diagnosis, attempt)
         if table.n:
             self.next_start_node_index = (self.next_start_node_index + processed) % table.n
+        if not self.extenders:
+            return feasible, diagnosis
         passed = await self._pass_extenders(pod, table, feasible, diagnosis, attempt)
         if len(passed) != len(feasible):
             # Extenders register no events: any cluster event may make the pod schedulable again.
@@ -137,7 +140,7 @@ class Algorithm:
     async def _pass_extenders(self, pod: PodInfo, table: NodeTable, feasible: np.ndarray, diagnosis: Diagnosis,
                               attempt: Attempt | None) -> np.ndarray:
         """The feasible rows the filter extenders keep; their verdicts join the explanation."""
-        if not self.extenders or len(feasible) == 0:
+        if len(feasible) == 0:
             return feasible
         removed_by: dict[str, str] = {}
         passed = await find_nodes_that_pass_extenders(self.extenders, pod, table, feasible, diagnosis.node_to_status,
