@@ -58,6 +58,8 @@ class HTTPExtender:
         self._ignorable = bool(config.get("ignorable"))
         self.timeout = float(config.get("httpTimeout") or 0) or DEFAULT_EXTENDER_TIMEOUT
         self.ssl_context = _ssl_context(self.url_prefix, bool(config.get("enableHTTPS")), config.get("tlsConfig"))
+        #: The name the server's certificate must carry, when not the URL's host (``tlsConfig.serverName``).
+        self.server_name = str((config.get("tlsConfig") or {}).get("serverName") or "") or None
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
 
     def __repr__(self) -> str:
@@ -206,7 +208,8 @@ class HTTPExtender:
         with awaiting_real_io():
             try:
                 async with self._session().post(url, data=body, headers={"Content-Type": "application/json"},
-                                                ssl=self.ssl_context if self.ssl_context is not None else True) as response:
+                                                ssl=self.ssl_context if self.ssl_context is not None else True,
+                                                server_hostname=self.server_name) as response:
                     if response.status != 200:
                         raise ExtenderError(f"failed {verb} with extender at URL {url}, code {response.status}")
                     raw = await response.read()
@@ -236,7 +239,12 @@ class HTTPExtender:
 def build_extenders(configs: Iterable[Mapping[str, Any]]) -> list[HTTPExtender]:
     """``buildExtenders``: one HTTPExtender per entry, the ignorable ones moved to the end so a
     failure that may be skipped never comes before one that decides."""
-    extenders = [HTTPExtender(c) for c in configs]
+    extenders = []
+    for i, config in enumerate(configs):
+        try:
+            extenders.append(HTTPExtender(config))
+        except (ValueError, OSError) as e:
+            raise ExtenderError(f"extenders[{i}] ({config.get('urlPrefix', '')}): {e}") from e
     return [e for e in extenders if not e.ignorable] + [e for e in extenders if e.ignorable]
 
 
@@ -249,16 +257,22 @@ def _ssl_context(url: str, enable_https: bool, tls: Mapping[str, Any] | None) ->
     """The client TLS settings of ``makeTransport``: HTTPS without a CA (in the file or the data)
     skips verification, as upstream; certData/keyData/caData are base64, as Go's []byte in JSON."""
     tls = tls or {}
-    has_ca = bool(tls.get("caFile") or tls.get("caData"))
-    insecure = bool(tls.get("insecure")) or (enable_https and not has_ca)
     if not url.startswith("https://") and not enable_https and not tls:
         return None
-    context = ssl.create_default_context(cafile=tls.get("caFile") or None,
-                                         cadata=_decoded(tls["caData"]).decode() if tls.get("caData") else None)
-    if insecure:
+    has_ca = bool(tls.get("caFile") or tls.get("caData"))
+    try:
+        context = ssl.create_default_context(cafile=tls.get("caFile") or None,
+                                             cadata=_decoded(tls["caData"], "caData").decode() if tls.get("caData") else None)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"tlsConfig.{'caFile' if tls.get('caFile') else 'caData'}: no usable CA certificate ({e})") from e
+    if tls.get("insecure") or (enable_https and not has_ca):
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    _load_client_certificate(context, tls)
+    try:
+        _load_client_certificate(context, tls)
+    except OSError as e:
+        fields = "certFile/keyFile" if tls.get("certFile") else "certData/keyData"
+        raise ValueError(f"tlsConfig.{fields}: no usable client certificate and key ({e})") from e
     return context
 
 
@@ -267,15 +281,19 @@ def _load_client_certificate(context: ssl.SSLContext, tls: Mapping[str, Any]) ->
         context.load_cert_chain(tls["certFile"], tls.get("keyFile") or None)
     elif tls.get("certData"):  # ssl loads certificates from files only
         with tempfile.NamedTemporaryFile("wb", suffix=".pem") as cert, tempfile.NamedTemporaryFile("wb", suffix=".pem") as key:
-            cert.write(_decoded(tls["certData"]))
-            key.write(_decoded(tls.get("keyData") or ""))
+            cert.write(_decoded(tls["certData"], "certData"))
+            key.write(_decoded(tls.get("keyData") or "", "keyData"))
             cert.flush()
             key.flush()
             context.load_cert_chain(cert.name, key.name if tls.get("keyData") else None)
 
 
-def _decoded(value: str) -> bytes:
-    return base64.b64decode(value)
+def _decoded(value: str, field: str) -> bytes:
+    """A []byte field of the configuration (base64 in JSON and YAML, as Go encodes it)."""
+    try:
+        return base64.b64decode(value, validate=True)
+    except ValueError as e:
+        raise ValueError(f"tlsConfig.{field}: not base64 ({e})") from e
 
 
 # --- the scheduling cycle's calls ---------------------------------------------------------------

@@ -327,12 +327,17 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     ({"caData": "server"}, True),
     ({"caFile": "server"}, True),
     ({"caData": "other"}, False),
-], ids=["without a CA the server is not verified", "CA data", "CA file", "a CA that did not sign the server's certificate"])
+    ({"caData": "server", "serverName": "localhost"}, True),
+    ({"caData": "server", "serverName": "elsewhere.example"}, False),
+], ids=["without a CA the server is not verified", "CA data", "CA file", "a CA that did not sign the server's certificate",
+        "a server name the certificate carries", "a server name it does not carry"])
 def test_an_https_extender(certificates, tls, verified):
-    def ca(value: str) -> str:
-        return base64.b64encode(Path(certificates[value] + ".crt").read_bytes()).decode()
+    def field(key: str, value: str) -> str:
+        if key == "caData":
+            return base64.b64encode(Path(certificates[value] + ".crt").read_bytes()).decode()
+        return certificates[value] + ".crt" if key == "caFile" else value
 
-    tls_config = {k: ca(v) if k == "caData" else certificates[v] + ".crt" for k, v in tls.items()}
+    tls_config = {k: field(k, v) for k, v in tls.items()}
     server = certificates["server"]
     with serving(LoopbackExtender({"filter": keep("node2")}), tls=(server + ".crt", server + ".key")) as ext:
         result = run([pod()], {"urlPrefix": ext.url, "filterVerb": "filter", "enableHTTPS": True, "tlsConfig": tls_config})
@@ -341,6 +346,18 @@ def test_an_https_extender(certificates, tls, verified):
     else:
         assert node_of(result, "pod") is None
         assert scheduled_condition(result, "pod")["message"].startswith(f'Post "{ext.url}filter": tls: failed to verify certificate: ')
+
+
+@pytest.mark.parametrize(("tls", "message"), [
+    ({"caData": "%%%"}, "tlsConfig.caData: not base64"),
+    ({"caData": base64.b64encode(b"not a certificate").decode()}, "tlsConfig.caData: no usable CA certificate"),
+    ({"certFile": "/nonexistent/client.crt", "keyFile": "/nonexistent/client.key"},
+     "tlsConfig.certFile/keyFile: no usable client certificate and key"),
+], ids=["CA data that is not base64", "CA data that is no certificate", "client certificate files that do not exist"])
+def test_bad_tls_settings_name_the_extender_and_the_field(tls, message):
+    with pytest.raises(ExtenderError) as e:
+        build_extenders([{"urlPrefix": "http://a/"}, {"urlPrefix": "https://b/", "tlsConfig": tls}])
+    assert str(e.value).startswith(f"extenders[1] (https://b/): {message}")
 
 
 # --- the extender's own decisions -----------------------------------------------------------------
