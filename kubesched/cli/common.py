@@ -15,7 +15,14 @@ from kubesched.cli.progress import ProgressReporter
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
-from kubesched.scheduler.framework.registry import ENTRY_POINT_GROUP, Registry, installed_plugins, load_out_of_tree, merge
+from kubesched.scheduler.framework.registry import (
+    ENTRY_POINT_GROUP,
+    Registry,
+    RegistryError,
+    installed_plugins,
+    load_out_of_tree,
+    merge,
+)
 from kubesched.scheduler.framework.runtime import UnknownPlugin
 from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.simulator.simulate import SimulationInterrupted, SimulationResult, simulate
@@ -50,8 +57,13 @@ def registry_from(plugins: Sequence[str]) -> Registry:
     flagged: Registry = {}
     for spec in plugins:
         flagged = merge(flagged, load_out_of_tree(spec))
+    in_tree = in_tree_registry()
+    taken = sorted(set(installed) & set(in_tree))
+    if taken:
+        raise RegistryError(f"installed plugins named like in-tree ones: {', '.join(taken)} (entry-point group "
+                            f"{ENTRY_POINT_GROUP}); the packages that declare them must use other names")
     installed = {name: factory for name, factory in installed.items() if name not in flagged}
-    return merge(merge(in_tree_registry(), installed), flagged)
+    return merge(merge(in_tree, installed), flagged)
 
 
 def unknown_plugin_message(error: UnknownPlugin) -> str:

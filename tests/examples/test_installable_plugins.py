@@ -14,6 +14,7 @@ import pytest
 
 from kubesched.cli.common import registry_from
 from kubesched.cli.main import main
+from kubesched.scheduler.framework.interface import FilterPlugin
 from kubesched.scheduler.framework.registry import ENTRY_POINT_GROUP, RegistryError, installed_plugins
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +40,27 @@ def test_broken_entry_points_are_clear_errors(entries, message):
     with pytest.raises(RegistryError, match=r"group kubesched\.plugins") as e:
         installed_plugins(entries)
     assert message in str(e.value)
+
+
+def test_an_installed_plugin_cannot_take_an_in_tree_name(monkeypatch):
+    monkeypatch.setattr(metadata, "entry_points",
+                        lambda group: [entry("PrioritySort", "kubesched.scheduler.plugins.queuesort:PrioritySort")])
+    with pytest.raises(RegistryError, match="installed plugins named like in-tree ones: PrioritySort"):
+        registry_from([])
+
+
+class Installed(FilterPlugin):
+    name = "SameName"
+
+
+class Flagged(FilterPlugin):
+    name = "SameName"
+
+
+def test_every_command_finds_installed_plugins_and_a_plugin_flag_wins_over_one(monkeypatch):
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [entry("SameName", f"{__name__}:Installed")])
+    assert registry_from([])["SameName"] is Installed
+    assert registry_from([f"{__name__}:Flagged"])["SameName"] is Flagged
 
 
 def test_an_in_tree_name_cannot_be_taken_by_a_plugin_flag():
