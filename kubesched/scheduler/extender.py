@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 #: Used when ``httpTimeout`` is zero or unset (upstream ``DefaultExtenderTimeout``).
 DEFAULT_EXTENDER_TIMEOUT = 5.0
-MIN_EXTENDER_PRIORITY = 0
+#: Extenders score 0 to this; their scores are scaled to the plugins' 0 to MAX_NODE_SCORE.
 MAX_EXTENDER_PRIORITY = 10
 
 
@@ -228,8 +228,10 @@ class HTTPExtender:
             raise ExtenderError(f"extender {self.url_prefix} answered {verb} with invalid JSON: {e}") from e
 
     async def close(self) -> None:
-        sessions, self._sessions = list(self._sessions.values()), {}
-        for session in sessions:
+        """Close the running loop's connection pool (pools of loops already closed went with them)."""
+        session = self._sessions.pop(asyncio.get_running_loop(), None)
+        self._sessions = {loop: other for loop, other in self._sessions.items() if not loop.is_closed()}
+        if session is not None:
             await session.close()
 
 
