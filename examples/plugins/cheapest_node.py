@@ -5,7 +5,11 @@ pays with the annotation ``example.com/max-hourly-cost``; among nodes it may use
 score higher. Run it on the bundled example:
 
     kubesched simulate -f examples/plugins/cluster.yaml --plugin examples/plugins/cheapest_node.py \\
-        --config examples/plugins/config.yaml
+        --plugin examples/plugins/pods_per_app.py --config examples/plugins/config.yaml
+
+or, with the directory installed as a package (``pip install ./examples/plugins``), no flag:
+
+    kubesched simulate -f examples/plugins --config examples/plugins/config.yaml
 """
 
 from __future__ import annotations

@@ -57,13 +57,17 @@ StrictLoader.add_constructor("tag:yaml.org,2002:map", construct_mapping_with_dup
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def manifest_files(paths: Iterable[str | Path]) -> list[Path]:
-    """The files named, with directories expanded (recursively, sorted) to their manifest files."""
+def manifest_files(paths: Iterable[str | Path], skip: Iterable[str | Path] = ()) -> list[Path]:
+    """The files named, with directories expanded (recursively, sorted) to their manifest files;
+    ``skip``: files a directory may hold that are not manifests (the scheduler configuration
+    kept beside them)."""
+    skipped = {Path(p).resolve() for p in skip}
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+            files += sorted(p for p in path.rglob("*")
+                            if p.suffix in MANIFEST_SUFFIXES and p.is_file() and p.resolve() not in skipped)
         elif path.is_file():
             files.append(path)
         else:
@@ -132,10 +136,11 @@ def _flatten(doc: object, where: str) -> list[dict[str, Any]]:
     return [doc]
 
 
-def load(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Every object in ``paths``, decoded and validated; raises on the first file or object that is wrong."""
+def load(paths: Iterable[str | Path], skip: Iterable[str | Path] = ()) -> list[dict[str, Any]]:
+    """Every object in ``paths`` (directories' files but ``skip``), decoded and validated; raises on
+    the first file or object that is wrong."""
     objects: list[dict[str, Any]] = []
-    for path in manifest_files(paths):
+    for path in manifest_files(paths, skip):
         try:
             text = path.read_text()
         except (OSError, UnicodeDecodeError) as e:

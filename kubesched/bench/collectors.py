@@ -29,6 +29,7 @@ from prometheus_client import Histogram
 from kubesched.api.types import PodInfo
 from kubesched.client.informers import Handler, Informer
 from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.extender import Extender
 from kubesched.scheduler.framework.runtime import Framework
 from kubesched.scheduler.metrics import Metrics
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
@@ -211,16 +212,16 @@ class ScoredNodesAlgorithm(Algorithm):
     """See the module docstring: ``ratios`` gets (nodes scored / nodes) per successful attempt
     while ``recording`` is set. One feasible node means no Score at all, as upstream."""
 
-    def __init__(self, global_percentage: int, rng: random.Random) -> None:
-        super().__init__(global_percentage, rng)
+    def __init__(self, global_percentage: int, rng: random.Random, extenders: Sequence[Extender] = ()) -> None:
+        super().__init__(global_percentage, rng, extenders)
         self.recording = False
         self.ratios: list[float] = []
         self._scored = 0
 
-    def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
-                     attempt: Attempt | None = None) -> ScheduleResult:
+    async def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                           attempt: Attempt | None = None) -> ScheduleResult:
         self._scored = 0
-        result = super().schedule_pod(fw, state, pod, table, attempt)
+        result = await super().schedule_pod(fw, state, pod, table, attempt)
         if self.recording and table.n:
             self.ratios.append(self._scored / table.n)
         return result

@@ -15,7 +15,7 @@ import contextlib
 import random
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from kubesched.bench.workloads import Churn, CreateNamespaces, CreateNodes, Crea
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
+from kubesched.scheduler.framework.extender import Extender
 from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.scheduler.scheduler import Scheduler
@@ -191,8 +192,8 @@ class Executor:
         self.metrics = RecordingMetrics()
         built: list[ScoredNodesAlgorithm] = []
 
-        def algorithm(global_percentage: int, rng: random.Random) -> ScoredNodesAlgorithm:
-            built.append(ScoredNodesAlgorithm(global_percentage, rng))
+        def algorithm(global_percentage: int, rng: random.Random, extenders: Sequence[Extender]) -> ScoredNodesAlgorithm:
+            built.append(ScoredNodesAlgorithm(global_percentage, rng, extenders))
             return built[-1]
 
         self.sched = Scheduler(target.scheduler_client(), cfg, registry=registry, seed=opts.seed,

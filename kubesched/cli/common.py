@@ -15,7 +15,15 @@ from kubesched.cli.progress import ProgressReporter
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
-from kubesched.scheduler.framework.registry import Registry, load_out_of_tree, merge
+from kubesched.scheduler.framework.registry import (
+    ENTRY_POINT_GROUP,
+    Registry,
+    RegistryError,
+    installed_plugins,
+    load_out_of_tree,
+    merge,
+)
+from kubesched.scheduler.framework.runtime import UnknownPlugin
 from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.simulator.scenario import Scenario
 from kubesched.simulator.simulate import SimulationInterrupted, SimulationResult, simulate
@@ -23,7 +31,7 @@ from kubesched.simulator.simulate import SimulationInterrupted, SimulationResult
 #: How ``--plugin`` names out-of-tree plugins, for every command that takes it.
 PLUGIN_METAVAR = "MODULE[:CLASS]"
 PLUGIN_HELP = ("register out-of-tree plugins from an importable module or a .py file; without :CLASS, "
-               "the module's PLUGINS list (repeatable)")
+               f"the module's PLUGINS list (repeatable; installed packages' {ENTRY_POINT_GROUP} entry points need no flag)")
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -41,12 +49,29 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> None:
 
 
 def registry_from(plugins: Sequence[str]) -> Registry:
-    """The in-tree plugins and those of each ``--plugin``; a name registered twice is an error, as
-    kube-scheduler's ``app.WithPlugin`` makes it."""
-    registry = in_tree_registry()
+    """The plugins every command resolves names with: the in-tree ones, those installed packages
+    declare (``kubesched.plugins`` entry points) and those of each ``--plugin``. A name registered
+    twice is an error, as kube-scheduler's ``app.WithPlugin`` makes it, except that ``--plugin``
+    may name a plugin that is also installed: the flag's copy is used (a working tree over the
+    installed release)."""
+    installed = installed_plugins()
+    flagged: Registry = {}
     for spec in plugins:
-        registry = merge(registry, load_out_of_tree(spec))
-    return registry
+        flagged = merge(flagged, load_out_of_tree(spec))
+    in_tree = in_tree_registry()
+    taken = sorted(set(installed) & set(in_tree))
+    if taken:
+        raise RegistryError(f"installed plugins named like in-tree ones: {', '.join(taken)} (entry-point group "
+                            f"{ENTRY_POINT_GROUP}); the packages that declare them must use other names")
+    installed = {name: factory for name, factory in installed.items() if name not in flagged}
+    return merge(merge(in_tree, installed), flagged)
+
+
+def unknown_plugin_message(error: UnknownPlugin) -> str:
+    """The framework's error, with where a plugin of that name could come from."""
+    return (f"{error}: {error.plugin_name} is neither an in-tree plugin nor one an installed package declares "
+            f"(entry-point group {ENTRY_POINT_GROUP}); load it with --plugin {PLUGIN_METAVAR} (a module or a .py file), "
+            "or pip install the package that provides it")
 
 
 def configuration_from(args: argparse.Namespace, registry: Registry) -> tuple[SchedulerConfiguration, FeatureGates]:
@@ -69,19 +94,21 @@ def read_config(path: str, flag: str = "--config") -> str:
 
 
 def load_manifests(args: argparse.Namespace, progress: ProgressReporter | None = None) -> list[dict]:
-    """Every object of ``-f``; none at all is an error (an empty file or directory is most likely a wrong path)."""
+    """Every object of ``-f``; none at all is an error (an empty file or directory is most likely a wrong path).
+    The ``--config`` file is no manifest, even when it sits in a directory ``-f`` names."""
+    skip = [args.config] if getattr(args, "config", None) else []
     if progress is not None:
-        progress.phase(f"loading manifests ({_size_of(args.files)})")
-    objects = load(args.files)
+        progress.phase(f"loading manifests ({_size_of(args.files, skip)})")
+    objects = load(args.files, skip)
     if not objects:
         raise NoObjects(args.files)
     return objects
 
 
-def _size_of(paths: Sequence[str]) -> str:
+def _size_of(paths: Sequence[str], skip: Sequence[str]) -> str:
     """The manifests' total size, for the loading phase's label (``52.4 MB in 3 files``)."""
     try:
-        files = manifest_files(paths)
+        files = manifest_files(paths, skip)
         size = sum(f.stat().st_size for f in files)
     except (KubeschedError, OSError):
         return "?"

@@ -1,8 +1,9 @@
 """``kubesched config``: print the default KubeSchedulerConfiguration, or validate a file.
 
 ``config defaults`` prints what ``kube-scheduler --write-config-to`` writes when given no file;
-``config validate -f FILE`` reads a file the way kube-scheduler does and prints ``valid`` on stdout,
-or each error on its own line on stderr (exit code 1).
+``config validate -f FILE`` reads a file the way kube-scheduler does, builds its profiles with the
+plugins every command resolves (in-tree, installed packages', ``--plugin``), and prints ``valid``
+on stdout, or each error on its own line on stderr (exit code 1).
 """
 
 from __future__ import annotations
@@ -13,10 +14,14 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from kubesched.api.errors import ConfigError, KubeschedError
-from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, read_config, registry_from
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.cli.common import PLUGIN_HELP, PLUGIN_METAVAR, read_config, registry_from, unknown_plugin_message
 from kubesched.cli.exitcodes import ERROR, OK, USAGE
 from kubesched.scheduler.config import default_configuration, load_text, to_yaml
 from kubesched.scheduler.features import FeatureGates, parse_flag
+from kubesched.scheduler.framework.runtime import UnknownPlugin
+from kubesched.scheduler.scheduler import Scheduler
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,7 +71,12 @@ def _validate(path: str, plugins: Sequence[str], gates: FeatureGates, out: TextI
     that ``config validate -f F > report`` keeps problems on the terminal and the exit code says it."""
     try:
         registry = registry_from(plugins)
-        load_text(read_config(path, "-f"), registry=registry, feature_gates=gates, source=path)
+        cfg = load_text(read_config(path, "-f"), registry=registry, feature_gates=gates, source=path)
+        # Build the profiles as every command does, so a plugin no command could find is reported here.
+        Scheduler(MemoryClient(ObjectStore()), cfg, registry=registry, feature_gates=gates)
+    except UnknownPlugin as e:
+        print(f"error: {path}: {unknown_plugin_message(e)}", file=err)
+        return ERROR
     except ConfigError as e:
         print(f"error: {path}: invalid KubeSchedulerConfiguration:", file=err)
         for problem in e.errors:

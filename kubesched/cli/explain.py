@@ -1,7 +1,8 @@
 """``kubesched explain``: why did my pod go there, and not there?
 
 Schedules the manifests on an embedded cluster with explanations recorded, then shows, for one pod,
-each node's Filter outcome and each Score plugin's contribution, the winner first.
+each node's Filter outcome and each Score plugin's contribution (extenders' verdicts and scores beside
+the plugins'), the winner first.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import sys
 from collections import Counter
 from typing import Any
+from urllib.parse import urlsplit
 
 from rich import box
 from rich.console import Console
@@ -129,6 +131,14 @@ SHORT = {
 }
 
 
+def heading(plugin: str) -> str:
+    """A score column's heading: the short name of an in-tree plugin, ``ext:HOST:PORT`` for an
+    extender (named by its URL prefix), else the plugin's name."""
+    if "://" in plugin:
+        return "ext:" + urlsplit(plugin).netloc
+    return SHORT.get(plugin, plugin)
+
+
 def _score_plugins(nodes: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
     """Score plugins to show, and those that gave every node 0 (left out of the table)."""
     seen: list[str] = []
@@ -163,7 +173,7 @@ def render(attempt: dict[str, Any], count: int, top: int, wide: bool = False, co
         console.print(_score_table(feasible, shown, chosen, top, wide))
         if len(feasible) > top:
             console.print(f"... and {len(feasible) - top} more feasible node(s)")
-        legend = [f"{SHORT.get(p, p)} = {p}" for p in shown if SHORT.get(p, p) != p]
+        legend = [f"{heading(p)} = {p}" for p in shown if heading(p) != p]
         if legend:
             console.print(escape("Columns: " + "; ".join(legend) + (" (raw/normalised x weight)" if wide else " (weighted)")))
         if zero:
@@ -186,7 +196,7 @@ def _score_table(feasible: list[dict[str, Any]], plugins: list[str], chosen: str
     table.add_column("", no_wrap=True)
     table.add_column("NODE", no_wrap=True, min_width=4)
     for plugin in plugins:
-        table.add_column(SHORT.get(plugin, plugin), justify="right", no_wrap=True)
+        table.add_column(heading(plugin), justify="right", no_wrap=True)
     table.add_column("TOTAL", justify="right", no_wrap=True)
     ordered = sorted(feasible, key=lambda n: (n.get("name") != chosen, -n.get("total", 0), n["name"]))
     for node in ordered[:top]:

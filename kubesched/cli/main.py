@@ -15,8 +15,9 @@ from collections.abc import Sequence
 
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import apiserver, bench, capacity, compare, config_cmd, explain, logs, run, simulate, snapshot, up
-from kubesched.cli.common import version
+from kubesched.cli.common import unknown_plugin_message, version
 from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
+from kubesched.scheduler.framework.runtime import UnknownPlugin
 from kubesched.simulator.simulate import SimulationInterrupted
 
 #: Command modules, in help order; each has ``register(subparsers)`` which sets ``func`` on its parser.
@@ -70,6 +71,9 @@ def _run(args: argparse.Namespace) -> int:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
+    except UnknownPlugin as e:
+        print(f"error: {unknown_plugin_message(e)}", file=sys.stderr)
+        return ERROR
     except KubeschedError as e:
         print(f"error: {e}", file=sys.stderr)
         return ERROR

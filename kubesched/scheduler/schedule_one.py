@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kubesched.api.types import PodInfo
+from kubesched.scheduler.extender import extender_scores, find_nodes_that_pass_extenders, scaled
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
+from kubesched.scheduler.framework.extender import EXTENDER_NAME, Extender
 from kubesched.scheduler.framework.runtime import Framework, ScoreResult
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
@@ -58,19 +61,22 @@ def num_feasible_nodes_to_find(percentage: int | None, global_percentage: int, n
 
 
 class Algorithm:
-    """The node-selection half of the scheduler; holds the rotating start index."""
+    """The node-selection half of the scheduler; holds the rotating start index and the
+    configuration's extenders (called on the feasible nodes, after the Filter plugins)."""
 
-    def __init__(self, global_percentage: int, rng: random.Random) -> None:
+    def __init__(self, global_percentage: int, rng: random.Random, extenders: Sequence[Extender] = ()) -> None:
         self.global_percentage = global_percentage
         self.rng = rng
+        self.extenders = tuple(extenders)
         self.next_start_node_index = 0
 
-    def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
-                     attempt: Attempt | None = None) -> ScheduleResult:
-        """Pick a node or raise FitError / NoNodesAvailable / StatusError."""
+    async def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                           attempt: Attempt | None = None) -> ScheduleResult:
+        """Pick a node or raise FitError / NoNodesAvailable / StatusError (ExtenderError too, from
+        an extender that is not ignorable)."""
         if table.n == 0:
             raise NoNodesAvailable()
-        feasible, diagnosis = self.find_nodes_that_fit(fw, state, pod, table, attempt)
+        feasible, diagnosis = await self.find_nodes_that_fit(fw, state, pod, table, attempt)
         if len(feasible) == 0:
             raise FitError(pod.key, table.n, diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status)
@@ -86,14 +92,16 @@ class Algorithm:
                 attempt.scores = attempt.scores.reordered(feasible)
         else:
             totals = self.prioritize(fw, state, pod, table.batch(feasible), attempt)
+        if self.extenders:
+            totals = await self._add_extender_scores(pod, table, feasible, totals, attempt)
         host = table.names[int(feasible[self.select_host(totals)])]
         if attempt is not None:
             attempt.chosen = host
         return ScheduleResult(host, evaluated, len(feasible))
 
     # --- filtering -------------------------------------------------------------------------------
-    def find_nodes_that_fit(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
-                            attempt: Attempt | None = None) -> tuple[np.ndarray, Diagnosis]:
+    async def find_nodes_that_fit(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                                  attempt: Attempt | None = None) -> tuple[np.ndarray, Diagnosis]:
         diagnosis = Diagnosis(table.names, table.n)
         pre_result, status, plugins = fw.run_pre_filter(state, pod)
         diagnosis.unschedulable_plugins = set(plugins)
@@ -108,6 +116,8 @@ class Algorithm:
             return np.empty(0, dtype=np.int64), diagnosis
         if pod.nominated_node_name:
             feasible = self._evaluate_nominated_node(fw, state, pod, table, diagnosis, attempt)
+            if self.extenders:
+                feasible = await self._pass_extenders(pod, table, feasible, diagnosis, attempt)
             if len(feasible):
                 return feasible, diagnosis
         candidates = table.order()
@@ -119,7 +129,31 @@ class Algorithm:
         feasible, processed = self.find_nodes_that_pass_filters(fw, state, pod, table, candidates, diagnosis, attempt)
         if table.n:
             self.next_start_node_index = (self.next_start_node_index + processed) % table.n
-        return feasible, diagnosis
+        if not self.extenders:
+            return feasible, diagnosis
+        passed = await self._pass_extenders(pod, table, feasible, diagnosis, attempt)
+        if len(passed) != len(feasible):
+            # Extenders register no events: any cluster event may make the pod schedulable again.
+            diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        return passed, diagnosis
+
+    async def _pass_extenders(self, pod: PodInfo, table: NodeTable, feasible: np.ndarray, diagnosis: Diagnosis,
+                              attempt: Attempt | None) -> np.ndarray:
+        """The feasible rows the filter extenders keep; their verdicts join the explanation."""
+        if len(feasible) == 0:
+            return feasible
+        removed_by: dict[str, str] = {}
+        passed = await find_nodes_that_pass_extenders(self.extenders, pod, table, feasible, diagnosis.node_to_status,
+                                                      removed_by if attempt is not None else None)
+        if attempt is not None:
+            for name, extender in removed_by.items():
+                status = diagnosis.node_to_status.get(name)
+                # A node dropped without a reason is recorded for the explanation only, as upstream
+                # leaves it out of the diagnosis.
+                attempt.filter_status[name] = status if status.plugin == extender else Status(
+                    Code.UnschedulableAndUnresolvable, plugin=extender)
+            attempt.feasible = [table.names[int(r)] for r in passed]
+        return passed
 
     def _evaluate_nominated_node(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
                                  diagnosis: Diagnosis, attempt: Attempt | None = None) -> np.ndarray:
@@ -140,7 +174,7 @@ class Algorithm:
         if n_all == 0:
             return candidates, 0
         to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, n_all)
-        if not fw.has_score_plugins():
+        if not self._has_scoring(fw) and not any(e.is_filter() for e in self.extenders):
             to_find = 1
         start = self.next_start_node_index % n_all
         rotated = np.concatenate([candidates[start:], candidates[:start]]) if start else candidates
@@ -259,9 +293,13 @@ class Algorithm:
         attempt.feasible = [table.names[rotated[p]] for p in positions]
 
     # --- scoring ---------------------------------------------------------------------------------
+    def _has_scoring(self, fw: Framework) -> bool:
+        return fw.has_score_plugins() or any(e.is_prioritizer() for e in self.extenders)
+
     def prioritize(self, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch,
                    attempt: Attempt | None = None) -> np.ndarray:
-        if not fw.has_score_plugins():
+        """The Score plugins' weighted totals (all ones when nothing scores at all)."""
+        if not fw.has_score_plugins() and not self.extenders:
             return np.ones(len(batch), dtype=np.int64)
         status = fw.run_pre_score(state, pod, batch)
         if status is not None and not status.is_success():
@@ -270,6 +308,23 @@ class Algorithm:
         if attempt is not None:
             attempt.scores = result
         return result.total
+
+    async def _add_extender_scores(self, pod: PodInfo, table: NodeTable, feasible: np.ndarray, totals: np.ndarray,
+                                   attempt: Attempt | None) -> np.ndarray:
+        """Add each prioritizing extender's scaled scores to the plugins' totals (``feasible`` order);
+        the explanation gets one column per extender."""
+        parts = await extender_scores(self.extenders, pod, [table.infos[int(r)] for r in feasible])
+        if not parts:
+            return totals
+        totals = totals.astype(np.int64, copy=True)
+        for name, raw, weight in parts:
+            contribution = scaled(raw, weight)
+            totals += contribution
+            if attempt is not None and attempt.scores is not None:
+                attempt.scores.plugins.append((name, raw, contribution // max(weight, 1), weight))
+        if attempt is not None and attempt.scores is not None:
+            attempt.scores.total = totals
+        return totals
 
     def select_host(self, totals: np.ndarray) -> int:
         """Index of a highest total; ties broken uniformly at random."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,17 +20,20 @@ from kubesched.client.interface import ClusterClient
 from kubesched.client.recorder import Broadcaster, EventSink
 from kubesched.scheduler.backend.cache import Cache
 from kubesched.scheduler.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, QueueProfile, SchedulingQueue
-from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.config.args import NodeResourcesFitArgs
+from kubesched.scheduler.config.types import Profile, SchedulerConfiguration
 from kubesched.scheduler.eventhandlers import EventHandlers
+from kubesched.scheduler.extender import HTTPExtender, bind_with_extenders, build_extenders, ignored_by_scheduler
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
 from kubesched.scheduler.framework import events as ev
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
+from kubesched.scheduler.framework.extender import Extender, ExtenderError
 from kubesched.scheduler.framework.interface import NominatingInfo, NominatingMode
 from kubesched.scheduler.framework.preemption_report import PreemptionObserver
 from kubesched.scheduler.framework.queued_pod_info import QueuedPodInfo
 from kubesched.scheduler.framework.registry import Registry
-from kubesched.scheduler.framework.runtime import Framework, FrameworkError, FrameworkOptions, HandleContext
+from kubesched.scheduler.framework.runtime import Framework, FrameworkError, FrameworkOptions, HandleContext, UnknownPlugin
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.metrics import Metrics
 from kubesched.scheduler.plugins.registry import in_tree_registry, trusted_score_ranges
@@ -52,9 +55,10 @@ WATCHED_KINDS = (
 )
 
 
-#: Builds the scheduling algorithm from the global percentageOfNodesToScore and the run's random
-#: source (``Algorithm`` itself, or a subclass that observes attempts, as the bench's does).
-AlgorithmFactory = Callable[[int, random.Random], Algorithm]
+#: Builds the scheduling algorithm from the global percentageOfNodesToScore, the run's random
+#: source and the extenders (``Algorithm`` itself, or a subclass that observes attempts, as the
+#: bench's does).
+AlgorithmFactory = Callable[[int, random.Random, Sequence[Extender]], Algorithm]
 
 
 @dataclass
@@ -88,9 +92,8 @@ class Scheduler:
         ``preemption_observer``: told of every preemption decision."""
         self.client = client
         self.config = config
-        if config.extenders:
-            log.warning("the configuration's %d extender(s) (%s) will not be called: kubesched does not support extenders",
-                        len(config.extenders), ", ".join(str(e.get("urlPrefix", "?")) for e in config.extenders))
+        #: The configuration's extenders, the ignorable ones last (upstream ``buildExtenders``).
+        self.extenders: list[HTTPExtender] = build_extenders(config.extenders)
         self.clock = clock or RealClock()
         self.rng = random.Random(seed)
         #: Which cycles record plugin metrics; apart from ``rng`` so the sampling never moves placements.
@@ -100,7 +103,7 @@ class Scheduler:
         self.informers = InformerFactory(client)
         self.cache = Cache(self.clock, ttl=assumed_pod_ttl)
         self.broadcaster = Broadcaster(EventSink(client), self.clock)
-        self.algorithm = algorithm(config.percentage_of_nodes_to_score, self.rng)
+        self.algorithm = algorithm(config.percentage_of_nodes_to_score, self.rng, self.extenders)
         self.on_attempt = on_attempt
         self.binding_tasks: set[asyncio.Task] = set()
         self.api_tasks: set[asyncio.Task] = set()
@@ -110,16 +113,21 @@ class Scheduler:
         base = HandleContext(clock=self.clock, snapshot=lambda: self.cache.table, client=client,
                              activator=self._activate, informers=self.informers, feature_gates=self.feature_gates,
                              metrics=self.metrics, parallelism=config.parallelism, rng=self.rng,
-                             preemption_observer=preemption_observer)
+                             preemption_observer=preemption_observer, extenders=tuple(self.extenders))
         registry = registry if registry is not None else in_tree_registry()
         options = FrameworkOptions(fast_paths=fast_paths, trusted_score_ranges=trusted_score_ranges(registry))
         self.frameworks: dict[str, Framework] = {}
+        ignored = ignored_by_scheduler(config.extenders)
         for profile in config.profiles:
+            if ignored:
+                profile = _with_ignored_resources(profile, ignored)
             ctx = replace(base, recorder=self.broadcaster.recorder(profile.scheduler_name))
             try:
                 self.frameworks[profile.scheduler_name] = Framework(registry, profile, ctx, options)
-            except FrameworkError as e:  # worded as profile.NewMap and scheduler.New wrap it
-                raise FrameworkError(f"initializing profiles: creating profile for scheduler name {profile.scheduler_name}: {e}") from e
+            except UnknownPlugin as e:  # worded as profile.NewMap and scheduler.New wrap it
+                raise UnknownPlugin(_profile_error(profile.scheduler_name, e), e.plugin_name) from e
+            except FrameworkError as e:
+                raise FrameworkError(_profile_error(profile.scheduler_name, e)) from e
         if not self.frameworks:
             raise FrameworkError("at least one profile is required")
         first = next(iter(self.frameworks.values()))
@@ -172,7 +180,7 @@ class Scheduler:
             qpi = await self.queue.pop()
             if qpi is None:
                 break
-            self.schedule_one(qpi)
+            await self.schedule_one(qpi)
             await asyncio.sleep(0)  # let binding cycles and informers run between pods
 
     async def stop(self, binding_timeout: float | None = None) -> None:
@@ -192,6 +200,8 @@ class Scheduler:
         if background:
             await asyncio.gather(*background, return_exceptions=True)
         await self.broadcaster.stop()
+        for extender in self.extenders:
+            await extender.close()
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -216,7 +226,9 @@ class Scheduler:
         self.queue.activate(pods)
 
     # --- scheduleOne -------------------------------------------------------------------------------
-    def schedule_one(self, qpi: QueuedPodInfo) -> None:
+    async def schedule_one(self, qpi: QueuedPodInfo) -> None:
+        """One scheduling cycle, then the binding cycle started in the background. The cycle
+        suspends only while extenders answer over HTTP."""
         pod = qpi.pod_info
         fw = self.frameworks.get(pod.scheduler_name)
         if fw is None:
@@ -229,7 +241,7 @@ class Scheduler:
         start = self.clock.now()
         state = CycleState()
         state.record_plugin_metrics = self._metrics_sampler.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
-        outcome = self._scheduling_cycle(state, fw, qpi, start)
+        outcome = await self._scheduling_cycle(state, fw, qpi, start)
         if outcome.status is not None and not outcome.status.is_success():
             self._handle_failure(fw, outcome.qpi, outcome.status, outcome.nominating, start)
             return
@@ -244,15 +256,15 @@ class Scheduler:
             return True
         return self.cache.is_assumed(pod.uid)
 
-    def _scheduling_cycle(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, start: float) -> _Outcome:
+    async def _scheduling_cycle(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, start: float) -> _Outcome:
         pod = qpi.pod_info
         table = self.cache.update_snapshot()
         attempt = Attempt(pod.key) if self.on_attempt is not None else None
         try:
-            result = self.algorithm.schedule_pod(fw, state, pod, table, attempt)
-        except (NoNodesAvailable, FitError, StatusError) as e:
+            result = await self.algorithm.schedule_pod(fw, state, pod, table, attempt)
+        except (NoNodesAvailable, FitError, StatusError, ExtenderError) as e:
             self._report_attempt(attempt)
-            outcome = self._schedule_failure(state, fw, qpi, e)
+            outcome = await self._schedule_failure(state, fw, qpi, e)
             # As upstream's deferred observation: failed attempts count too, PostFilter included.
             self.metrics.scheduling_algorithm_duration.observe(self.clock.now() - start)
             return outcome
@@ -278,24 +290,24 @@ class Scheduler:
             state.pods_to_activate.clear()
         return _Outcome(result, assumed_qpi, None)
 
-    def _schedule_failure(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, error: Exception) -> _Outcome:
+    async def _schedule_failure(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, error: Exception) -> _Outcome:
         if isinstance(error, NoNodesAvailable):
             status = Status(Code.UnschedulableAndUnresolvable, str(error), error=error)
             return _Outcome(ScheduleResult(), qpi, status, CLEAR_NOMINATED_NODE)
         if isinstance(error, FitError):
-            return self._post_filter(state, fw, qpi, error)
-        assert isinstance(error, StatusError)
+            return await self._post_filter(state, fw, qpi, error)
         log.error("Error selecting node for pod %s: %s", qpi.pod_info.key, error)
-        return _Outcome(ScheduleResult(), qpi, error.status, CLEAR_NOMINATED_NODE)
+        status = error.status if isinstance(error, StatusError) else Status.from_error(error)
+        return _Outcome(ScheduleResult(), qpi, status, CLEAR_NOMINATED_NODE)
 
     def _report_attempt(self, attempt: Attempt | None) -> None:
         if attempt is not None and self.on_attempt is not None:
             self.on_attempt(attempt)
 
-    def _post_filter(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, fit_error: FitError) -> _Outcome:
+    async def _post_filter(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, fit_error: FitError) -> _Outcome:
         if not fw.has_post_filter_plugins():
             return _Outcome(ScheduleResult(), qpi, Status(Code.Unschedulable, str(fit_error), error=fit_error), CLEAR_NOMINATED_NODE)
-        result, status = fw.run_post_filter(state, qpi.pod_info, fit_error.diagnosis.node_to_status)
+        result, status = await fw.run_post_filter(state, qpi.pod_info, fit_error.diagnosis.node_to_status)
         fit_error.diagnosis.post_filter_msg = status.message()
         if status.code == Code.Error:
             log.error("Status after running PostFilter plugins for pod %s: %s", qpi.pod_info.key, status.message())
@@ -352,7 +364,7 @@ class Scheduler:
         status = await fw.run_pre_bind(state, pod, host)
         if status is not None and not status.is_success():
             return status
-        status = await fw.run_bind(state, pod, host)
+        status = await self._bind(state, fw, pod, host)
         self._finish_binding(fw, pod, host, status)
         if status is not None and not status.is_success():
             return status
@@ -367,6 +379,13 @@ class Scheduler:
         if state.pods_to_activate:
             self.queue.activate(dict(state.pods_to_activate))
         return None
+
+    async def _bind(self, state: CycleState, fw: Framework, pod: PodInfo, host: str) -> Status | None:
+        """An interested binder extender binds the pod in place of the Bind plugins."""
+        bound, status = await bind_with_extenders(self.extenders, pod, host)
+        if bound:
+            return status
+        return await fw.run_bind(state, pod, host)
 
     def _finish_binding(self, fw: Framework, pod: PodInfo, host: str, status: Status | None) -> None:
         self.cache.finish_binding(pod)
@@ -459,6 +478,17 @@ class Scheduler:
             log.warning("Error updating pod %s: %s", pod.key, e)
 
 
+def _with_ignored_resources(profile: Profile, ignored: list[str]) -> Profile:
+    """The profile with NodeResourcesFit ignoring the extenders' ``ignoredByScheduler`` resources;
+    they replace the plugin's own ``ignoredResources``, as upstream's ``buildExtenders`` does."""
+    args = profile.plugin_config.get("NodeResourcesFit")
+    if not isinstance(args, NodeResourcesFitArgs):
+        raise FrameworkError(f'profile "{profile.scheduler_name}": the extenders\' ignoredByScheduler resources need '
+                             "NodeResourcesFitArgs in its pluginConfig")
+    return replace(profile, plugin_config={**profile.plugin_config,
+                                           "NodeResourcesFit": replace(args, ignored_resources=list(ignored))})
+
+
 def _condition_current(status: dict, condition: dict) -> bool:
     for existing in status.get("conditions") or []:
         if existing.get("type") == condition["type"]:
@@ -495,3 +525,7 @@ def build_hint_map(fw: Framework) -> dict[ev.ClusterEvent, list[tuple[str, Any]]
         if node_added and not node_taint_updated:
             hints.setdefault(_NODE_TAINT_UPDATE, []).append((plugin, None))
     return hints
+
+
+def _profile_error(scheduler_name: str, error: Exception) -> str:
+    return f"initializing profiles: creating profile for scheduler name {scheduler_name}: {error}"

@@ -4,8 +4,10 @@ the next timer, so ``LoopClock`` on this loop reads simulated seconds."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import selectors
-from collections.abc import Coroutine, Mapping
+import time
+from collections.abc import Coroutine, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -37,6 +39,13 @@ class _VirtualSelector(selectors.BaseSelector):
         if timeout is None:
             # Nothing is scheduled at all: only outside I/O can wake us, so wait for it for real.
             return self._real.select(None)
+        if self._loop.holds:
+            # A real peer is answering: wait for it for real, at most until the next timer, and
+            # let virtual time follow real time meanwhile.
+            start = time.monotonic()
+            ready = self._real.select(timeout)
+            self._loop.advance(min(time.monotonic() - start, timeout))
+            return ready
         self._loop.advance(timeout)
         return []
 
@@ -50,6 +59,8 @@ class _VirtualSelector(selectors.BaseSelector):
 class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def __init__(self) -> None:
         self._virtual_now = 0.0
+        #: How many callers wait on outside I/O (``hold_virtual_time``).
+        self.holds = 0
         super().__init__(_VirtualSelector(selectors.DefaultSelector(), self))
 
     def time(self) -> float:
@@ -58,6 +69,15 @@ class VirtualTimeLoop(asyncio.SelectorEventLoop):
     def advance(self, seconds: float) -> None:
         if seconds > 0:
             self._virtual_now += seconds
+
+    @contextlib.contextmanager
+    def hold_virtual_time(self) -> Iterator[None]:
+        """While inside, time advances only as fast as real time (see ``awaiting_real_io``)."""
+        self.holds += 1
+        try:
+            yield
+        finally:
+            self.holds -= 1
 
 
 def run_virtual(main: Coroutine[Any, Any, T]) -> T:

@@ -10,8 +10,10 @@ five-minute flushes therefore finishes in milliseconds, while code keeps using p
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import time
+from collections.abc import Iterator
 from typing import Protocol
 
 #: Wall-clock start of every virtual run, so simulated timestamps are reproducible.
@@ -88,3 +90,19 @@ class ManualClock:
 
     def step(self, seconds: float) -> None:
         self._now += seconds
+
+
+@contextlib.contextmanager
+def awaiting_real_io() -> Iterator[None]:
+    """Mark the running loop as waiting on outside I/O (an extender's HTTP answer) for the block.
+
+    On a virtual-time loop, time must not jump to the next timer while a real peer is answering:
+    the loop then waits for real and advances its clock by the real time that passed, so timeouts
+    around the call are measured in real seconds and the simulation sees the call's latency. Other
+    loops have no such mode and run the block unchanged."""
+    hold = getattr(asyncio.get_running_loop(), "hold_virtual_time", None)
+    if hold is None:
+        yield
+        return
+    with hold():
+        yield

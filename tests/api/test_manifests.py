@@ -69,3 +69,13 @@ def test_syntax_errors_and_missing_kind_are_manifest_errors():
         parse_documents("apiVersion: v1\nmetadata: {name: x}", "f.yaml")
     with pytest.raises(ManifestError, match="no such file"):
         load(["/nonexistent/path.yaml"])
+
+
+def test_a_directory_read_leaves_out_the_files_to_skip(tmp_path):
+    """The scheduler configuration kept beside the manifests is not one of them."""
+    (tmp_path / "node.yaml").write_text("apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n")
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    assert [o["metadata"]["name"] for o in load([tmp_path], skip=[str(config)])] == ["n1"]
+    with pytest.raises(InvalidObject):
+        load([tmp_path])

@@ -140,7 +140,7 @@ def test_logging_flags_on_every_command(argv, verbosity, fmt):
     assert (args.verbosity, args.logging_format) == (verbosity, fmt)
 
 
-EXTENDER_CONFIG = """apiVersion: kubescheduler.config.k8s.io/v1
+UNREACHABLE_EXTENDER = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 extenders:
 - urlPrefix: http://127.0.0.1:1/
@@ -148,13 +148,18 @@ extenders:
 """
 
 
-@pytest.mark.parametrize(("fmt", "check"), [
-    ("json", lambda line: json.loads(line)["msg"].startswith("the configuration's 1 extender(s)")),
-    ("text", lambda line: line.startswith("W kubesched.scheduler.scheduler] the configuration's 1 extender(s)")),
+@pytest.mark.parametrize(("fmt", "error_line"), [
+    ("json", lambda line: json.loads(line)["msg"].startswith("Error selecting node for pod ")),
+    ("text", lambda line: line.startswith("E kubesched.scheduler.scheduler] Error selecting node for pod ")),
 ])
-def test_a_commands_warnings_follow_the_logging_format(fmt, check, tmp_path, capsys):
+def test_a_commands_errors_follow_the_logging_format(fmt, error_line, tmp_path, capsys):
+    """An extender nobody listens for fails every attempt: the scheduler's error lines (and, in
+    JSON, every line, progress included, is a record)."""
     config = tmp_path / "config.yaml"
-    config.write_text(EXTENDER_CONFIG)
-    assert main(["simulate", "-f", CLUSTER, "--config", str(config), "--logging-format", fmt]) == 0
+    config.write_text(UNREACHABLE_EXTENDER)
+    main(["simulate", "-f", CLUSTER, "--config", str(config), "--logging-format", fmt])
     lines = capsys.readouterr().err.splitlines()
-    assert lines and all(check(line) for line in lines)
+    if fmt == "json":
+        assert all("msg" in json.loads(line) for line in lines)
+    errors = [line for line in lines if "Error selecting node" in line]
+    assert errors and all(error_line(line) for line in errors)

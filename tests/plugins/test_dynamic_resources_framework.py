@@ -43,7 +43,7 @@ async def schedule(env: Env, pod: PodInfo) -> str:
     """One scheduling and binding cycle through the Framework, as the scheduler runs them."""
     fw = env.fw
     state = CycleState()
-    result = Algorithm(0, random.Random(1)).schedule_pod(fw, state, pod, env.table)
+    result = await Algorithm(0, random.Random(1)).schedule_pod(fw, state, pod, env.table)
     host = result.suggested_host
     assert fw.run_reserve(state, pod, host) is None
     assert fw.run_permit(state, pod, host) is None
@@ -74,7 +74,7 @@ async def test_third_pod_is_unschedulable_with_each_node_s_reason():
     env.create(claim("claim-x", exact(selectors=['device.attributes["gpu.example.com"].model == "a100"'])))
     pod = env.pod(pod_with_claims("pod-x", "claim-x", cpu="2"))
     with pytest.raises(FitError) as err:
-        Algorithm(0, random.Random(1)).schedule_pod(env.fw, CycleState(), pod, env.table)
+        await Algorithm(0, random.Random(1)).schedule_pod(env.fw, CycleState(), pod, env.table)
     statuses = dict(err.value.diagnosis.node_to_status.items())
     assert statuses["small"].reasons == ["Insufficient cpu"]
     assert statuses["small"].plugin == "NodeResourcesFit"
@@ -98,6 +98,6 @@ async def test_pod_without_claims_schedules_with_dra_skipped():
     env = cluster()
     pod = PodInfo(make_pod("plain-pod", cpu="100m", uid="u1"))
     state = CycleState()
-    Algorithm(0, random.Random(1)).schedule_pod(env.fw, state, pod, env.table)
+    await Algorithm(0, random.Random(1)).schedule_pod(env.fw, state, pod, env.table)
     assert "DynamicResources" in state.skip_filter_plugins
     assert env.fw.run_pre_bind_pre_flights(state, pod, "plain") is not None  # Skip: nothing to pre-bind

@@ -160,14 +160,6 @@ def test_leader_election_flags_apply_before_the_file_is_validated(tmp_path):
         resolve("--config", str(path))
 
 
-def test_extenders_are_reported_as_not_called(caplog):
-    cfg = default_configuration()
-    cfg.extenders = [{"urlPrefix": "http://extender:8888", "filterVerb": "filter"}]
-    with caplog.at_level(logging.WARNING):
-        Scheduler(MemoryClient(ObjectStore()), cfg)
-    assert "extender(s) (http://extender:8888) will not be called" in caplog.text
-
-
 KUBECONFIG = """
 apiVersion: v1
 kind: Config

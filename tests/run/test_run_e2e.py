@@ -25,6 +25,7 @@ from tests.run.harness import (
     scheduler_config,
     until,
 )
+from tests.scheduler.loopback_extender import LoopbackExtender, keep, serving
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
@@ -189,6 +190,27 @@ def test_a_leader_whose_lease_is_taken_exits_with_status_1(api, processes, tmp_p
                 '{"spec": {"holderIdentity": "someone-else", "leaseDurationSeconds": 60}}')
     assert sched.wait(float(FAST_LEASE["renewDeadline"].rstrip("s")) + 8) == 1
     assert "Leaderelection lost" in sched.output()
+
+
+def test_run_calls_the_configurations_extenders_over_http(api, processes, tmp_path):
+    """The extender keeps node-b only, with a reason for node-a: the pod lands on node-b and a pod
+    it keeps nowhere reports the extender's reason."""
+    extender = LoopbackExtender({"filter": keep("node-b", failed={"node-a": "node(s) are reserved for batch"})})
+    with serving(extender) as ext:
+        api.start()
+        extra = f"extenders:\n- urlPrefix: {ext.url}\n  filterVerb: filter\n  nodeCacheCapable: true\n"
+        sched = Scheduler(tmp_path, "sched", scheduler_config(tmp_path / "sched.yaml", extra=extra), api.kubeconfig)
+        processes.append(sched)
+        sched.start()
+        api.apply(node("node-a", "4") + "---" + node("node-b", "1"))
+        api.apply(pods("web", cpu="500m") + "---" + pods("big", cpu="2"))
+        placed = until(lambda: bound(api, "web"), 20, lambda: f"web was not bound:\n{sched.output()}")
+        assert placed["web"] == "node-b"
+        failed = until(lambda: events_for(api, "big", "FailedScheduling"), 20, "no FailedScheduling event for big")
+        assert failed[0]["note"].startswith("0/2 nodes are available: 1 Insufficient cpu, 1 node(s) are reserved for batch.")
+        # Node names only (nodeCacheCapable), and only the nodes the Filter plugins passed: big never fit node-b.
+        asked = {args["Pod"]["metadata"]["name"]: sorted(args["NodeNames"]) for args in ext.args("filter")}
+        assert asked == {"web": ["node-a", "node-b"], "big": ["node-a"]}
 
 
 def test_the_scheduler_relists_after_an_api_server_restart_and_its_cache_matches_the_server(api, processes, tmp_path):

@@ -4,6 +4,7 @@ and only nodes that pass both ways count towards the feasible nodes to find."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import numpy as np
@@ -62,7 +63,7 @@ def find(plugin, bound: dict[str, int]) -> tuple[list[str], dict[str, str]]:
     for name, count in bound.items():
         for i in range(count):
             table.infos[table.row_of[name]].add_pod(PodInfo(make_pod(f"{name}-{i}", node=name)))
-    feasible, diagnosis = Algorithm(100, random.Random(0)).find_nodes_that_fit(fw, CycleState(), POD, table)
+    feasible, diagnosis = asyncio.run(Algorithm(100, random.Random(0)).find_nodes_that_fit(fw, CycleState(), POD, table))
     names = [table.names[int(row)] for row in feasible]
     return names, {name: status.message() for name, status in diagnosis.node_to_status.items()}
 
@@ -89,12 +90,12 @@ def test_without_score_plugins_the_search_goes_on_past_a_node_its_nominees_fill(
     its nominee, so the search must not stop there."""
     fw, table = build_framework(OnePodPerNodeBatch, AlwaysPasses, nodes=("n1", "n2"), nominator=Nominator({"n1": [NOMINEE]}))
     assert not fw.has_score_plugins()
-    feasible, diagnosis = Algorithm(100, random.Random(0)).find_nodes_that_fit(fw, CycleState(), POD, table)
+    feasible, diagnosis = asyncio.run(Algorithm(100, random.Random(0)).find_nodes_that_fit(fw, CycleState(), POD, table))
     assert [table.names[int(row)] for row in feasible] == ["n2"]
     assert {name: s.message() for name, s in diagnosis.node_to_status.items()} == {"n1": "full with 1 pod(s)"}
 
 
 def test_lower_priority_nominees_are_ignored():
     fw, table = build_framework(OnePodPerNode, nodes=("n1",), nominator=Nominator({"n1": [PodInfo(make_pod("low", priority=-1))]}))
-    feasible, _ = Algorithm(100, random.Random(0)).find_nodes_that_fit(fw, CycleState(), POD, table)
+    feasible, _ = asyncio.run(Algorithm(100, random.Random(0)).find_nodes_that_fit(fw, CycleState(), POD, table))
     assert [table.names[int(row)] for row in feasible] == ["n1"]

@@ -240,11 +240,17 @@ class BatchFilterPlugin(Plugin):
         raise NotImplementedError
 
 
+#: What a PostFilter plugin answers: where the pod may go once it made room, and how it went.
+PostFilterOutcome = tuple["PostFilterResult | None", "Status | None"]
+
+
 class PostFilterPlugin(Plugin):
     """Runs when no node fits, to make one fit: preemption (upstream ``framework.PostFilterPlugin``)."""
-    def post_filter(self, state: CycleState, pod: PodInfo, statuses: Any) -> tuple[PostFilterResult | None, Status | None]:
+    def post_filter(self, state: CycleState, pod: PodInfo,
+                    statuses: Any) -> PostFilterOutcome | Awaitable[PostFilterOutcome]:
         """Given every node's Filter status, try to make the pod schedulable; a nominating result
-        records where (upstream ``framework.PostFilterPlugin.PostFilter``)."""
+        records where (upstream ``framework.PostFilterPlugin.PostFilter``). An awaitable answer
+        lets a plugin wait on outside services (preemption asking extenders)."""
         raise NotImplementedError
 
 

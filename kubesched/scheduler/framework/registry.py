@@ -3,6 +3,10 @@
 A factory is called as ``factory(args, handle)`` and returns a plugin; a Plugin subclass is its
 own factory. The in-tree registry (``kubesched.scheduler.plugins.registry``) is merged with out-of-tree plugins
 the way ``app.WithPlugin`` does: a name may be registered only once.
+
+Out-of-tree plugins come from ``--plugin`` specs (``load_out_of_tree``) or from installed
+packages: every entry point of the ``kubesched.plugins`` group (``installed_plugins``) names one
+plugin, ``Name = "module:Class"``, so ``pip install`` is all it takes to configure it by name.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ import hashlib
 import importlib
 import importlib.util
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -78,6 +83,31 @@ def load_out_of_tree(spec: str) -> Registry:
         if not name:
             raise RegistryError(f"plugin {plugin!r} has no name")
         out[name] = plugin
+    return out
+
+
+#: The entry-point group installed packages register their plugins in.
+ENTRY_POINT_GROUP = "kubesched.plugins"
+
+
+def installed_plugins(entry_points: Iterable[metadata.EntryPoint] | None = None) -> Registry:
+    """The plugins installed packages declare in the ``kubesched.plugins`` entry-point group,
+    each under its entry point's name (which must be the plugin's own ``name``)."""
+    found = metadata.entry_points(group=ENTRY_POINT_GROUP) if entry_points is None else entry_points
+    out: Registry = {}
+    for entry in found:
+        package = entry.dist.name if entry.dist is not None else "an installed package"
+        where = f"plugin {entry.name} of {package} (entry point {entry.value!r} in group {ENTRY_POINT_GROUP})"
+        try:
+            plugin = entry.load()
+        except Exception as e:
+            raise RegistryError(f"{where} cannot be loaded: {type(e).__name__}: {e}") from e
+        name = getattr(plugin, "name", "")
+        if name != entry.name:
+            raise RegistryError(f"{where} names a plugin called {name!r}: the entry point must be named after its plugin")
+        if entry.name in out:
+            raise RegistryError(f"{where}: a plugin named {entry.name} is installed twice")
+        out[entry.name] = plugin
     return out
 
 

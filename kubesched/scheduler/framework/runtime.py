@@ -12,7 +12,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -25,6 +25,7 @@ from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ClusterEventWithHint, unroll_wildcard
+from kubesched.scheduler.framework.extender import Extender
 from kubesched.scheduler.framework.interface import (
     EXTENSION_POINTS,
     INTERFACE_NAMES,
@@ -91,6 +92,14 @@ class InformerStores(Protocol):
         ...
 
 
+class UnknownPlugin(FrameworkError):
+    """A profile enables a plugin the registry does not hold (``plugin_name``)."""
+
+    def __init__(self, message: str, plugin_name: str) -> None:
+        super().__init__(message)
+        self.plugin_name = plugin_name
+
+
 @dataclass
 class HandleContext:
     """Services every profile's plugins share (what upstream's Handle exposes)."""
@@ -112,6 +121,8 @@ class HandleContext:
     rng: random.Random = field(default_factory=random.Random)
     #: Told of every preemption decision (the simulator's report); None: nobody listens.
     preemption_observer: PreemptionObserver | None = None
+    #: The configuration's extenders, non-ignorable ones first (upstream ``Handle.Extenders``).
+    extenders: Sequence[Extender] = ()
 
 
 @dataclass(frozen=True)
@@ -218,7 +229,7 @@ class Framework:
         for ref in enabled:
             plugin = self.plugins.get(ref.name)
             if plugin is None:
-                raise FrameworkError(f'{INTERFACE_NAMES[point]} "{ref.name}" does not exist')
+                raise UnknownPlugin(f'{INTERFACE_NAMES[point]} "{ref.name}" does not exist', ref.name)
             if not isinstance(plugin, EXTENSION_POINTS[point]):
                 raise FrameworkError(f'plugin "{ref.name}" does not extend {INTERFACE_NAMES[point]} plugin')
             if ref.name in seen:
@@ -240,7 +251,7 @@ class Framework:
             for ref in plugins.multi_point.enabled:
                 plugin = self.plugins.get(ref.name)
                 if plugin is None:
-                    raise FrameworkError(f'{INTERFACE_NAMES["preFilter"]} "{ref.name}" does not exist')
+                    raise UnknownPlugin(f'{INTERFACE_NAMES["preFilter"]} "{ref.name}" does not exist', ref.name)
                 if not isinstance(plugin, EXTENSION_POINTS[point]) or ref.name in disabled:
                     continue
                 if ref.name in enabled:
@@ -304,6 +315,10 @@ class Framework:
         if self.ctx.informers is None:
             return {}
         return self.ctx.informers.store(kind)
+
+    @property
+    def extenders(self) -> Sequence[Extender]:
+        return self.ctx.extenders
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         if self.ctx.nominator is None:
@@ -584,7 +599,9 @@ class Framework:
         return [p for p in self.nominated_pods_for_node(node_name) if p.priority >= pod.priority and p.uid != pod.uid]
 
     # --- PostFilter ----------------------------------------------------------------------------
-    def run_post_filter(self, state: CycleState, pod: PodInfo, statuses: Any) -> tuple[PostFilterResult | None, Status]:
+    async def run_post_filter(self, state: CycleState, pod: PodInfo, statuses: Any) -> tuple[PostFilterResult | None, Status]:
+        """PostFilter plugins in order until one helps; a plugin may answer with an awaitable
+        (preemption consulting extenders over HTTP)."""
         start = time.perf_counter()
         result: PostFilterResult | None = None
         reasons: list[str] = []
@@ -593,7 +610,7 @@ class Framework:
         try:
             for pl in self._post_filters:
                 t = time.perf_counter()
-                r, s = pl.post_filter(state, pod, statuses)
+                r, s = await _maybe_await(pl.post_filter(state, pod, statuses))
                 self._observe_plugin(state, pl.name, "PostFilter", s, t)
                 if is_success(s):
                     status = s or Status()

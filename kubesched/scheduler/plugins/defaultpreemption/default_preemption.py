@@ -14,14 +14,19 @@ keeps the preemptor out of activeQ until they are done.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.config.args import DefaultPreemptionArgs
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-from kubesched.scheduler.framework.interface import EnqueueExtensions, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin
+from kubesched.scheduler.framework.interface import (
+    EnqueueExtensions,
+    PostFilterOutcome,
+    PostFilterPlugin,
+    PreEnqueuePlugin,
+)
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins.defaultpreemption._dry_run import PriorityTotals, VictimSelector
@@ -69,17 +74,28 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
         self._totals = PriorityTotals()
 
     # --- PostFilter -----------------------------------------------------------------------------
-    def post_filter(self, state: CycleState, pod: PodInfo, statuses: Any) -> tuple[PostFilterResult | None, Status | None]:
+    def post_filter(self, state: CycleState, pod: PodInfo,
+                    statuses: Any) -> PostFilterOutcome | Awaitable[PostFilterOutcome]:
+        """Preempt; when extenders take part, an awaitable (they answer over HTTP)."""
+        if self.evaluator.extenders_to_consult(pod):
+            return self._post_filter_with_extenders(state, pod, statuses)
         try:
-            result, status = self.evaluator.preempt(state, pod, statuses)
+            outcome = self.evaluator.preempt(state, pod, statuses)
         finally:
-            metrics = self.handle.ctx.metrics if self.handle is not None else None
-            if metrics is not None:
-                metrics.preemption_attempts.inc()
-        message = status.message() if status is not None else ""
-        if status is not None and message:
-            return result, Status(status.code, "preemption: " + message)
-        return result, status
+            self._count_attempt()
+        return _prefixed(outcome)
+
+    async def _post_filter_with_extenders(self, state: CycleState, pod: PodInfo, statuses: Any) -> PostFilterOutcome:
+        try:
+            outcome = await self.evaluator.preempt_with_extenders(state, pod, statuses)
+        finally:
+            self._count_attempt()
+        return _prefixed(outcome)
+
+    def _count_attempt(self) -> None:
+        metrics = self.handle.ctx.metrics if self.handle is not None else None
+        if metrics is not None:
+            metrics.preemption_attempts.inc()
 
     # --- PreEnqueue and queueing hints ------------------------------------------------------------
     def pre_enqueue(self, pod: PodInfo) -> Status | None:
@@ -170,3 +186,11 @@ def pod_terminating_by_preemption(pod: PodInfo) -> bool:
 
 def _skip(_pod: dict, _old: Any, _new: Any) -> QueueingHint:
     return QueueingHint.QueueSkip
+
+
+def _prefixed(outcome: PostFilterOutcome) -> PostFilterOutcome:
+    """Preemption's messages start with "preemption: ", as upstream's PostFilter status does."""
+    result, status = outcome
+    if status is not None and status.message():
+        return result, Status(status.code, "preemption: " + status.message())
+    return result, status

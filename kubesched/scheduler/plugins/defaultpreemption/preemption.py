@@ -27,6 +27,7 @@ import numpy as np
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError
+from kubesched.scheduler.framework.extender import Extender, ExtenderError
 from kubesched.scheduler.framework.interface import NominatingInfo, NominatingMode, PostFilterResult
 from kubesched.scheduler.framework.preemption_report import CandidateSummary, PreemptionRecord
 from kubesched.scheduler.framework.status import Code, Status, failed, is_success
@@ -63,6 +64,13 @@ class Candidate:
 
     name: str
     victims: Victims
+
+
+class _Found(NamedTuple):
+    """The dry run's outcome: the preemptor as last seen and the nodes where preemption helps."""
+
+    current: PodInfo
+    candidates: list[Candidate]
 
 
 class VictimSelection(NamedTuple):
@@ -291,16 +299,72 @@ class Evaluator:
     # --- Preempt ---------------------------------------------------------------------------
     def preempt(self, state: CycleState, pod: PodInfo, m: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
         """Upstream ``Evaluator.Preempt``: a nominated node (Success), the reason preemption does
-        not help (Unschedulable, clearing the nomination), or None plus a status to keep it."""
-        record = PreemptionRecord(pod.key, pod.uid, time=self.handle.clock.wall()) if self.on_preemption else None
-        result, status = self._preempt(state, pod, m, record)
+        not help (Unschedulable, clearing the nomination), or None plus a status to keep it.
+        Without extenders to consult (see ``preempt_with_extenders``)."""
+        record = self._record(pod)
+        found = self._find(state, pod, m, record)
+        return self._report(record, self._conclude(found, record) if isinstance(found, _Found) else found)
+
+    def extenders_to_consult(self, pod: PodInfo) -> list[Extender]:
+        """The extenders that take part in this pod's preemption."""
+        extenders = self.handle.extenders if self.handle is not None else ()
+        return [e for e in extenders if e.supports_preemption() and e.is_interested(pod)]
+
+    async def preempt_with_extenders(self, state: CycleState, pod: PodInfo,
+                                     m: NodeToStatus) -> tuple[PostFilterResult | None, Status | None]:
+        """``preempt``, with the candidates narrowed by the preempt extenders before one is chosen."""
+        record = self._record(pod)
+        found = self._find(state, pod, m, record)
+        if not isinstance(found, _Found):
+            return self._report(record, found)
+        narrowed = await self.call_extenders(pod, found.candidates)
+        if isinstance(narrowed, Status):
+            return self._report(record, (None, narrowed))
+        return self._report(record, self._conclude(_Found(found.current, narrowed), record))
+
+    async def call_extenders(self, pod: PodInfo, candidates: list[Candidate]) -> list[Candidate] | Status:
+        """``callExtenders``: each preempt extender in turn keeps the candidates it accepts, with
+        the victims it picks there. An ignorable extender's failure, or a node it left without
+        victims, is skipped; a non-ignorable one's fails preemption."""
+        victims: dict[str, tuple[list[PodInfo], int]] = dict(self.interface.candidates_to_victims_map(candidates))
+        if not victims:
+            return candidates
+        table = self.handle.snapshot
+        for extender in self.extenders_to_consult(pod):
+            try:
+                answer = await extender.process_preemption(pod, victims, table)
+            except ExtenderError as e:
+                if extender.ignorable:
+                    log.info("Skipped extender %s as it returned error and has ignorable flag set: %s", extender.name, e)
+                    continue
+                return Status.from_error(e)
+            for node, (pods, _) in list(answer.items()):
+                if pods:
+                    continue
+                if not extender.ignorable:
+                    return Status.from_error(ExtenderError(f'expected at least one victim pod on node "{node}"'))
+                log.info("Ignored node %s for which extender %s didn't report victims", node, extender.name)
+                del answer[node]
+            victims = answer
+            if not victims:
+                break
+        return [Candidate(node, Victims(pods, violations)) for node, (pods, violations) in victims.items()]
+
+    def _record(self, pod: PodInfo) -> PreemptionRecord | None:
+        return PreemptionRecord(pod.key, pod.uid, time=self.handle.clock.wall()) if self.on_preemption else None
+
+    def _report(self, record: PreemptionRecord | None,
+                outcome: tuple[PostFilterResult | None, Status | None]) -> tuple[PostFilterResult | None, Status | None]:
         if record is not None and self.on_preemption is not None:
+            status = outcome[1]
             record.message = status.message() if status is not None else ""
             self.on_preemption(record)
-        return result, status
+        return outcome
 
-    def _preempt(self, state: CycleState, pod: PodInfo, m: NodeToStatus,
-                 record: PreemptionRecord | None) -> tuple[PostFilterResult | None, Status | None]:
+    def _find(self, state: CycleState, pod: PodInfo, m: NodeToStatus,
+              record: PreemptionRecord | None) -> _Found | tuple[PostFilterResult | None, Status | None]:
+        """Steps 1-2 of Preempt: eligibility, then the candidates of the dry run; an outcome
+        instead when preemption ends here."""
         latest = self.handle.objects("Pod").get(pod.key)
         if latest is None:
             return None, Status.from_error(LookupError(f'pod "{pod.name}" not found'))
@@ -319,14 +383,21 @@ class Evaluator:
         if not candidates:
             return PostFilterResult(NominatingInfo("", NominatingMode.Override)), Status(
                 Code.Unschedulable, str(self._fit_error(pod, table.n, statuses)))
+        return _Found(current, candidates)
+
+    def _conclude(self, found: _Found,
+                  record: PreemptionRecord | None) -> tuple[PostFilterResult | None, Status | None]:
+        """Steps 4-5 of Preempt: choose the best candidate and start evicting its victims."""
+        if not found.candidates:
+            return None, Status(Code.Unschedulable, "no candidate node for preemption")
         now = self.handle.clock.wall()
-        best, decided_by = self.select_candidate(candidates, now)
+        best, decided_by = self.select_candidate(found.candidates, now)
         if record is not None:
-            self._fill_record(record, candidates, best, decided_by, now)
+            self._fill_record(record, found.candidates, best, decided_by, now)
         if self.enable_async:
-            self.executor.prepare_candidate_async(best, current.pod, self.plugin_name)
+            self.executor.prepare_candidate_async(best, found.current.pod, self.plugin_name)
         else:
-            self.executor.prepare_candidate(best, current.pod, self.plugin_name)
+            self.executor.prepare_candidate(best, found.current.pod, self.plugin_name)
         return PostFilterResult(NominatingInfo(best.name, NominatingMode.Override)), None
 
     def _fill_record(self, record: PreemptionRecord, candidates: list[Candidate], best: Candidate,
