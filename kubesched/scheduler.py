@@ -21,6 +21,7 @@ from kubesched.clock import Clock, RealClock
 from kubesched.cluster.client import ClusterClient
 from kubesched.cluster.informers import InformerFactory
 from kubesched.cluster.recorder import Broadcaster, EventSink
+from kubesched.comparer import CacheComparer
 from kubesched.config.types import SchedulerConfiguration
 from kubesched.eventhandlers import EventHandlers
 from kubesched.features import DEFAULT_GATES, FeatureGates
@@ -70,6 +71,8 @@ class Scheduler:
         assumed_pod_ttl: float = 0.0,
         pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
         on_attempt: Callable[[Attempt], None] | None = None,
+        fence: Callable[[], str | None] | None = None,
+        cache_check_interval: float = 0.0,
     ) -> None:
         self.client = client
         self.config = config
@@ -82,7 +85,11 @@ class Scheduler:
         self._metrics_sampler = random.Random(seed)
         self.feature_gates = feature_gates or DEFAULT_GATES
         self.metrics = metrics or Metrics()
-        self.informers = InformerFactory(client)
+        #: Says why this replica may no longer schedule or bind (a Lease it cannot prove it holds), or None.
+        self.fence = fence
+        #: Set when ``fence`` stopped the loop: the process must not touch the cluster any more.
+        self.fenced = ""
+        self.informers = InformerFactory(client, on_handler_error=self._handler_failed, on_relist=self._relisted)
         self.cache = Cache(self.clock, ttl=assumed_pod_ttl)
         self.broadcaster = Broadcaster(EventSink(client), self.clock)
         self.algorithm = Algorithm(config.percentage_of_nodes_to_score, self.rng)
@@ -116,6 +123,8 @@ class Scheduler:
         for fw in self.frameworks.values():
             fw.ctx.nominator = self.queue
         self.handlers = EventHandlers(self)
+        #: Compares the cache with the informers and the API, and repairs it (off when the interval is 0).
+        self.comparer = CacheComparer(self, cache_check_interval)
         self._background: list[asyncio.Task] = []
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -145,15 +154,66 @@ class Scheduler:
         self._background.append(loop.create_task(self.queue.run(), name="scheduling-queue"))
         if self.cache.ttl > 0:
             self._background.append(loop.create_task(self._cleanup_assumed(), name="cache-cleanup"))
+        if self.comparer.interval > 0:
+            self._background.append(loop.create_task(self.comparer.run(), name="cache-comparer"))
 
     async def run(self) -> None:
-        """Schedule pods until ``stop()``."""
+        """Schedule pods until ``stop()`` or until the fence says this replica may not lead any more.
+        An exception while scheduling one pod fails that pod (Error status, backoff), never the loop."""
         while not self._stopping:
+            if self._check_fence("scheduling"):
+                break
             qpi = await self.queue.pop()
             if qpi is None:
                 break
-            self.schedule_one(qpi)
+            if self._check_fence("scheduling"):
+                self.queue.done(qpi.pod_info.uid)
+                break
+            try:
+                self.schedule_one(qpi)
+            except Exception as e:
+                self._contain(qpi, e)
             await asyncio.sleep(0)  # let binding cycles and informers run between pods
+
+    def _check_fence(self, what: str) -> bool:
+        """True (and the loop stops) when the fence forbids this replica to go on."""
+        if self.fence is None:
+            return False
+        reason = self.fenced or self.fence()
+        if not reason:
+            return False
+        if not self.fenced:
+            log.error("stopped %s: %s", what, reason)
+            self.fenced = reason
+            self._stopping = True
+            self.queue.close()
+        return True
+
+    def _contain(self, qpi: QueuedPodInfo, error: Exception) -> None:
+        """The last line of defence when the failure handling of a pod failed too: count an error
+        attempt, record the event and requeue the pod with backoff, each step on its own."""
+        pod = qpi.pod_info
+        log.error("scheduling pod %s failed unexpectedly: %r", pod.key, error, exc_info=error)
+        self.metrics.pod_schedule_error(pod.scheduler_name, 0.0)
+        fw = self.frameworks.get(pod.scheduler_name)
+        message = f"internal error while scheduling the pod: {error!r}"
+        if fw is not None:
+            try:
+                fw.event_recorder.eventf(pod.pod, None, "Warning", "FailedScheduling", "Scheduling", message)
+            except Exception as e:
+                log.error("recording the failure of pod %s failed: %r", pod.key, e)
+        try:
+            self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+        except Exception as e:
+            log.error("requeueing pod %s failed, it waits for its next update: %r", pod.key, e)
+            self.queue.done(pod.uid)
+
+    def _handler_failed(self, kind: str, error: BaseException) -> None:
+        """An event handler raised for one object: counted, the informer carries on."""
+        self.metrics.event_handler_errors.labels(kind).inc()
+
+    def _relisted(self, kind: str, reason: str) -> None:
+        self.metrics.informer_relists.labels(kind, reason).inc()
 
     async def stop(self, binding_timeout: float | None = None) -> None:
         """Stop taking pods, let in-flight binding cycles finish (those still running after
@@ -209,13 +269,35 @@ class Scheduler:
         start = self.clock.now()
         state = CycleState()
         state.record_plugin_metrics = self._metrics_sampler.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
-        outcome = self._scheduling_cycle(state, fw, qpi, start)
+        try:
+            outcome = self._scheduling_cycle(state, fw, qpi, start)
+        except Exception as e:
+            outcome = self._cycle_crashed(state, fw, qpi, e)
         if outcome.status is not None and not outcome.status.is_success():
             self._handle_failure(fw, outcome.qpi, outcome.status, outcome.nominating, start)
             return
         task = asyncio.get_running_loop().create_task(self._binding_cycle(state, fw, outcome.result, outcome.qpi, start))
         self.binding_tasks.add(task)
         task.add_done_callback(self.binding_tasks.discard)
+
+    def _cycle_crashed(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, error: Exception) -> _Outcome:
+        """A plugin, the framework or the cache raised: undo what the cycle assumed and fail the pod
+        with an Error status (kube-scheduler turns a plugin failure into one; a Python exception is
+        its panic, which must not end the loop)."""
+        pod = qpi.pod_info
+        log.error("scheduling cycle of pod %s raised %r", pod.key, error, exc_info=error)
+        assumed = self.cache.get_pod(pod.uid) if self.cache.is_assumed(pod.uid) else None
+        if assumed is not None:
+            try:
+                fw.run_unreserve(state, assumed, assumed.node_name)
+            except Exception as e:
+                log.error("Unreserve of pod %s after a failed cycle raised %r", pod.key, e)
+            try:
+                self.cache.forget_pod(assumed)
+            except Exception as e:
+                log.error("Scheduler cache ForgetPod failed: %s", e)
+        return _Outcome(ScheduleResult(), qpi, Status(Code.Error, f"running the scheduling cycle: {error!r}", error=error),
+                        CLEAR_NOMINATED_NODE)
 
     def _skip(self, fw: Framework, pod: PodInfo) -> bool:
         if pod.deletion_timestamp:
@@ -309,7 +391,11 @@ class Scheduler:
             log.exception("binding cycle of %s failed", qpi.pod_info.key)
             status = Status.from_error(e)
         if status is not None and not status.is_success():
-            self._handle_binding_error(state, fw, qpi, result, status, start)
+            try:
+                self._handle_binding_error(state, fw, qpi, result, status, start)
+            except Exception as e:
+                log.error("rolling back the binding cycle of %s failed: %r", qpi.pod_info.key, e, exc_info=e)
+                self.queue.done(qpi.pod_info.uid)
 
     async def _bind_pod(self, state: CycleState, fw: Framework, result: ScheduleResult, qpi: QueuedPodInfo,
                         start: float) -> Status | None:
@@ -332,6 +418,8 @@ class Scheduler:
         status = await fw.run_pre_bind(state, pod, host)
         if status is not None and not status.is_success():
             return status
+        if self._check_fence("binding"):
+            return Status(Code.Error, f"not binding pod {pod.key}: {self.fenced}")
         status = await fw.run_bind(state, pod, host)
         self._finish_binding(fw, pod, host, status)
         if status is not None and not status.is_success():

@@ -16,6 +16,9 @@ from kubesched.api.kinds import Kind, kind_for
 from kubesched.cluster.store import EVENT, POD, ObjectStore, WatchEvent, json_copy, set_condition
 
 EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
+NAMESPACE = kind_for("v1", "Namespace")
+#: The namespace whose UID identifies a cluster (every cluster has it; recreating the cluster changes it).
+IDENTITY_NAMESPACE = "kube-system"
 
 
 class ClusterClient(abc.ABC):
@@ -53,6 +56,18 @@ class ClusterClient(abc.ABC):
     async def patch_pod_status(self, pod: dict, conditions: list[dict], nominated_node_name: str | None) -> None:
         """Merge ``conditions`` into the pod's status (by type) and set ``nominatedNodeName`` when
         not None, as ``util.PatchPodStatus`` does with a strategic merge patch."""
+
+    async def server_identity(self) -> tuple[str, str]:
+        """Who the server is and how far its history goes: the UID of the ``kube-system`` namespace
+        (what tools use as a cluster's identity: a server restarted without its data has a new
+        one) and the current resourceVersion of a fresh list. Informers probe it after a broken
+        connection to decide between watching on and relisting."""
+        items, rv = await self.list(NAMESPACE)
+        for ns in items:
+            meta = ns.get("metadata") or {}
+            if meta.get("name") == IDENTITY_NAMESPACE:
+                return str(meta.get("uid") or ""), rv
+        return "", rv
 
     async def close(self) -> None:
         return None

@@ -62,9 +62,17 @@ class Backoff:
 
 
 class Informer:
-    def __init__(self, client: ClusterClient, kind: Kind) -> None:
+    def __init__(self, client: ClusterClient, kind: Kind, *,
+                 on_handler_error: Callable[[str, BaseException], None] | None = None,
+                 on_relist: Callable[[str, str], None] | None = None) -> None:
         self.client = client
         self.kind = kind
+        #: Told (kind, error) when a handler raises for one object, and (kind, reason) before a relist.
+        self.on_handler_error = on_handler_error
+        self.on_relist = on_relist
+        #: The server's identity and resourceVersion at the last list (see ``_server_changed``).
+        self.server_identity = ""
+        self._relist_requested = False
         self.store: dict[str, dict] = {}
         self.handlers: list[Handler] = []
         self.synced = asyncio.Event()
@@ -74,6 +82,7 @@ class Informer:
         self.relists = 0
         self.rewatches = 0
         self.last_error = ""
+        self.handler_errors = 0
         self._lists = 0
         self._task: asyncio.Task | None = None
 
@@ -120,31 +129,72 @@ class Informer:
             except Gone as e:
                 log.info("watch of %s at resourceVersion %s expired (%s), relisting", self.kind.resource,
                          self.resource_version, e)
+                self._relisting("expired")
                 return
             except RETRIABLE_WATCH_ERRORS as e:
                 self._failed("watch", e)
                 self.rewatches += 1
                 await asyncio.sleep(backoff.next())
+                reason = await self._server_changed()
+                if reason:
+                    log.warning("%s: relisting %s instead of watching from resourceVersion %s", reason,
+                                self.kind.resource, self.resource_version)
+                    self._relisting("server-changed")
+                    return
                 continue
             except Exception as e:
                 self._failed("watch", e)
+                self._relisting("watch-error")
                 await asyncio.sleep(backoff.next())
+                return
+            if self._relist_requested:
+                self._relisting("requested")
                 return
             if delivered:
                 backoff.reset()
             else:  # a stream that ended without a single event (not even a bookmark): don't spin
                 await asyncio.sleep(backoff.next())
 
+    def request_relist(self) -> None:
+        """Relist when the current watch stream next ends or breaks (the cache comparer's repair)."""
+        self._relist_requested = True
+
+    def _relisting(self, reason: str) -> None:
+        if self.on_relist is not None:
+            self.on_relist(self.kind.kind, reason)
+
+    async def _server_changed(self) -> str:
+        """Why watching on from ``resource_version`` would be wrong after a broken connection: the
+        server is another one (its identity changed: an API server restarted without its data), or
+        its history went back behind what this informer saw. Empty when it is the same server or
+        when the probe itself failed (the next watch attempt reports that failure)."""
+        try:
+            identity, current = await self.client.server_identity()
+        except Exception as e:
+            log.debug("server identity probe for %s failed: %s", self.kind.resource, e)
+            return ""
+        if identity and self.server_identity and identity != self.server_identity:
+            return f"the API server's identity changed ({self.server_identity} -> {identity})"
+        if _version_before(current, self.resource_version):
+            return f"the API server's resourceVersion went back ({self.resource_version} -> {current})"
+        return ""
+
     def _failed(self, what: str, error: BaseException) -> None:
         self.last_error = f"{what}: {error or type(error).__name__}"
         log.warning("%s of %s failed: %s", what, self.kind.resource, error or type(error).__name__)
 
     async def _list(self) -> None:
+        identity = await self._identity()
         items, rv = await self.client.list(self.kind)
         first = not self.synced.is_set()
         if self._lists:
             self.relists += 1
+            if _version_before(rv, self.resource_version):
+                log.warning("the list of %s is at resourceVersion %s, behind the %s seen before: the API server's "
+                            "history went back, its state replaces the cache", self.kind.resource, rv, self.resource_version)
         self._lists += 1
+        self._relist_requested = False
+        self.server_identity = identity
         self.resource_version = rv
         self._replace({object_key(o): o for o in items}, first)
         self.synced.set()
@@ -192,25 +242,46 @@ class Informer:
         elif event.type in (MODIFIED, ADDED):
             self._emit_update(previous, obj)
 
+    async def _identity(self) -> str:
+        try:
+            identity, _ = await self.client.server_identity()
+        except Exception as e:
+            log.debug("server identity probe for %s failed: %s", self.kind.resource, e)
+            return ""
+        return identity
+
     def _emit_add(self, obj: dict, initial: bool) -> None:
         for h in self.handlers:
             if h.on_add is not None:
-                _guard(h.on_add, obj, initial)
+                self._guard(h.on_add, obj, initial)
 
     def _emit_update(self, old: dict, new: dict) -> None:
         for h in self.handlers:
             if h.on_update is not None:
-                _guard(h.on_update, old, new)
+                self._guard(h.on_update, old, new)
 
     def _emit_delete(self, obj: dict) -> None:
         for h in self.handlers:
             if h.on_delete is not None:
-                _guard(h.on_delete, obj)
+                self._guard(h.on_delete, obj)
+
+    def _guard(self, fn: Callable, *args: object) -> None:
+        """A handler that raises for one object is logged and counted; the others still run."""
+        try:
+            fn(*args)
+        except Exception as e:
+            obj = args[-1] if isinstance(args[-1], dict) else args[0]
+            log.exception("event handler %s failed for %s %s", getattr(fn, "__qualname__", fn), self.kind.kind,
+                          object_key(obj) if isinstance(obj, dict) else obj)
+            self.handler_errors += 1
+            if self.on_handler_error is not None:
+                self.on_handler_error(self.kind.kind, e)
 
     def stats(self) -> dict:
         """What ``/debug/cache`` shows about this informer."""
         return {"resourceVersion": self.resource_version, "objects": len(self.store), "synced": self.synced.is_set(),
-                "relists": self.relists, "rewatches": self.rewatches, "lastError": self.last_error}
+                "relists": self.relists, "rewatches": self.rewatches, "handlerErrors": self.handler_errors,
+                "lastError": self.last_error}
 
 
 def _uid(obj: dict) -> str | None:
@@ -221,18 +292,22 @@ def _rv(obj: dict) -> str | None:
     return (obj.get("metadata") or {}).get("resourceVersion")
 
 
-def _guard(fn: Callable, *args: object) -> None:
-    try:
-        fn(*args)
-    except Exception:
-        log.exception("event handler %s failed", getattr(fn, "__qualname__", fn))
+def _version_before(version: str, seen: str) -> bool:
+    """Whether ``version`` is older than ``seen``. resourceVersions are opaque to clients, but every
+    Kubernetes-compatible server issues increasing integers; anything else is never compared."""
+    if not (version.isdigit() and seen.isdigit()):
+        return False
+    return int(version) < int(seen)
 
 
 class InformerFactory:
     """One informer per kind, shared by every consumer (SharedInformerFactory)."""
 
-    def __init__(self, client: ClusterClient) -> None:
+    def __init__(self, client: ClusterClient, *, on_handler_error: Callable[[str, BaseException], None] | None = None,
+                 on_relist: Callable[[str, str], None] | None = None) -> None:
         self.client = client
+        self.on_handler_error = on_handler_error
+        self.on_relist = on_relist
         self.informers: dict[str, Informer] = {}
 
     def informer(self, kind_name: str) -> Informer:
@@ -241,7 +316,8 @@ class InformerFactory:
             kind = kind_named(kind_name)
             if kind is None:
                 raise KeyError(f"unknown kind {kind_name}")
-            inf = self.informers[kind_name] = Informer(self.client, kind)
+            inf = self.informers[kind_name] = Informer(self.client, kind, on_handler_error=self.on_handler_error,
+                                                       on_relist=self.on_relist)
         return inf
 
     def store(self, kind_name: str) -> dict[str, dict]:

@@ -28,7 +28,7 @@ import platform
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -66,6 +66,10 @@ USER_AGENT = f"kubesched/v0.1.0 ({platform.system().lower()}/{_GOARCH.get(platfo
 class StreamBroken(ConnectionError):
     """A watch stream or connection failed before the server ended it: watch again from the last
     resourceVersion after a backoff (no relist needed)."""
+
+
+class WriteFenced(RuntimeError):
+    """A write refused on the client side because ``write_fence`` forbids writes."""
 
 
 class TokenBucket:
@@ -151,6 +155,9 @@ class KubeClient(ClusterClient):
         self._auth_headers: dict[str, str] | None = None
         self._auth_read = 0.0
         self.clock = RealClock()
+        #: Says why writes must not be sent (a replica that cannot prove it still leads), or None.
+        #: Checked after the rate limiter, right before a write goes out.
+        self.write_fence: Callable[[], str | None] | None = None
 
     @classmethod
     def for_server(cls, url: str, token: str | None = None, **kwargs: Any) -> KubeClient:
@@ -212,6 +219,8 @@ class KubeClient(ClusterClient):
         while True:
             await self._throttle(method, path)
             headers = {**_JSON, "Content-Type": content_type, **await self._headers(refresh=refreshed)}
+            if method != "GET" and self.write_fence is not None and (reason := self.write_fence()):
+                raise WriteFenced(f"{method} {path} not sent: {reason}")
             async with session.request(method, self.server + path, params=params, data=data, headers=headers,
                                        timeout=aiohttp.ClientTimeout(total=self.timeout)) as resp:
                 payload = await resp.read()

@@ -9,8 +9,11 @@ Order of events, as upstream except for step 5's drain (kube-scheduler exits at 
    for ``sched-handler-sync``);
 3. informers start and sync (on every replica, leader or not, unless ``delayCacheUntilActive``);
 4. with leader election, the scheduling loop runs only once the Lease is held. Losing it exits the
-   process with status 1 at once ("Leaderelection lost"), so a replica that may no longer be the
-   leader never binds another pod;
+   process with status 1 at once ("Leaderelection lost"). Stricter than upstream, the replica is
+   fenced: before popping each pod, before each bind and before any write of the scheduler's
+   client, it checks that its last renewal started less than the renew deadline ago on its
+   monotonic clock; if not (a process that was paused, a renewal stuck in the network), it stops
+   and exits the same way, so it never binds once a standby may have taken the Lease;
 5. SIGTERM/SIGINT: ``/readyz`` fails (``shutdown``), the queue stops handing out pods, in-flight
    binding cycles get ``BINDING_GRACE`` seconds to finish (then are cancelled, which rolls them back:
    Unreserve, forget, requeue), pending API writes and events are flushed, and only then is the
@@ -43,6 +46,7 @@ from kubesched.api.kinds import kind_for
 from kubesched.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
 from kubesched.cluster.kube import USER_AGENT, KubeClient, load_config
 from kubesched.cluster.recorder import EventSink
+from kubesched.comparer import DEFAULT_INTERVAL
 from kubesched.config.types import SchedulerConfiguration
 from kubesched.features import FeatureGates
 from kubesched.framework.registry import Registry
@@ -76,6 +80,8 @@ class RunOptions:
     tls_private_key_file: str = ""
     pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE
     binding_grace: float = BINDING_GRACE
+    #: Seconds between two runs of the cache comparer that repairs the cache (0: off).
+    cache_check_interval: float = DEFAULT_INTERVAL
     identity: str = field(default_factory=new_identity)
 
 
@@ -112,7 +118,8 @@ class SchedulerApp:
         cfg = self.options.config
         client = self._client("scheduler")
         sched = Scheduler(client, cfg, registry=self.options.registry, feature_gates=self.options.feature_gates,
-                          pod_max_in_unschedulable=self.options.pod_max_in_unschedulable)
+                          pod_max_in_unschedulable=self.options.pod_max_in_unschedulable,
+                          cache_check_interval=self.options.cache_check_interval)
         events = self._client("")
         sched.broadcaster.sink = EventSink(events)
         disable_created_metrics()  # no ``*_created`` series: upstream's registry has none
@@ -123,6 +130,10 @@ class SchedulerApp:
         le = cfg.leader_election
         if le.leader_elect:
             self.elector = self._elector(sched, le, events)
+            # Fencing: no pod is scheduled and no write leaves the scheduler's client unless the
+            # last renewal is younger than the renew deadline.
+            sched.fence = self.elector.fence
+            client.write_fence = self.elector.fence
         self.endpoints = self._endpoints(sched)
         return sched
 
@@ -222,7 +233,11 @@ class SchedulerApp:
         self._loop_task.add_done_callback(self._loop_ended)
 
     def _loop_ended(self, task: asyncio.Task) -> None:
-        """The loop only ends on shutdown; if it crashed, shut down and exit non-zero."""
+        """The loop only ends on shutdown, when the fence stopped it (the Lease can no longer be
+        proven: exit at once, as on a lost Lease), or if it crashed (shut down, exit non-zero)."""
+        if self.scheduler is not None and self.scheduler.fenced:
+            self._stopped_leading()
+            return
         if task.cancelled() or task.exception() is None:
             return
         log.error("the scheduling loop failed: %r", task.exception())
