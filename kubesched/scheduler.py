@@ -215,23 +215,17 @@ class Scheduler:
     def _relisted(self, kind: str, reason: str) -> None:
         self.metrics.informer_relists.labels(kind, reason).inc()
 
-    async def stop(self, binding_timeout: float | None = None) -> None:
+    async def stop(self, binding_timeout: float | None = None, flush_timeout: float | None = None) -> None:
         """Stop taking pods, let in-flight binding cycles finish (those still running after
         ``binding_timeout`` seconds are cancelled, which rolls them back), flush API writes and
-        events, then stop the informers."""
+        events (for at most ``flush_timeout`` seconds, then they are dropped with a warning), then
+        stop the informers."""
         self._stopping = True
         self.queue.close()
-        if self.binding_tasks:
-            _, pending = await asyncio.wait(set(self.binding_tasks), timeout=binding_timeout)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-        if self.api_tasks:
-            await asyncio.gather(*self.api_tasks, return_exceptions=True)
+        await _finish_or_cancel(self.binding_tasks, binding_timeout, "binding cycle")
         background = next(iter(self.frameworks.values())).ctx.background
-        if background:
-            await asyncio.gather(*background, return_exceptions=True)
-        await self.broadcaster.stop()
+        await _finish_or_cancel({*self.api_tasks, *background}, flush_timeout, "API write")
+        await self.broadcaster.stop(flush_timeout)
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -525,6 +519,18 @@ class Scheduler:
             await self.client.patch_pod_status(pod.pod, conditions, nominated)
         except Exception as e:
             log.warning("Error updating pod %s: %s", pod.key, e)
+
+
+async def _finish_or_cancel(tasks: set[asyncio.Task], timeout: float | None, what: str) -> None:
+    """Wait up to ``timeout`` seconds for ``tasks``, then cancel (and await) those still running."""
+    if not tasks:
+        return
+    _, pending = await asyncio.wait(set(tasks), timeout=timeout)
+    if pending:
+        log.warning("cancelling %d %s(s) still running after %gs", len(pending), what, timeout)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _condition_current(status: dict, condition: dict) -> bool:

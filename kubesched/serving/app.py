@@ -16,7 +16,8 @@ Order of events, as upstream except for step 5's drain (kube-scheduler exits at 
    and exits the same way, so it never binds once a standby may have taken the Lease;
 5. SIGTERM/SIGINT: ``/readyz`` fails (``shutdown``), the queue stops handing out pods, in-flight
    binding cycles get ``BINDING_GRACE`` seconds to finish (then are cancelled, which rolls them back:
-   Unreserve, forget, requeue), pending API writes and events are flushed, and only then is the
+   Unreserve, forget, requeue), pending API writes and events are flushed (for at most
+   ``FLUSH_GRACE`` seconds: a stop never hangs on an unreachable server), and only then is the
    Lease released, so the next leader never overlaps with bindings of this one. Exit status 0.
 
 SIGUSR2 logs the cache comparison and dump (upstream's cache debugger); ``/debug/cache`` serves it.
@@ -61,6 +62,8 @@ log = logging.getLogger(__name__)
 CORE_EVENT = kind_for("v1", "Event")
 #: Seconds in-flight binding cycles may take to finish after SIGTERM before they are rolled back.
 BINDING_GRACE = 10.0
+#: Seconds then given to status patches and events still queued; what is left after them is dropped.
+FLUSH_GRACE = 5.0
 
 
 @dataclass
@@ -80,6 +83,7 @@ class RunOptions:
     tls_private_key_file: str = ""
     pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE
     binding_grace: float = BINDING_GRACE
+    flush_grace: float = FLUSH_GRACE
     #: Seconds between two runs of the cache comparer that repairs the cache (0: off).
     cache_check_interval: float = DEFAULT_INTERVAL
     identity: str = field(default_factory=new_identity)
@@ -245,7 +249,7 @@ class SchedulerApp:
         self.request_shutdown()
 
     async def _stop_scheduling(self, sched: Scheduler) -> None:
-        await sched.stop(binding_timeout=self.options.binding_grace)
+        await sched.stop(binding_timeout=self.options.binding_grace, flush_timeout=self.options.flush_grace)
         if self._loop_task is not None:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)
