@@ -163,12 +163,16 @@ class Scheduler:
         while not self._stopping:
             if self._check_fence("scheduling"):
                 break
+            await self.informers.consistent.wait()
             qpi = await self.queue.pop()
             if qpi is None:
                 break
             if self._check_fence("scheduling"):
                 self.queue.done(qpi.pod_info.uid)
                 break
+            if not await self._still_current(qpi.pod_info):
+                self.queue.done(qpi.pod_info.uid)
+                continue
             try:
                 self.schedule_one(qpi)
             except Exception as e:
@@ -188,6 +192,18 @@ class Scheduler:
             self._stopping = True
             self.queue.close()
         return True
+
+    async def _still_current(self, pod: PodInfo, node: str = "") -> bool:
+        """After waiting for informers that relist from a changed server: whether the pod (and the
+        node) still exist there. Free when the informers are consistent, the usual case."""
+        if self.informers.consistent.is_set():
+            return True
+        await self.informers.consistent.wait()
+        cached = self.informers.store("Pod").get(pod.key)
+        if cached is None or (cached.get("metadata") or {}).get("uid") != pod.uid:
+            log.info("pod %s is gone from the API server, not scheduling it", pod.key)
+            return False
+        return not node or node in self.informers.store("Node")
 
     def _contain(self, qpi: QueuedPodInfo, error: Exception) -> None:
         """The last line of defence when the failure handling of a pod failed too: count an error
@@ -414,6 +430,8 @@ class Scheduler:
             return status
         if self._check_fence("binding"):
             return Status(Code.Error, f"not binding pod {pod.key}: {self.fenced}")
+        if not await self._still_current(pod, host):
+            return Status(Code.Error, f"not binding pod {pod.key}: node {host} or the pod is gone from the API server")
         status = await fw.run_bind(state, pod, host)
         self._finish_binding(fw, pod, host, status)
         if status is not None and not status.is_success():

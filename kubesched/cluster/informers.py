@@ -70,6 +70,10 @@ class Informer:
         #: Told (kind, error) when a handler raises for one object, and (kind, reason) before a relist.
         self.on_handler_error = on_handler_error
         self.on_relist = on_relist
+        #: Told (kind, reason) when this informer found the server changed, before it relists.
+        self.on_server_changed: Callable[[str, str], None] | None = None
+        #: Set after every list (cleared by ``restart``): the cache reflects the current server.
+        self.listed = asyncio.Event()
         #: The server's identity and resourceVersion at the last list (see ``_server_changed``).
         self.server_identity = ""
         self._relist_requested = False
@@ -134,12 +138,13 @@ class Informer:
             except RETRIABLE_WATCH_ERRORS as e:
                 self._failed("watch", e)
                 self.rewatches += 1
-                await asyncio.sleep(backoff.next())
-                reason = await self._server_changed()
+                reason = await self._wait_for_server(backoff)
                 if reason:
                     log.warning("%s: relisting %s instead of watching from resourceVersion %s", reason,
                                 self.kind.resource, self.resource_version)
                     self._relisting("server-changed")
+                    if self.on_server_changed is not None:
+                        self.on_server_changed(self.kind.kind, reason)
                     return
                 continue
             except Exception as e:
@@ -155,6 +160,17 @@ class Informer:
             else:  # a stream that ended without a single event (not even a bookmark): don't spin
                 await asyncio.sleep(backoff.next())
 
+    def restart(self) -> None:
+        """Relist now, whatever the informer is doing (another informer found the server changed):
+        the task restarts, and its loop begins with a list that replaces the cache in place."""
+        if self._task is None:
+            return
+        self.listed.clear()
+        self._task.cancel()
+        self._task = None
+        self._relisting("server-changed")
+        self.start()
+
     def request_relist(self) -> None:
         """Relist when the current watch stream next ends or breaks (the cache comparer's repair)."""
         self._relist_requested = True
@@ -163,13 +179,26 @@ class Informer:
         if self.on_relist is not None:
             self.on_relist(self.kind.kind, reason)
 
+    async def _wait_for_server(self, backoff: Backoff) -> str:
+        """After a broken connection: back off until the server answers the identity probe (never
+        watch on from a resourceVersion before knowing which server will answer), then say why
+        watching on would be wrong (see ``_server_changed``), or "" to watch on."""
+        while True:
+            await asyncio.sleep(backoff.next())
+            try:
+                return await self._server_changed()
+            except RETRIABLE_WATCH_ERRORS as e:
+                self._failed("server identity probe", e)
+
     async def _server_changed(self) -> str:
-        """Why watching on from ``resource_version`` would be wrong after a broken connection: the
-        server is another one (its identity changed: an API server restarted without its data), or
-        its history went back behind what this informer saw. Empty when it is the same server or
-        when the probe itself failed (the next watch attempt reports that failure)."""
+        """Why watching on from ``resource_version`` would be wrong: the server is another one (its
+        identity changed: an API server restarted without its data), or its history went back
+        behind what this informer saw. Empty when it is the same server, or when the server
+        cannot tell (the probe was refused)."""
         try:
             identity, current = await self.client.server_identity()
+        except RETRIABLE_WATCH_ERRORS:
+            raise
         except Exception as e:
             log.debug("server identity probe for %s failed: %s", self.kind.resource, e)
             return ""
@@ -195,6 +224,7 @@ class Informer:
         self._lists += 1
         self._relist_requested = False
         self.server_identity = identity
+        self.listed.set()
         self.resource_version = rv
         self._replace({object_key(o): o for o in items}, first)
         self.synced.set()
@@ -309,6 +339,11 @@ class InformerFactory:
         self.on_handler_error = on_handler_error
         self.on_relist = on_relist
         self.informers: dict[str, Informer] = {}
+        #: Cleared while informers relist after one of them found the server changed: what they hold
+        #: may mix two servers' objects until every one has listed again (the scheduler waits).
+        self.consistent = asyncio.Event()
+        self.consistent.set()
+        self._resync: asyncio.Task | None = None
 
     def informer(self, kind_name: str) -> Informer:
         inf = self.informers.get(kind_name)
@@ -318,6 +353,7 @@ class InformerFactory:
                 raise KeyError(f"unknown kind {kind_name}")
             inf = self.informers[kind_name] = Informer(self.client, kind, on_handler_error=self.on_handler_error,
                                                        on_relist=self.on_relist)
+            inf.on_server_changed = self._server_changed
         return inf
 
     def store(self, kind_name: str) -> dict[str, dict]:
@@ -333,6 +369,24 @@ class InformerFactory:
         for inf in self.informers.values():
             inf.start()
 
+    def _server_changed(self, kind_name: str, reason: str) -> None:
+        """One informer found the server changed: every other one relists at once, and the
+        informers are inconsistent until all have."""
+        log.warning("%s (seen by the %s informer): every informer relists", reason, kind_name)
+        self.consistent.clear()
+        for name, inf in self.informers.items():
+            if name == kind_name:
+                inf.listed.clear()
+            else:
+                inf.restart()
+        if self._resync is None or self._resync.done():
+            self._resync = asyncio.get_running_loop().create_task(self._await_relists(), name="informer-resync")
+
+    async def _await_relists(self) -> None:
+        await asyncio.gather(*(inf.listed.wait() for inf in self.informers.values()))
+        log.info("every informer relisted from the current server")
+        self.consistent.set()
+
     async def wait_for_sync(self) -> None:
         await asyncio.gather(*(inf.synced.wait() for inf in self.informers.values()))
 
@@ -343,4 +397,6 @@ class InformerFactory:
         return {name: inf.stats() for name, inf in sorted(self.informers.items())}
 
     async def stop(self) -> None:
+        if self._resync is not None:
+            self._resync.cancel()
         await asyncio.gather(*(inf.stop() for inf in self.informers.values()))
