@@ -1,0 +1,50 @@
+"""Events a busy scheduler records must not pile up in memory behind slow writes: whatever is in the
+queue when the process is killed is lost (a leader killed while binding 2,000 pods left about a
+quarter of them without a Scheduled event when events were written one at a time)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.cluster.recorder import WRITE_CONCURRENCY, Broadcaster
+from tests.helpers import make_pod
+
+WRITE_SECONDS = 0.01
+
+
+class SlowSink:
+    """An API server that takes ``WRITE_SECONDS`` per event write."""
+
+    def __init__(self) -> None:
+        self.created: list[str] = []
+
+    async def create(self, event: dict) -> None:
+        await asyncio.sleep(WRITE_SECONDS)
+        self.created.append(event["regarding"]["name"])
+
+    async def update_series(self, event: dict) -> None:
+        await asyncio.sleep(WRITE_SECONDS)
+
+
+@pytest.mark.parametrize("burst", [WRITE_CONCURRENCY, 10 * WRITE_CONCURRENCY])
+def test_a_burst_of_events_is_written_in_the_time_of_a_few_writes_not_one_write_per_event(burst):
+    async def scenario() -> tuple[int, int]:
+        clock = LoopClock(asyncio.get_running_loop(), VIRTUAL_EPOCH)
+        sink = SlowSink()
+        broadcaster = Broadcaster(sink, clock)  # type: ignore[arg-type]
+        broadcaster.start()
+        recorder = broadcaster.recorder("default-scheduler")
+        for i in range(burst):
+            pod = make_pod(f"p{i}")
+            recorder.eventf(pod, None, "Normal", "Scheduled", "Binding", f"Successfully assigned default/p{i} to n1")
+        rounds = burst // WRITE_CONCURRENCY
+        await asyncio.sleep(rounds * WRITE_SECONDS + WRITE_SECONDS / 2)
+        written = len(sink.created)
+        await broadcaster.stop(1.0)
+        return written, len(set(sink.created))
+
+    written, distinct = run_virtual(scenario())
+    assert written == burst and distinct == burst
