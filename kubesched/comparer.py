@@ -130,7 +130,10 @@ class CacheComparer:
                 log.warning("cache comparison failed: %s", e)
 
     async def check(self) -> Divergence:
-        """One comparison; returns what was repaired (what diverged now and at the previous check)."""
+        """One comparison; returns what was repaired (what diverged now and at the previous check).
+        Skipped while informers relist from a changed server (they are known to diverge then)."""
+        if not self.sched.informers.consistent.is_set():
+            return Divergence()
         found = compare_cache(self.sched)
         found.stale_informers = await compare_informers(self.sched)
         confirmed = found & self._previous

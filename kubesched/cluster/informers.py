@@ -5,14 +5,21 @@ The reflector's rules, which keep the cache right across API-server restarts and
 
 * the watch asks for bookmarks, so the informer's resourceVersion keeps moving even when nothing of
   its kind changes, and a re-watch starts from the newest version seen;
-* a stream the server ends (its timeout) is simply watched again from that version;
+* a stream the server ends (its timeout) is watched again from that version, once the server
+  proved it is the same one (see below);
 * a broken stream or an unreachable server (``ConnectionError``/``OSError``, ``TimeoutError``, 429)
   backs off exponentially (0.8s doubling to 30s, with jitter) and watches again from the same
   version: nothing is relisted when the server comes back with its history intact;
 * ``410 Gone`` (history compacted, or a restarted server that lost it) relists at once, and any
-  other error relists after the backoff. A relist updates the cache *in place* and reports the
-  difference (adds, updates, deletes, and delete + add for an object recreated under the same
-  name), so handlers never miss a change and holders of the cache dict keep seeing the live one.
+  other error relists after the backoff;
+* before watching again after a stream ended or broke, the informer asks the server who it is
+  (``ClusterClient.server_identity``): another identity (a server restarted without its data is
+  another cluster) or a history behind what was seen makes every informer of the factory relist,
+  and ``consistent`` is cleared until all have.
+
+A relist updates the cache *in place* and reports the difference (adds, updates, deletes, and
+delete + add for an object recreated under the same name), so handlers never miss a change and
+holders of the cache dict keep seeing the live one.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from dataclasses import dataclass
 
 from kubesched.api.kinds import Kind, kind_named, object_key
 from kubesched.cluster.client import ClusterClient
-from kubesched.cluster.errors import Gone, TooManyRequests
+from kubesched.cluster.errors import APIError, Gone, TooManyRequests
 from kubesched.cluster.store import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 
 log = logging.getLogger(__name__)
@@ -35,6 +42,10 @@ INITIAL_BACKOFF = 0.8
 MAX_BACKOFF = 30.0
 #: Errors after which the informer watches again from its resourceVersion instead of relisting.
 RETRIABLE_WATCH_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError, TooManyRequests)
+
+
+class ServerUnreachable(ConnectionError):
+    """The server did not answer the identity probe (down, restarting, failing)."""
 
 
 @dataclass
@@ -138,13 +149,7 @@ class Informer:
             except RETRIABLE_WATCH_ERRORS as e:
                 self._failed("watch", e)
                 self.rewatches += 1
-                reason = await self._wait_for_server(backoff)
-                if reason:
-                    log.warning("%s: relisting %s instead of watching from resourceVersion %s", reason,
-                                self.kind.resource, self.resource_version)
-                    self._relisting("server-changed")
-                    if self.on_server_changed is not None:
-                        self.on_server_changed(self.kind.kind, reason)
+                if self._server_changed_after(await self._wait_for_server(backoff)):
                     return
                 continue
             except Exception as e:
@@ -159,6 +164,9 @@ class Informer:
                 backoff.reset()
             else:  # a stream that ended without a single event (not even a bookmark): don't spin
                 await asyncio.sleep(backoff.next())
+            # A server that ends its streams may be shutting down, to come back as another cluster.
+            if self._server_changed_after(await self._wait_for_server(backoff, back_off_first=False)):
+                return
 
     def restart(self) -> None:
         """Relist now, whatever the informer is doing (another informer found the server changed):
@@ -166,6 +174,7 @@ class Informer:
         if self._task is None:
             return
         self.listed.clear()
+        self.server_identity = ""  # known to be another server: the relist records its identity
         self._task.cancel()
         self._task = None
         self._relisting("server-changed")
@@ -179,41 +188,74 @@ class Informer:
         if self.on_relist is not None:
             self.on_relist(self.kind.kind, reason)
 
-    async def _wait_for_server(self, backoff: Backoff) -> str:
-        """After a broken connection: back off until the server answers the identity probe (never
-        watch on from a resourceVersion before knowing which server will answer), then say why
-        watching on would be wrong (see ``_server_changed``), or "" to watch on."""
+    def _server_changed_after(self, reason: str) -> bool:
+        """Report a changed server (``reason`` not empty): this informer must relist, and so must
+        every other one (``on_server_changed``)."""
+        if not reason:
+            return False
+        log.warning("%s: relisting %s instead of watching from resourceVersion %s", reason, self.kind.resource,
+                    self.resource_version)
+        self._relisting("server-changed")
+        self.server_identity = ""  # reported once: the relist records the new one
+        if self.on_server_changed is not None:
+            self.on_server_changed(self.kind.kind, reason)
+        return True
+
+    async def _wait_for_server(self, backoff: Backoff, back_off_first: bool = True) -> str:
+        """Before watching again: (back off and) retry until the server answers the identity probe
+        (never watch on from a resourceVersion before knowing which server will answer), then say
+        why watching on would be wrong (see ``_server_changed``), or "" to watch on."""
         while True:
-            await asyncio.sleep(backoff.next())
+            if back_off_first:
+                await asyncio.sleep(backoff.next())
+            back_off_first = True
             try:
                 return await self._server_changed()
-            except RETRIABLE_WATCH_ERRORS as e:
+            except ServerUnreachable as e:
                 self._failed("server identity probe", e)
 
     async def _server_changed(self) -> str:
         """Why watching on from ``resource_version`` would be wrong: the server is another one (its
         identity changed: an API server restarted without its data), or its history went back
-        behind what this informer saw. Empty when it is the same server, or when the server
-        cannot tell (the probe was refused)."""
-        try:
-            identity, current = await self.client.server_identity()
-        except RETRIABLE_WATCH_ERRORS:
-            raise
-        except Exception as e:
-            log.debug("server identity probe for %s failed: %s", self.kind.resource, e)
+        behind what this informer saw. Empty when it is the same server, or when the server does
+        not say. Raises when it cannot be reached (see ``_probe``)."""
+        probe = await self._probe()
+        if probe is None:
             return ""
+        identity, current = probe
         if identity and self.server_identity and identity != self.server_identity:
             return f"the API server's identity changed ({self.server_identity} -> {identity})"
         if _version_before(current, self.resource_version):
             return f"the API server's resourceVersion went back ({self.resource_version} -> {current})"
         return ""
 
+    async def _probe(self) -> tuple[str, str] | None:
+        """The server's identity and current resourceVersion; None when the client or the server
+        does not tell (no support, refused). An unreachable or failing server (5xx, 429,
+        connection errors) raises ``ServerUnreachable``: the caller retries before trusting
+        anything it had."""
+        try:
+            return await self.client.server_identity()
+        except RETRIABLE_WATCH_ERRORS as e:
+            raise ServerUnreachable(str(e) or type(e).__name__) from e
+        except APIError as e:
+            if e.code >= 500:
+                raise ServerUnreachable(str(e)) from e
+            log.debug("server identity probe for %s refused: %s", self.kind.resource, e)
+            return None
+        except (AttributeError, NotImplementedError):
+            return None
+
     def _failed(self, what: str, error: BaseException) -> None:
         self.last_error = f"{what}: {error or type(error).__name__}"
         log.warning("%s of %s failed: %s", what, self.kind.resource, error or type(error).__name__)
 
     async def _list(self) -> None:
-        identity = await self._identity()
+        probe = await self._probe()
+        identity = probe[0] if probe is not None else ""
+        if identity and self.server_identity and identity != self.server_identity:
+            # Found while relisting after an error: the other informers may still hold the old cluster.
+            self._server_changed_after(f"the API server's identity changed ({self.server_identity} -> {identity})")
         items, rv = await self.client.list(self.kind)
         first = not self.synced.is_set()
         if self._lists:
@@ -271,14 +313,6 @@ class Informer:
             self._emit_add(obj, False)
         elif event.type in (MODIFIED, ADDED):
             self._emit_update(previous, obj)
-
-    async def _identity(self) -> str:
-        try:
-            identity, _ = await self.client.server_identity()
-        except Exception as e:
-            log.debug("server identity probe for %s failed: %s", self.kind.resource, e)
-            return ""
-        return identity
 
     def _emit_add(self, obj: dict, initial: bool) -> None:
         for h in self.handlers:

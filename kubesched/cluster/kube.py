@@ -7,8 +7,9 @@ go through one pooled aiohttp session with orjson, because the hot paths (watch 
 bindings, status patches) run thousands of times a second. Bindings are raw POSTs: the
 ``pods/binding`` reply is a ``Status``, which typed clients fail to decode.
 
-Watches resume by themselves from the last resourceVersion seen (events or bookmarks) when the
-server ends a stream at its timeout; a ``410 Gone`` (as an ERROR event or a status) is raised as
+A watch call ends when the server ends its stream (its timeout); the informer then watches again
+from the last resourceVersion seen (events or bookmarks) once it has checked that the server is
+still the same one; a ``410 Gone`` (as an ERROR event or a status) is raised as
 ``Gone`` so the informer relists. A broken stream or an unreachable server is raised as
 ``StreamBroken`` (a ``ConnectionError``), which the informer answers by backing off and watching
 again from the same resourceVersion, as client-go's reflector does.
@@ -287,6 +288,7 @@ class KubeClient(ClusterClient):
             if not delivered and loop.time() - started < SHORT_WATCH:
                 raise StreamBroken(f"very short watch of {kind.resource}: unexpected watch close - "
                                    "watch lasted less than a second and no items received")
+            return  # the informer checks the server is still the same one before it watches again
 
     @contextlib.asynccontextmanager
     async def _open_watch(self, kind: Kind, params: dict[str, str], timeout: int) -> AsyncIterator[aiohttp.ClientResponse]:
