@@ -37,20 +37,20 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
-from kubesched.api.kinds import kind_for, kind_named
+from kubesched.api.kinds import Kind, kind_for, kind_named
 from kubesched.api.quantity import milli_value
 from kubesched.bench.faultproxy import FaultProxy, Faults, Ledger, Write
 from kubesched.cluster.kube import KubeClient, load_config, wait_ready
 
 log = logging.getLogger(__name__)
 
-POD = kind_named("Pod")
-NODE = kind_named("Node")
-EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
+POD = cast(Kind, kind_named("Pod"))
+NODE = cast(Kind, kind_named("Node"))
+EVENTS_V1 = cast(Kind, kind_for("events.k8s.io/v1", "Event"))
 NAMESPACE = "default"
 SCHEDULER_NAME = "kubesched"
 LEASE_NAME = "kubesched-chaos"
@@ -330,7 +330,7 @@ class ChaosRun:
         assert self.client is not None
         for obj in invalid_objects(self.opts.invalid_objects):
             try:
-                await self.client.create(kind_named(obj["kind"]), obj)  # type: ignore[arg-type]
+                await self.client.create(cast(Kind, kind_named(obj["kind"])), obj)
             except Exception:
                 self.rejected += 1
 
@@ -358,7 +358,7 @@ class ChaosRun:
         assert self.client is not None
         while True:
             try:
-                await self.client.create(kind_named(obj["kind"]), obj)  # type: ignore[arg-type]
+                await self.client.create(cast(Kind, kind_named(obj["kind"])), obj)
                 return
             except AlreadyExists:
                 return
@@ -382,18 +382,18 @@ class ChaosRun:
 
     async def _bound_count(self, prefix: str, want: int) -> bool:
         assert self.client is not None
-        items, _ = await self.client.list(POD)  # type: ignore[arg-type]
+        items, _ = await self.client.list(POD)
         return sum(1 for p in items if p["metadata"]["name"].startswith(prefix) and p["spec"].get("nodeName")) >= want
 
-    async def until(self, check: Callable[[], Awaitable[bool]], timeout: float) -> bool:
+    async def until(self, check: Callable[[], Awaitable[bool]], timeout: float, every: float = 1.0) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
                 if await check():
                     return True
-            except Exception:
-                pass
-            await asyncio.sleep(1.0)
+            except Exception as e:
+                log.debug("check failed: %s", e)
+            await asyncio.sleep(every)
         return False
 
     async def main_phase(self) -> None:
@@ -423,9 +423,18 @@ class ChaosRun:
         self.faults.bind_timeout = rate / 10
 
     async def quiesce(self) -> None:
+        """Until every schedulable pod is bound, then until a leader's cache agrees with the API."""
         want = len(self.created) - len(self.unschedulable)
-        await self.until(lambda: self._bound_count("pod-", want), self.opts.quiesce_timeout)
-        await asyncio.sleep(self.opts.lease_duration + 5)  # events, status patches, the comparer
+        await self.until(lambda: self._bound_count("pod-", want), self.opts.quiesce_timeout, every=5.0)
+        await asyncio.sleep(self.opts.retry_period * 4)  # events and status patches still on their way
+        await self.until(self._leader_settled, self.opts.lease_duration * 4 + 60, every=5.0)
+
+    async def _leader_settled(self) -> bool:
+        leader = self.leader()
+        if leader is None or not leader.proc.alive():
+            return False
+        dump = await asyncio.get_running_loop().run_in_executor(None, leader.get, "/debug/cache")
+        return not any(dump["comparer"].values()) and not dump["queue"]["inFlight"]
 
     # --- checks -------------------------------------------------------------------------------------
     def _acquisitions(self) -> list[Write]:
@@ -451,8 +460,8 @@ class ChaosRun:
 
     async def check(self) -> dict[str, Any]:
         assert self.client is not None
-        pods, _ = await self.client.list(POD)  # type: ignore[arg-type]
-        nodes, _ = await self.client.list(NODE)  # type: ignore[arg-type]
+        pods, _ = await self.client.list(POD)
+        nodes, _ = await self.client.list(NODE)
         events, _ = await self.client.list(EVENTS_V1)
         by_name = {p["metadata"]["name"]: p for p in pods if p["metadata"]["name"].startswith("pod-")}
         node_names = {n["metadata"]["name"] for n in nodes}
@@ -568,13 +577,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--fault-interval", type=float, default=5.0, help="seconds between injected faults (default 5)")
     parser.add_argument("--rounds", type=int, default=1, help="times the fault cycle runs (default 1)")
+    parser.add_argument("--lease", default="15,10,2", metavar="DURATION,RENEW,RETRY",
+                        help="leaseDuration, renewDeadline and retryPeriod in seconds (default kube-scheduler's 15,10,2)")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.pods < 1 or args.replicas < 1 or args.rounds < 1 or args.fault_interval <= 0:
         parser.error("--pods, --replicas and --rounds must be at least 1 and --fault-interval positive")
+    try:
+        lease_duration, renew_deadline, retry_period = (float(v) for v in args.lease.split(","))
+    except ValueError:
+        parser.error(f"--lease: want three numbers of seconds separated by commas, got {args.lease!r}")
     opts = ChaosOptions(pods=args.pods, replicas=args.replicas, workdir=args.workdir, seed=args.seed,
-                        fault_interval=args.fault_interval, rounds=args.rounds)
+                        fault_interval=args.fault_interval, rounds=args.rounds, lease_duration=lease_duration,
+                        renew_deadline=renew_deadline, retry_period=retry_period)
     report = asyncio.run(ChaosRun(opts).run())
     if args.json:
         print(json.dumps(report, indent=2))

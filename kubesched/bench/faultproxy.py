@@ -79,7 +79,7 @@ class FaultProxy:
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._watches: set[asyncio.BaseTransport] = set()
+        self._watches: set[asyncio.Transport] = set()
 
     async def start(self) -> str:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -186,7 +186,7 @@ class FaultProxy:
                                     headers={"Content-Type": upstream.headers.get("Content-Type", "application/json")})
             resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
             await resp.prepare(request)
-            transport = request.transport
+            transport = request.transport if isinstance(request.transport, asyncio.Transport) else None
             if transport is not None:
                 self._watches.add(transport)
             try:
@@ -195,7 +195,8 @@ class FaultProxy:
                 if transport is not None:  # the server went away mid-stream: so does the client's stream
                     transport.abort()
             finally:
-                self._watches.discard(transport)  # type: ignore[arg-type]
+                if transport is not None:
+                    self._watches.discard(transport)
             return resp
 
     async def _pump(self, upstream: aiohttp.ClientResponse, resp: web.StreamResponse) -> None:

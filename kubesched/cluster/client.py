@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
 from kubesched.api.events import core_to_v1, v1_to_core
 from kubesched.api.kinds import Kind, kind_for
 from kubesched.cluster.store import EVENT, POD, ObjectStore, WatchEvent, json_copy, set_condition
 
 EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
-NAMESPACE = kind_for("v1", "Namespace")
+NAMESPACE = cast(Kind, kind_for("v1", "Namespace"))
 #: The namespace whose UID identifies a cluster (every cluster has it; recreating the cluster changes it).
 IDENTITY_NAMESPACE = "kube-system"
 

@@ -5,7 +5,8 @@ and reporting controller) is not written again: the second occurrence turns it i
 (count 2, written at once), later ones only bump the count in memory until the 30-minute refresh
 writes it; a series idle for 6 minutes is finished, after which a new event starts. Writing
 never blocks scheduling: events go through a queue drained by one task, up to ``WRITE_CONCURRENCY``
-new events at a time so the backlog stays short under load. ``stop(timeout)`` writes what is
+new events at a time so the backlog stays short under load; a write the server could not take
+(unreachable, 5xx, 429) is retried with backoff, up to 12 times as client-go does. ``stop(timeout)`` writes what is
 still queued within ``timeout`` seconds (kube-scheduler's broadcaster shutdown), then gives up on
 the rest with a warning counting them; events still queued when the process is killed are lost.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import socket
 from collections import deque
 from typing import Any
@@ -30,6 +32,16 @@ FINISH_INTERVAL = 6 * 60.0
 EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
 #: New events written at the same time by the drain.
 WRITE_CONCURRENCY = 16
+#: Attempts per event write (client-go's ``maxTriesPerEvent``), and the backoff between them.
+MAX_TRIES = 12
+RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 10.0
+
+
+def _retriable(error: Exception) -> bool:
+    """A failure worth another try: the server unreachable, overloaded or failing (5xx, 429)."""
+    code = getattr(error, "code", None)
+    return isinstance(error, (OSError, TimeoutError)) or (isinstance(code, int) and (code >= 500 or code == 429))
 
 
 def truncate_note(message: str) -> str:
@@ -147,14 +159,23 @@ class Broadcaster:
             await self.flush()
 
     async def _write(self, verb: str, event: dict) -> None:
-        try:
-            if verb == "create":
-                await self.sink.create(event)
-            else:
-                await self.sink.update_series(event)
-            self.written += 1
-        except Exception as e:
-            log.warning("could not record event %s: %s", event["metadata"].get("name"), e)
+        """One event write, retried like client-go's sink (up to ``MAX_TRIES``) while the server is
+        unreachable or failing; refused events (4xx) are dropped with a warning."""
+        delay = RETRY_DELAY
+        for attempt in range(1, MAX_TRIES + 1):
+            try:
+                if verb == "create":
+                    await self.sink.create(event)
+                else:
+                    await self.sink.update_series(event)
+                self.written += 1
+                return
+            except Exception as e:
+                if attempt == MAX_TRIES or not _retriable(e):
+                    log.warning("could not record event %s: %s", event["metadata"].get("name"), e)
+                    return
+            await asyncio.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, MAX_RETRY_DELAY)
 
     async def _every(self, seconds: float, action: Any) -> None:
         while True:
