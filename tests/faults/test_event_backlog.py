@@ -9,7 +9,8 @@ import asyncio
 import pytest
 
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
-from kubesched.cluster.recorder import WRITE_CONCURRENCY, Broadcaster
+from kubesched.cluster.errors import APIError, Invalid
+from kubesched.cluster.recorder import MAX_TRIES, WRITE_CONCURRENCY, Broadcaster
 from tests.helpers import make_pod
 
 WRITE_SECONDS = 0.01
@@ -48,3 +49,43 @@ def test_a_burst_of_events_is_written_in_the_time_of_a_few_writes_not_one_write_
 
     written, distinct = run_virtual(scenario())
     assert written == burst and distinct == burst
+
+
+class FlakySink:
+    """Unreachable for the first ``failures`` writes, then fine; or refusing every write."""
+
+    def __init__(self, failures: int, error: Exception) -> None:
+        self.failures = failures
+        self.error = error
+        self.attempts = 0
+        self.created: list[str] = []
+
+    async def create(self, event: dict) -> None:
+        self.attempts += 1
+        if self.attempts <= self.failures:
+            raise self.error
+        self.created.append(event["regarding"]["name"])
+
+    async def update_series(self, event: dict) -> None:
+        await self.create(event)
+
+
+@pytest.mark.parametrize(("failures", "error", "want_written", "want_attempts"), [
+    pytest.param(3, ConnectionRefusedError("connection refused"), ["p"], 4, id="an unreachable server: retried until written"),
+    pytest.param(3, APIError("etcd leader changed"), ["p"], 4, id="a failing server (500): retried until written"),
+    pytest.param(1, Invalid("event is invalid"), [], 1, id="a refused event (422): dropped at once"),
+    pytest.param(100, ConnectionRefusedError("connection refused"), [], MAX_TRIES, id="never reachable: given up after the tries"),
+])
+def test_an_event_write_is_retried_only_while_the_server_cannot_take_it(failures, error, want_written, want_attempts):
+    async def scenario() -> FlakySink:
+        clock = LoopClock(asyncio.get_running_loop(), VIRTUAL_EPOCH)
+        sink = FlakySink(failures, error)
+        broadcaster = Broadcaster(sink, clock)  # type: ignore[arg-type]
+        broadcaster.start()
+        broadcaster.recorder("default-scheduler").eventf(make_pod("p"), None, "Normal", "Scheduled", "Binding", "assigned")
+        await asyncio.sleep(3600)
+        await broadcaster.stop(1.0)
+        return sink
+
+    sink = run_virtual(scenario())
+    assert sink.created == want_written and sink.attempts == want_attempts

@@ -26,6 +26,7 @@ from kubesched.framework.interface import (
     ScorePlugin,
 )
 from kubesched.framework.registry import in_tree_registry, merge
+from kubesched.framework.status import Code, Status
 from kubesched.scheduler import Scheduler
 from tests.helpers import make_node, make_pod
 from tests.scheduler.conftest import core_config
@@ -72,13 +73,7 @@ class Raises(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin, PermitPl
 
     def bind(self, state, pod, node_name):
         self._maybe_raise("Bind", pod)
-        return _skip()
-
-
-def _skip():
-    from kubesched.framework.status import Code, Status
-
-    return Status(Code.Skip)
+        return Status(Code.Skip)  # DefaultBinder binds
 
 
 def plugin_raising_at(point: str) -> type[Raises]:
@@ -92,11 +87,10 @@ def new_pod(name: str, cpu: str = "100m") -> dict:
 
 
 def new_node(name: str) -> dict:
-    node = make_node(name, cpu="4")
-    return node
+    return make_node(name, cpu="4")
 
 
-async def run_for(store: ObjectStore, sched: Scheduler, seconds: float) -> asyncio.Task:
+async def run_for(sched: Scheduler, seconds: float) -> asyncio.Task:
     await sched.start()
     loop_task = asyncio.get_running_loop().create_task(sched.run())
     await asyncio.sleep(seconds)
@@ -122,7 +116,7 @@ def scenario(objects: list[dict], *, registry_extra: dict | None = None, extra_p
         sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=1)
         if before_start is not None:
             before_start(sched)
-        loop_task = await run_for(store, sched, seconds)
+        loop_task = await run_for(sched, seconds)
         extra = await after(sched) if after is not None else None
         out = {
             "nodes": {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in store.iter_all(POD)},
