@@ -89,7 +89,8 @@ class Scheduler:
         self.fence = fence
         #: Set when ``fence`` stopped the loop: the process must not touch the cluster any more.
         self.fenced = ""
-        self.informers = InformerFactory(client, on_handler_error=self._handler_failed, on_relist=self._relisted)
+        self.informers = InformerFactory(client, on_handler_error=self._handler_failed, on_relist=self._relisted,
+                                         on_server_changed=self._server_changed)
         self.cache = Cache(self.clock, ttl=assumed_pod_ttl)
         self.broadcaster = Broadcaster(EventSink(client), self.clock)
         self.algorithm = Algorithm(config.percentage_of_nodes_to_score, self.rng)
@@ -227,6 +228,16 @@ class Scheduler:
     def _handler_failed(self, kind: str, error: BaseException) -> None:
         """An event handler raised for one object: counted, the informer carries on."""
         self.metrics.event_handler_errors.labels(kind).inc()
+
+    def _server_changed(self, reason: str) -> None:
+        """The API server is another cluster: a leader's Lease went with the old one (the new
+        cluster's Lease may already be another replica's), so a leading replica is fenced."""
+        if self.fence is None or self.fenced or self.fence() is not None:
+            return
+        self.fenced = f"{reason}: the Lease this replica held belonged to the previous cluster"
+        log.error("stopped scheduling: %s", self.fenced)
+        self._stopping = True
+        self.queue.close()
 
     def _relisted(self, kind: str, reason: str) -> None:
         self.metrics.informer_relists.labels(kind, reason).inc()
@@ -428,10 +439,10 @@ class Scheduler:
         status = await fw.run_pre_bind(state, pod, host)
         if status is not None and not status.is_success():
             return status
-        if self._check_fence("binding"):
-            return Status(Code.Error, f"not binding pod {pod.key}: {self.fenced}")
         if not await self._still_current(pod, host):
             return Status(Code.Error, f"not binding pod {pod.key}: node {host} or the pod is gone from the API server")
+        if self._check_fence("binding"):
+            return Status(Code.Error, f"not binding pod {pod.key}: {self.fenced}")
         status = await fw.run_bind(state, pod, host)
         self._finish_binding(fw, pod, host, status)
         if status is not None and not status.is_success():

@@ -368,10 +368,13 @@ class InformerFactory:
     """One informer per kind, shared by every consumer (SharedInformerFactory)."""
 
     def __init__(self, client: ClusterClient, *, on_handler_error: Callable[[str, BaseException], None] | None = None,
-                 on_relist: Callable[[str, str], None] | None = None) -> None:
+                 on_relist: Callable[[str, str], None] | None = None,
+                 on_server_changed: Callable[[str], None] | None = None) -> None:
         self.client = client
         self.on_handler_error = on_handler_error
         self.on_relist = on_relist
+        #: Told why, once per change, when an informer finds the server is another one.
+        self.on_server_changed = on_server_changed
         self.informers: dict[str, Informer] = {}
         #: Cleared while informers relist after one of them found the server changed: what they hold
         #: may mix two servers' objects until every one has listed again (the scheduler waits).
@@ -407,6 +410,8 @@ class InformerFactory:
         """One informer found the server changed: every other one relists at once, and the
         informers are inconsistent until all have."""
         log.warning("%s (seen by the %s informer): every informer relists", reason, kind_name)
+        if self.consistent.is_set() and self.on_server_changed is not None:
+            self.on_server_changed(reason)
         self.consistent.clear()
         for name, inf in self.informers.items():
             if name == kind_name:
