@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from typing import cast
 
+from kubesched.api.kinds import Kind
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.cluster import store as kinds
 from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import NODE as NODE_KIND
-from kubesched.cluster.store import POD as POD_KIND
 from kubesched.cluster.store import ObjectStore
 from kubesched.scheduler import Scheduler as InProcessScheduler
 from tests.helpers import make_node, make_pod
 from tests.run.harness import NODE, POD, Scheduler, scheduler_config, until
 from tests.scheduler.conftest import core_config
+
+NODE_KIND, POD_KIND = cast(Kind, kinds.NODE), cast(Kind, kinds.POD)
 
 
 def pods(names: list[str], cpu: str) -> str:

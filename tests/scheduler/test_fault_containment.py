@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from kubesched.api.kinds import Kind
 from kubesched.clock import VIRTUAL_EPOCH, LoopClock, run_virtual
+from kubesched.cluster import store as kinds
 from kubesched.cluster.client import MemoryClient
-from kubesched.cluster.store import EVENT, NODE, POD, ObjectStore
+from kubesched.cluster.store import ObjectStore
 from kubesched.comparer import CacheComparer, compare_cache
 from kubesched.config.types import PluginRef
 from kubesched.framework.interface import (
@@ -32,6 +34,7 @@ from tests.helpers import make_node, make_pod
 from tests.scheduler.conftest import core_config
 
 GOOD = [f"good-{i}" for i in range(4)]
+NODE, POD, EVENT = cast(Kind, kinds.NODE), cast(Kind, kinds.POD), cast(Kind, kinds.EVENT)
 
 
 class Raises(PreFilterPlugin, FilterPlugin, ScorePlugin, ReservePlugin, PermitPlugin, PreBindPlugin, BindPlugin):
@@ -183,10 +186,10 @@ def test_a_handler_raising_for_one_node_is_counted_and_the_comparer_repairs_the_
     def break_node_adds(sched: Scheduler) -> None:
         original = sched.cache.add_node
 
-        def add_node(node: dict) -> None:
+        def add_node(node: dict) -> Any:
             if broken["on"] and node["metadata"]["name"] == "broken":
                 raise ValueError("cache refused the node")
-            original(node)
+            return original(node)
 
         sched.cache.add_node = add_node  # type: ignore[method-assign]
 
