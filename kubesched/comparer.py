@@ -1,9 +1,10 @@
 """The cache comparer that also repairs (upstream ``backend/cache/debugger``'s ``CacheComparer``,
 which only logs): it compares three views of the cluster and brings the scheduler's back in line.
 
-* informers against the API server: a fresh list of nodes and pods. An object the server has
+* informers against the API server: a fresh list of nodes at every comparison, of pods at every
+  tenth (``POD_LIST_EVERY``). An object the server has
   that the informer lacks, or the reverse, means the informer's watch went wrong without an error
-  (a server that lost its history, a missed event): that informer relists.
+  (a server that lost its history, a missed event): that informer relists at once.
 * the cache and queue against the informers: every node the informer holds must be in the cache;
   every non-terminal pod that is assigned, or unassigned with a ``schedulerName`` this scheduler
   serves and not being deleted, must be in the cache (on a node) or in the scheduling queue. A
@@ -32,6 +33,9 @@ log = logging.getLogger(__name__)
 
 #: Seconds between two comparisons in ``kubesched run`` (0 turns the repair loop off).
 DEFAULT_INTERVAL = 30.0
+#: Pods are listed from the API server at every this many comparisons only (a full pod list is the
+#: costly part on a large cluster); nodes at every one.
+POD_LIST_EVERY = 10
 
 
 @dataclass
@@ -78,23 +82,22 @@ def compare_cache(sched: Scheduler) -> Divergence:
                       {actual[uid] for uid in actual.keys() - expected.keys()})
 
 
-async def compare_informers(sched: Scheduler, kinds: tuple[str, ...] = ("Node", "Pod")) -> set[str]:
-    """Kinds whose informer disagrees with a fresh list: same keys with the same UIDs, counting
-    only objects both sides have had time to see (an informer behind the list is not judged)."""
-    stale = set()
+async def compare_informers(sched: Scheduler, kinds: tuple[str, ...] = ("Node", "Pod")) -> dict[str, set[str]]:
+    """Per kind, the keys on which the informer and a fresh list disagree (missing, extra, or
+    another UID). A change still on its way shows here too; the caller only acts on keys that
+    disagree at two comparisons in a row."""
+    stale: dict[str, set[str]] = {}
     for kind_name in kinds:
         informer = sched.informers.informers.get(kind_name)
         kind = kind_named(kind_name)
         if informer is None or kind is None or not informer.synced.is_set():
             continue
-        items, rv = await sched.client.list(kind)
-        seen = informer.resource_version
-        if rv.isdigit() and seen.isdigit() and int(seen) < int(rv):
-            continue  # the watch has not delivered up to the list yet
+        items, _ = await sched.client.list(kind)
         listed = {object_key(o): (o.get("metadata") or {}).get("uid") for o in items}
         held = {k: (o.get("metadata") or {}).get("uid") for k, o in informer.store.items()}
-        if listed != held:
-            stale.add(kind_name)
+        differing = {k for k in listed.keys() | held.keys() if listed.get(k) != held.get(k)}
+        if differing:
+            stale[kind_name] = differing
     return stale
 
 
@@ -116,6 +119,9 @@ class CacheComparer:
         self.sched = sched
         self.interval = interval
         self._previous = Divergence()
+        #: Per kind, the keys found differing from the API at its last comparison; comparisons made.
+        self._stale: dict[str, set[str]] = {}
+        self._rounds = 0
         #: Objects repaired so far (also in the metric).
         self.repaired = 0
 
@@ -135,8 +141,13 @@ class CacheComparer:
         if not self.sched.informers.consistent.is_set():
             return Divergence()
         found = compare_cache(self.sched)
-        found.stale_informers = await compare_informers(self.sched)
+        self._rounds += 1
+        kinds = ("Node", "Pod") if self._rounds % POD_LIST_EVERY == 0 else ("Node",)
+        stale = await compare_informers(self.sched, kinds)
         confirmed = found & self._previous
+        confirmed.stale_informers = {kind for kind, keys in stale.items() if keys & self._stale.get(kind, set())}
+        for kind in kinds:
+            self._stale[kind] = stale.get(kind, set())
         self._previous = found
         if not confirmed.empty():
             log.warning("Cache mismatch, repairing: %s (stale informers: %s)", confirmed.as_dict(),
@@ -147,7 +158,7 @@ class CacheComparer:
     def repair(self, found: Divergence) -> None:
         sched = self.sched
         for kind_name in found.stale_informers:
-            sched.informers.informer(kind_name).request_relist()
+            sched.informers.informer(kind_name).restart("stale")
             sched.metrics.cache_divergences.labels(kind_name).inc()
         nodes, pods = sched.informers.store("Node"), sched.informers.store("Pod")
         for name in found.missed_nodes:

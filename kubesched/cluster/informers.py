@@ -168,16 +168,18 @@ class Informer:
             if self._server_changed_after(await self._wait_for_server(backoff, back_off_first=False)):
                 return
 
-    def restart(self) -> None:
-        """Relist now, whatever the informer is doing (another informer found the server changed):
-        the task restarts, and its loop begins with a list that replaces the cache in place."""
+    def restart(self, reason: str = "server-changed") -> None:
+        """Relist now, whatever the informer is doing (another informer found the server changed, or
+        the cache comparer found this one stale): the task restarts, and its loop begins with a list
+        that replaces the cache in place."""
         if self._task is None:
             return
         self.listed.clear()
-        self.server_identity = ""  # known to be another server: the relist records its identity
+        if reason == "server-changed":
+            self.server_identity = ""  # known to be another server: the relist records its identity
         self._task.cancel()
         self._task = None
-        self._relisting("server-changed")
+        self._relisting(reason)
         self.start()
 
     def request_relist(self) -> None:

@@ -212,3 +212,20 @@ def test_a_handler_raising_for_one_node_is_counted_and_the_comparer_repairs_the_
     assert repair["first"]["missedNodes"] == []  # seen once: maybe a change on its way, not repaired yet
     assert repair["second"]["missedNodes"] == ["broken"]
     assert repair["after"]["missedNodes"] == [] and repair["repaired"] == 1
+
+
+def test_an_informer_that_diverged_from_the_api_server_is_relisted_by_the_comparer():
+    async def drop_a_node_from_the_informer(sched: Scheduler) -> dict[str, Any]:
+        sched.informers.store("Node").pop("n2")  # as if its watch had missed the node's creation
+        comparer = CacheComparer(sched, interval=0)
+        first = await comparer.check()
+        second = await comparer.check()
+        await asyncio.sleep(1)
+        return {"first": sorted(first.stale_informers), "second": sorted(second.stale_informers),
+                "relisted": sched.metrics.informer_relists.labels("Node", "stale")._value.get(),
+                "held": sorted(sched.informers.store("Node"))}
+
+    out = scenario([new_node("n1"), new_node("n2"), new_pod("good-0")], after=drop_a_node_from_the_informer)
+    repair = out["extra"]
+    assert repair["first"] == [] and repair["second"] == ["Node"]
+    assert repair["relisted"] == 1 and repair["held"] == ["n1", "n2"]
