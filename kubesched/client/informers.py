@@ -5,16 +5,23 @@ The reflector's rules, which keep the cache right across API-server restarts and
 
 * the watch asks for bookmarks, so the informer's resourceVersion keeps moving even when nothing of
   its kind changes, and a re-watch starts from the newest version seen;
-* a stream the server ends (its timeout) is simply watched again from that version;
+* a stream the server ends (its timeout) is watched again from that version, once the server
+  proved it is the same one (see below);
 * a broken stream or an unreachable server (``ConnectionError``/``OSError``, ``TimeoutError``, 429)
   backs off exponentially (0.8s doubling to 30s, with jitter) and watches again from the same
   version: nothing is relisted when the server comes back with its history intact;
 * ``410 Gone`` (history compacted, or a restarted server that lost it) relists at once, as does a
   504 whose cause is ``ResourceVersionTooLarge`` (a restarted in-memory server counting from the
   start again: it answers so only after waiting for the version, so relisting cannot spin); any
-  other error relists after the backoff. A relist updates the cache *in place* and reports the
-  difference (adds, updates, deletes, and delete + add for an object recreated under the same
-  name), so handlers never miss a change and holders of the cache dict keep seeing the live one.
+  other error relists after the backoff;
+* before watching again after a stream ended or broke, the informer asks the server who it is
+  (``ClusterClient.server_identity``): another identity (a server restarted without its data is
+  another cluster) or a history behind what was seen makes every informer of the factory relist,
+  and ``consistent`` is cleared until all have.
+
+A relist updates the cache *in place* and reports the difference (adds, updates, deletes, and
+delete + add for an object recreated under the same name), so handlers never miss a change and
+holders of the cache dict keep seeing the live one.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kubesched.api.apierrors import Gone, Timeout, TooManyRequests
+from kubesched.api.apierrors import APIError, Gone, Timeout, TooManyRequests
 from kubesched.api.kinds import Kind, kind_named, object_key
 from kubesched.api.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 from kubesched.client.interface import ClusterClient
@@ -37,6 +44,10 @@ INITIAL_BACKOFF = 0.8
 MAX_BACKOFF = 30.0
 #: Errors after which the informer watches again from its resourceVersion instead of relisting.
 RETRIABLE_WATCH_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError, TooManyRequests)
+
+
+class ServerUnreachable(ConnectionError):
+    """The server did not answer the identity probe (down, restarting, failing)."""
 
 
 @dataclass
@@ -64,9 +75,21 @@ class Backoff:
 
 
 class Informer:
-    def __init__(self, client: ClusterClient, kind: Kind) -> None:
+    def __init__(self, client: ClusterClient, kind: Kind, *,
+                 on_handler_error: Callable[[str, BaseException], None] | None = None,
+                 on_relist: Callable[[str, str], None] | None = None) -> None:
         self.client = client
         self.kind = kind
+        #: Told (kind, error) when a handler raises for one object, and (kind, reason) before a relist.
+        self.on_handler_error = on_handler_error
+        self.on_relist = on_relist
+        #: Told (kind, reason) when this informer found the server changed, before it relists.
+        self.on_server_changed: Callable[[str, str], None] | None = None
+        #: Set after every list (cleared by ``restart``): the cache reflects the current server.
+        self.listed = asyncio.Event()
+        #: The server's identity and resourceVersion at the last list (see ``_server_changed``).
+        self.server_identity = ""
+        self._relist_requested = False
         self.store: dict[str, dict] = {}
         self.handlers: list[Handler] = []
         self.synced = asyncio.Event()
@@ -76,6 +99,7 @@ class Informer:
         self.relists = 0
         self.rewatches = 0
         self.last_error = ""
+        self.handler_errors = 0
         self._lists = 0
         self._task: asyncio.Task | None = None
 
@@ -122,6 +146,7 @@ class Informer:
             except Gone as e:
                 log.info("watch of %s at resourceVersion %s expired (%s), relisting", self.kind.resource,
                          self.resource_version, e)
+                self._relisting("expired")
                 return
             except Timeout as e:
                 if not e.is_resource_version_too_large():
@@ -134,27 +159,126 @@ class Informer:
             except RETRIABLE_WATCH_ERRORS as e:
                 self._failed("watch", e)
                 self.rewatches += 1
-                await asyncio.sleep(backoff.next())
+                if self._server_changed_after(await self._wait_for_server(backoff)):
+                    return
                 continue
             except Exception as e:
                 self._failed("watch", e)
+                self._relisting("watch-error")
                 await asyncio.sleep(backoff.next())
+                return
+            if self._relist_requested:
+                self._relisting("requested")
                 return
             if delivered:
                 backoff.reset()
             else:  # a stream that ended without a single event (not even a bookmark): don't spin
                 await asyncio.sleep(backoff.next())
+            # A server that ends its streams may be shutting down, to come back as another cluster.
+            if self._server_changed_after(await self._wait_for_server(backoff, back_off_first=False)):
+                return
+
+    def restart(self, reason: str = "server-changed") -> None:
+        """Relist now, whatever the informer is doing (another informer found the server changed, or
+        the cache comparer found this one stale): the task restarts, and its loop begins with a list
+        that replaces the cache in place."""
+        if self._task is None:
+            return
+        self.listed.clear()
+        if reason == "server-changed":
+            self.server_identity = ""  # known to be another server: the relist records its identity
+        self._task.cancel()
+        self._task = None
+        self._relisting(reason)
+        self.start()
+
+    def request_relist(self) -> None:
+        """Relist when the current watch stream next ends or breaks (the cache comparer's repair)."""
+        self._relist_requested = True
+
+    def _relisting(self, reason: str) -> None:
+        if self.on_relist is not None:
+            self.on_relist(self.kind.kind, reason)
+
+    def _server_changed_after(self, reason: str) -> bool:
+        """Report a changed server (``reason`` not empty): this informer must relist, and so must
+        every other one (``on_server_changed``)."""
+        if not reason:
+            return False
+        log.warning("%s: relisting %s instead of watching from resourceVersion %s", reason, self.kind.resource,
+                    self.resource_version)
+        self._relisting("server-changed")
+        self.server_identity = ""  # reported once: the relist records the new one
+        if self.on_server_changed is not None:
+            self.on_server_changed(self.kind.kind, reason)
+        return True
+
+    async def _wait_for_server(self, backoff: Backoff, back_off_first: bool = True) -> str:
+        """Before watching again: (back off and) retry until the server answers the identity probe
+        (never watch on from a resourceVersion before knowing which server will answer), then say
+        why watching on would be wrong (see ``_server_changed``), or "" to watch on."""
+        while True:
+            if back_off_first:
+                await asyncio.sleep(backoff.next())
+            back_off_first = True
+            try:
+                return await self._server_changed()
+            except ServerUnreachable as e:
+                self._failed("server identity probe", e)
+
+    async def _server_changed(self) -> str:
+        """Why watching on from ``resource_version`` would be wrong: the server is another one (its
+        identity changed: an API server restarted without its data), or its history went back
+        behind what this informer saw. Empty when it is the same server, or when the server does
+        not say. Raises when it cannot be reached (see ``_probe``)."""
+        probe = await self._probe()
+        if probe is None:
+            return ""
+        identity, current = probe
+        if identity and self.server_identity and identity != self.server_identity:
+            return f"the API server's identity changed ({self.server_identity} -> {identity})"
+        if _version_before(current, self.resource_version):
+            return f"the API server's resourceVersion went back ({self.resource_version} -> {current})"
+        return ""
+
+    async def _probe(self) -> tuple[str, str] | None:
+        """The server's identity and current resourceVersion; None when the client or the server
+        does not tell (no support, refused). An unreachable or failing server (5xx, 429,
+        connection errors) raises ``ServerUnreachable``: the caller retries before trusting
+        anything it had."""
+        try:
+            return await self.client.server_identity()
+        except RETRIABLE_WATCH_ERRORS as e:
+            raise ServerUnreachable(str(e) or type(e).__name__) from e
+        except APIError as e:
+            if e.code >= 500:
+                raise ServerUnreachable(str(e)) from e
+            log.debug("server identity probe for %s refused: %s", self.kind.resource, e)
+            return None
+        except (AttributeError, NotImplementedError):
+            return None
 
     def _failed(self, what: str, error: BaseException) -> None:
         self.last_error = f"{what}: {error or type(error).__name__}"
         log.warning("%s of %s failed: %s", what, self.kind.resource, error or type(error).__name__)
 
     async def _list(self) -> None:
+        probe = await self._probe()
+        identity = probe[0] if probe is not None else ""
+        if identity and self.server_identity and identity != self.server_identity:
+            # Found while relisting after an error: the other informers may still hold the old cluster.
+            self._server_changed_after(f"the API server's identity changed ({self.server_identity} -> {identity})")
         items, rv = await self.client.list(self.kind)
         first = not self.synced.is_set()
         if self._lists:
             self.relists += 1
+            if _version_before(rv, self.resource_version):
+                log.warning("the list of %s is at resourceVersion %s, behind the %s seen before: the API server's "
+                            "history went back, its state replaces the cache", self.kind.resource, rv, self.resource_version)
         self._lists += 1
+        self._relist_requested = False
+        self.server_identity = identity
+        self.listed.set()
         self.resource_version = rv
         self._replace({object_key(o): o for o in items}, first)
         self.synced.set()
@@ -205,22 +329,35 @@ class Informer:
     def _emit_add(self, obj: dict, initial: bool) -> None:
         for h in self.handlers:
             if h.on_add is not None:
-                _guard(h.on_add, obj, initial)
+                self._guard(h.on_add, obj, initial)
 
     def _emit_update(self, old: dict, new: dict) -> None:
         for h in self.handlers:
             if h.on_update is not None:
-                _guard(h.on_update, old, new)
+                self._guard(h.on_update, old, new)
 
     def _emit_delete(self, obj: dict) -> None:
         for h in self.handlers:
             if h.on_delete is not None:
-                _guard(h.on_delete, obj)
+                self._guard(h.on_delete, obj)
+
+    def _guard(self, fn: Callable, *args: object) -> None:
+        """A handler that raises for one object is logged and counted; the others still run."""
+        try:
+            fn(*args)
+        except Exception as e:
+            obj = args[-1] if isinstance(args[-1], dict) else args[0]
+            log.exception("event handler %s failed for %s %s", getattr(fn, "__qualname__", fn), self.kind.kind,
+                          object_key(obj) if isinstance(obj, dict) else obj)
+            self.handler_errors += 1
+            if self.on_handler_error is not None:
+                self.on_handler_error(self.kind.kind, e)
 
     def stats(self) -> dict:
         """What ``/debug/cache`` shows about this informer."""
         return {"resourceVersion": self.resource_version, "objects": len(self.store), "synced": self.synced.is_set(),
-                "relists": self.relists, "rewatches": self.rewatches, "lastError": self.last_error}
+                "relists": self.relists, "rewatches": self.rewatches, "handlerErrors": self.handler_errors,
+                "lastError": self.last_error}
 
 
 def _uid(obj: dict) -> str | None:
@@ -231,19 +368,31 @@ def _rv(obj: dict) -> str | None:
     return (obj.get("metadata") or {}).get("resourceVersion")
 
 
-def _guard(fn: Callable, *args: object) -> None:
-    try:
-        fn(*args)
-    except Exception:
-        log.exception("event handler %s failed", getattr(fn, "__qualname__", fn))
+def _version_before(version: str, seen: str) -> bool:
+    """Whether ``version`` is older than ``seen``. resourceVersions are opaque to clients, but every
+    Kubernetes-compatible server issues increasing integers; anything else is never compared."""
+    if not (version.isdigit() and seen.isdigit()):
+        return False
+    return int(version) < int(seen)
 
 
 class InformerFactory:
     """One informer per kind, shared by every consumer (SharedInformerFactory)."""
 
-    def __init__(self, client: ClusterClient) -> None:
+    def __init__(self, client: ClusterClient, *, on_handler_error: Callable[[str, BaseException], None] | None = None,
+                 on_relist: Callable[[str, str], None] | None = None,
+                 on_server_changed: Callable[[str], None] | None = None) -> None:
         self.client = client
+        self.on_handler_error = on_handler_error
+        self.on_relist = on_relist
+        #: Told why, once per change, when an informer finds the server is another one.
+        self.on_server_changed = on_server_changed
         self.informers: dict[str, Informer] = {}
+        #: Cleared while informers relist after one of them found the server changed: what they hold
+        #: may mix two servers' objects until every one has listed again (the scheduler waits).
+        self.consistent = asyncio.Event()
+        self.consistent.set()
+        self._resync: asyncio.Task | None = None
 
     def informer(self, kind_name: str) -> Informer:
         inf = self.informers.get(kind_name)
@@ -251,7 +400,9 @@ class InformerFactory:
             kind = kind_named(kind_name)
             if kind is None:
                 raise KeyError(f"unknown kind {kind_name}")
-            inf = self.informers[kind_name] = Informer(self.client, kind)
+            inf = self.informers[kind_name] = Informer(self.client, kind, on_handler_error=self.on_handler_error,
+                                                       on_relist=self.on_relist)
+            inf.on_server_changed = self._server_changed
         return inf
 
     def store(self, kind_name: str) -> dict[str, dict]:
@@ -267,6 +418,26 @@ class InformerFactory:
         for inf in self.informers.values():
             inf.start()
 
+    def _server_changed(self, kind_name: str, reason: str) -> None:
+        """One informer found the server changed: every other one relists at once, and the
+        informers are inconsistent until all have."""
+        log.warning("%s (seen by the %s informer): every informer relists", reason, kind_name)
+        if self.consistent.is_set() and self.on_server_changed is not None:
+            self.on_server_changed(reason)
+        self.consistent.clear()
+        for name, inf in self.informers.items():
+            if name == kind_name:
+                inf.listed.clear()
+            else:
+                inf.restart()
+        if self._resync is None or self._resync.done():
+            self._resync = asyncio.get_running_loop().create_task(self._await_relists(), name="informer-resync")
+
+    async def _await_relists(self) -> None:
+        await asyncio.gather(*(inf.listed.wait() for inf in self.informers.values()))
+        log.info("every informer relisted from the current server")
+        self.consistent.set()
+
     async def wait_for_sync(self) -> None:
         await asyncio.gather(*(inf.synced.wait() for inf in self.informers.values()))
 
@@ -277,4 +448,6 @@ class InformerFactory:
         return {name: inf.stats() for name, inf in sorted(self.informers.items())}
 
     async def stop(self) -> None:
+        if self._resync is not None:
+            self._resync.cancel()
         await asyncio.gather(*(inf.stop() for inf in self.informers.values()))

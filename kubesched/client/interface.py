@@ -11,8 +11,11 @@ import abc
 import builtins  # annotations after the `list` verb name the builtin through it
 from collections.abc import AsyncIterator
 
-from kubesched.api.kinds import Kind
+from kubesched.api.kinds import NAMESPACE, Kind
 from kubesched.api.watch import WatchEvent
+
+#: The namespace whose UID identifies a cluster (every cluster has it; recreating the cluster changes it).
+IDENTITY_NAMESPACE = "kube-system"
 
 
 class ClusterClient(abc.ABC):
@@ -50,6 +53,18 @@ class ClusterClient(abc.ABC):
     async def patch_pod_status(self, pod: dict, conditions: builtins.list[dict], nominated_node_name: str | None) -> None:
         """Merge ``conditions`` into the pod's status (by type) and set ``nominatedNodeName`` when
         not None, as ``util.PatchPodStatus`` does with a strategic merge patch."""
+
+    async def server_identity(self) -> tuple[str, str]:
+        """Who the server is and how far its history goes: the UID of the ``kube-system`` namespace
+        (what tools use as a cluster's identity: a server restarted without its data has a new
+        one) and the current resourceVersion of a fresh list. Informers probe it after a broken
+        connection to decide between watching on and relisting."""
+        items, rv = await self.list(NAMESPACE)
+        for ns in items:
+            meta = ns.get("metadata") or {}
+            if meta.get("name") == IDENTITY_NAMESPACE:
+                return str(meta.get("uid") or ""), rv
+        return "", rv
 
     async def close(self) -> None:
         return None

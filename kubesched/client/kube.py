@@ -7,8 +7,9 @@ go through one pooled aiohttp session with orjson, because the hot paths (watch 
 bindings, status patches) run thousands of times a second. Bindings are raw POSTs: the
 ``pods/binding`` reply is a ``Status``, which typed clients fail to decode.
 
-Watches resume by themselves from the last resourceVersion seen (events or bookmarks) when the
-server ends a stream at its timeout; a ``410 Gone`` (as an ERROR event or a status) is raised as
+A watch call ends when the server ends its stream (its timeout); the informer then watches again
+from the last resourceVersion seen (events or bookmarks) once it has checked that the server is
+still the same one; a ``410 Gone`` (as an ERROR event or a status) is raised as
 ``Gone`` so the informer relists. A broken stream or an unreachable server is raised as
 ``StreamBroken`` (a ``ConnectionError``), which the informer answers by backing off and watching
 again from the same resourceVersion, as client-go's reflector does.
@@ -30,7 +31,7 @@ import platform
 import random
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -69,6 +70,10 @@ USER_AGENT = f"kubesched/v0.1.0 ({platform.system().lower()}/{_GOARCH.get(platfo
 class StreamBroken(ConnectionError):
     """A watch stream or connection failed before the server ended it: watch again from the last
     resourceVersion after a backoff (no relist needed)."""
+
+
+class WriteFenced(RuntimeError):
+    """A write refused on the client side because ``write_fence`` forbids writes."""
 
 
 class TokenBucket:
@@ -156,6 +161,9 @@ class KubeClient(ClusterClient):
         self._auth_headers: dict[str, str] | None = None
         self._auth_read = 0.0
         self.clock = RealClock()
+        #: Says why writes must not be sent (a replica that cannot prove it still leads), or None.
+        #: Checked after the rate limiter, right before a write goes out.
+        self.write_fence: Callable[[], str | None] | None = None
 
     @classmethod
     def for_server(cls, url: str, token: str | None = None, *, ca_data: bytes = b"", **kwargs: Any) -> KubeClient:
@@ -221,6 +229,8 @@ class KubeClient(ClusterClient):
         while True:
             await self._throttle(method, path)
             headers = {**_JSON, "Content-Type": content_type, **await self._headers(refresh=refreshed)}
+            if method != "GET" and self.write_fence is not None and (reason := self.write_fence()):
+                raise WriteFenced(f"{method} {path} not sent: {reason}")
             async with session.request(method, self.server + path, params=params, data=data, headers=headers,
                                        timeout=aiohttp.ClientTimeout(total=self.timeout)) as resp:
                 payload = await resp.read()
@@ -287,6 +297,7 @@ class KubeClient(ClusterClient):
             if not delivered and loop.time() - started < SHORT_WATCH:
                 raise StreamBroken(f"very short watch of {kind.resource}: unexpected watch close - "
                                    "watch lasted less than a second and no items received")
+            return  # the informer checks the server is still the same one before it watches again
 
     @contextlib.asynccontextmanager
     async def _open_watch(self, kind: Kind, params: dict[str, str], timeout: int) -> AsyncIterator[aiohttp.ClientResponse]:

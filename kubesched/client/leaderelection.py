@@ -10,6 +10,14 @@ the Lease (kubectl, monitoring) see what they would see for kube-scheduler.
   (optimistic concurrency: the loser gets a 409 and tries again later).
 * The leader renews every ``retry_period``; if it cannot renew within ``renew_deadline`` it stops
   leading (``on_stopped_leading``; kube-scheduler then exits with status 1).
+* Fencing, stricter than client-go: ``fence()`` says whether this replica can still prove it holds
+  the Lease, i.e. whether its last successful renewal *started* less than ``renew_deadline`` ago
+  on its own monotonic clock (which keeps running while the process is stopped). A standby takes
+  over at the earliest ``lease_duration`` after it observed that renewal, so a replica that writes
+  only while ``fence()`` is None never writes after a standby acquired, with ``lease_duration -
+  renew_deadline`` to spare for a write already on its way. The renew loop gives up at the same
+  point (``renew_deadline`` after the last renewal, not after the current attempt started) and at
+  once when it reads the Lease held by another replica.
 * ``stop()`` (SIGTERM) ends the loop and, with ``release_on_cancel``, writes an empty holder with a
   1-second duration so a standby takes over at its next retry instead of a whole lease later.
 """
@@ -144,6 +152,8 @@ class LeaderElector:
         self.observed_raw: LeaderElectionRecord | None = None
         self.observed_time = 0.0
         self.reported_leader = ""
+        #: Monotonic time at which the last successful acquire or renewal of this replica started.
+        self.renewed_at: float | None = None
         self.stop_requested = False
         self._stop = asyncio.Event()
         self._metrics = _LeaderMetrics(registry, name)
@@ -163,6 +173,17 @@ class LeaderElector:
         """End ``run`` at its next step, releasing the Lease if held (the context cancel of client-go)."""
         self.stop_requested = True
         self._stop.set()
+
+    def fence(self) -> str | None:
+        """Why this replica must not write as the leader now, or None while its last renewal is
+        younger than ``renew_deadline``."""
+        if self.renewed_at is None or not self.is_leader():
+            return f"not holding the lease {self.lock.describe()}"
+        age = self.clock() - self.renewed_at
+        if age >= self.renew_deadline:
+            return (f"lease {self.lock.describe()} last renewed {age:.1f}s ago, not within the renew deadline "
+                    f"({self.renew_deadline:g}s): another replica may be leading")
+        return None
 
     def check(self, max_tolerable_expired: float = WATCHDOG_TOLERANCE) -> str | None:
         """The ``leaderElection`` health check: an error once a leader has not renewed for its lease
@@ -206,6 +227,7 @@ class LeaderElector:
                 renewed = await self._renew_within_deadline()
                 self._report_transition()
                 if not renewed:
+                    self.renewed_at = None
                     self._metrics.leader(False)
                     log.info("failed to renew lease %s: timed out waiting for the condition", self.lock.describe())
                     break
@@ -218,14 +240,19 @@ class LeaderElector:
             await self._release()
 
     async def _renew_within_deadline(self) -> bool:
-        """PollImmediateUntil(retryPeriod) within renewDeadline; False on timeout or stop."""
-        deadline = self.clock() + self.renew_deadline
+        """PollImmediateUntil(retryPeriod) until ``renew_deadline`` after the last renewal; False on
+        timeout, on stop, or as soon as another replica is seen holding the Lease."""
+        last = self.renewed_at if self.renewed_at is not None else self.clock()
+        deadline = last + self.renew_deadline
         while True:
             remaining = deadline - self.clock()
             if remaining <= 0:
                 return False
             if await self._bounded_try(remaining):
                 return True
+            if self.observed_record.holder_identity not in ("", self.identity):
+                log.info("lease %s is held by %s", self.lock.describe(), self.observed_record.holder_identity)
+                return False
             remaining = deadline - self.clock()
             if remaining <= 0 or await self._sleep(min(self.retry_period, remaining)):
                 return False
@@ -245,7 +272,15 @@ class LeaderElector:
 
     # --- one attempt --------------------------------------------------------------------------------
     async def try_acquire_or_renew(self) -> bool:
-        """client-go's ``tryAcquireOrRenew``: True when this candidate holds the Lease afterwards."""
+        """client-go's ``tryAcquireOrRenew``: True when this candidate holds the Lease afterwards
+        (``renewed_at`` is then the moment the attempt started)."""
+        started = self.clock()
+        held = await self._try_acquire_or_renew()
+        if held:
+            self.renewed_at = started
+        return held
+
+    async def _try_acquire_or_renew(self) -> bool:
         now = self.wall()
         stamp = rfc3339_micro(now)
         record = LeaderElectionRecord(self.identity, int(self.lease_duration), stamp, stamp, 0)

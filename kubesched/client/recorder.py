@@ -4,13 +4,18 @@ An event isomorphic to one seen before (same regarding object, related object, a
 and reporting controller) is not written again: the second occurrence turns it into a series
 (count 2, written at once), later ones only bump the count in memory until the 30-minute refresh
 writes it; a series idle for 6 minutes is finished, after which a new event starts. Writing
-never blocks scheduling: events go through a queue drained by one task.
+never blocks scheduling: events go through a queue drained by one task, up to ``WRITE_CONCURRENCY``
+new events at a time so the backlog stays short under load; a write the server could not take
+(unreachable, 5xx, 429) is retried with backoff, up to 12 times as client-go does. ``stop(timeout)`` writes what is
+still queued within ``timeout`` seconds (kube-scheduler's broadcaster shutdown), then gives up on
+the rest with a warning counting them; events still queued when the process is killed are lost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import socket
 from collections import deque
 from collections.abc import Callable
@@ -26,6 +31,18 @@ NOTE_LENGTH_LIMIT = 1024
 REFRESH_INTERVAL = 30 * 60.0
 FINISH_INTERVAL = 6 * 60.0
 EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
+#: New events written at the same time by the drain.
+WRITE_CONCURRENCY = 16
+#: Attempts per event write (client-go's ``maxTriesPerEvent``), and the backoff between them.
+MAX_TRIES = 12
+RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 10.0
+
+
+def _retriable(error: Exception) -> bool:
+    """A failure worth another try: the server unreachable, overloaded or failing (5xx, 429)."""
+    code = getattr(error, "code", None)
+    return isinstance(error, (OSError, TimeoutError)) or (isinstance(code, int) and (code >= 500 or code == 429))
 
 
 def truncate_note(message: str) -> str:
@@ -109,8 +126,12 @@ class Broadcaster:
         self._timers = [loop.create_task(self._every(REFRESH_INTERVAL, self._refresh)),
                         loop.create_task(self._every(FINISH_INTERVAL, self._finish))]
 
-    async def stop(self) -> None:
-        await self.flush()
+    async def stop(self, timeout: float | None = None) -> None:
+        """Flush what is queued (for at most ``timeout`` seconds), then stop the drain and timers."""
+        try:
+            await asyncio.wait_for(self.flush(), timeout)
+        except TimeoutError:
+            log.warning("gave up writing %d event(s) after %gs while stopping", len(self._pending), timeout)
         for task in [self._task, *self._timers]:
             if task is not None:
                 task.cancel()
@@ -119,9 +140,14 @@ class Broadcaster:
         self._timers = []
 
     async def flush(self) -> None:
+        """Write everything queued: consecutive creations together, series updates one by one
+        (a series must follow the creation of its event)."""
         while self._pending:
-            verb, event = self._pending.popleft()
-            await self._write(verb, event)
+            batch = [self._pending.popleft()]
+            while self._pending and len(batch) < WRITE_CONCURRENCY and batch[0][0] == "create" \
+                    and self._pending[0][0] == "create":
+                batch.append(self._pending.popleft())
+            await asyncio.gather(*(self._write(verb, event) for verb, event in batch))
 
     def idle(self) -> bool:
         return not self._pending
@@ -134,14 +160,23 @@ class Broadcaster:
             await self.flush()
 
     async def _write(self, verb: str, event: dict) -> None:
-        try:
-            if verb == "create":
-                await self.sink.create(event)
-            else:
-                await self.sink.update_series(event)
-            self.written += 1
-        except Exception as e:
-            log.warning("could not record event %s: %s", event["metadata"].get("name"), e)
+        """One event write, retried like client-go's sink (up to ``MAX_TRIES``) while the server is
+        unreachable or failing; refused events (4xx) are dropped with a warning."""
+        delay = RETRY_DELAY
+        for attempt in range(1, MAX_TRIES + 1):
+            try:
+                if verb == "create":
+                    await self.sink.create(event)
+                else:
+                    await self.sink.update_series(event)
+                self.written += 1
+                return
+            except Exception as e:
+                if attempt == MAX_TRIES or not _retriable(e):
+                    log.warning("could not record event %s: %s", event["metadata"].get("name"), e)
+                    return
+            await asyncio.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, MAX_RETRY_DELAY)
 
     async def _every(self, seconds: float, action: Callable[[], None]) -> None:
         while True:

@@ -65,6 +65,17 @@ class EventHandlers:
             if kind is not None:
                 informers.informer(kind).add_handler(self._generic_handler(resource))
 
+    def resync(self, kind: str, obj: dict, *, present: bool) -> None:
+        """Hand a Pod or Node the cache comparer found diverging to the handlers again: as an add
+        when the informer holds it (an earlier handler error left it out), as a deletion when
+        only the cache or the queue does."""
+        if kind not in ("Pod", "Node"):
+            raise ValueError(f"the cache holds no {kind} objects to resync")
+        if present:
+            (self._pod_added if kind == "Pod" else self._node_added)(obj, False)
+        else:
+            (self._pod_deleted if kind == "Pod" else self._node_deleted)(obj)
+
     # --- pods --------------------------------------------------------------------------------------
     def _responsible(self, pod: dict) -> bool:
         return ((pod.get("spec") or {}).get("schedulerName") or "default-scheduler") in self.sched.frameworks

@@ -121,6 +121,17 @@ class Metrics:
         self.queueing_hint_execution_duration = Histogram(
             "queueing_hint_execution_duration_seconds", "Duration for running a queueing hint function of a plugin.",
             ["plugin", "event", "hint"], namespace=SUBSYSTEM, registry=r, buckets=_exponential(0.000001, 1.5, 20))
+        self.event_handler_errors = Counter(
+            "event_handler_errors", "Number of informer events whose handler raised, by resource (kubesched): the "
+            "object was skipped and the cache comparer repairs what it left out.",
+            ["resource"], namespace=SUBSYSTEM, registry=r)
+        self.cache_divergences = Counter(
+            "cache_divergences", "Number of objects the cache comparer found missing from or redundant in the "
+            "scheduler's cache or informers, and repaired, by kind (kubesched).",
+            ["kind"], namespace=SUBSYSTEM, registry=r)
+        self.informer_relists = Counter(
+            "informer_relists", "Number of relists after the first list, by kind and reason (kubesched).",
+            ["kind", "reason"], namespace=SUBSYSTEM, registry=r)
         self.inflight_events = Gauge(
             "inflight_events", "Number of events currently tracked in the scheduling queue.",
             ["event"], namespace=SUBSYSTEM, registry=r)

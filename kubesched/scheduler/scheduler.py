@@ -20,6 +20,7 @@ from kubesched.client.interface import ClusterClient
 from kubesched.client.recorder import Broadcaster, EventSink
 from kubesched.scheduler.backend.cache import Cache
 from kubesched.scheduler.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, QueueProfile, SchedulingQueue
+from kubesched.scheduler.comparer import CacheComparer
 from kubesched.scheduler.config.args import NodeResourcesFitArgs
 from kubesched.scheduler.config.types import Profile, SchedulerConfiguration
 from kubesched.scheduler.eventhandlers import EventHandlers
@@ -86,6 +87,8 @@ class Scheduler:
         fast_paths: bool = True,
         algorithm: AlgorithmFactory = Algorithm,
         preemption_observer: PreemptionObserver | None = None,
+        fence: Callable[[], str | None] | None = None,
+        cache_check_interval: float = 0.0,
     ) -> None:
         """``fast_paths``: use the optimisations that never move a placement (off: their plain
         counterparts, to compare); ``algorithm``: what runs one scheduling attempt;
@@ -100,7 +103,12 @@ class Scheduler:
         self._metrics_sampler = random.Random(seed)
         self.feature_gates = feature_gates or DEFAULT_GATES
         self.metrics = metrics or Metrics()
-        self.informers = InformerFactory(client)
+        #: Says why this replica may no longer schedule or bind (a Lease it cannot prove it holds), or None.
+        self.fence = fence
+        #: Set when ``fence`` stopped the loop: the process must not touch the cluster any more.
+        self.fenced = ""
+        self.informers = InformerFactory(client, on_handler_error=self._handler_failed, on_relist=self._relisted,
+                                         on_server_changed=self._server_changed)
         self.cache = Cache(self.clock, ttl=assumed_pod_ttl)
         self.broadcaster = Broadcaster(EventSink(client), self.clock)
         self.algorithm = algorithm(config.percentage_of_nodes_to_score, self.rng, self.extenders)
@@ -144,6 +152,8 @@ class Scheduler:
         for fw in self.frameworks.values():
             fw.ctx.nominator = self.queue
         self.handlers = EventHandlers(self)
+        #: Compares the cache with the informers and the API, and repairs it (off when the interval is 0).
+        self.comparer = CacheComparer(self, cache_check_interval)
         self._background: list[asyncio.Task] = []
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -173,33 +183,104 @@ class Scheduler:
         self._background.append(loop.create_task(self.queue.run(), name="scheduling-queue"))
         if self.cache.ttl > 0:
             self._background.append(loop.create_task(self._cleanup_assumed(), name="cache-cleanup"))
+        if self.comparer.interval > 0:
+            self._background.append(loop.create_task(self.comparer.run(), name="cache-comparer"))
 
     async def run(self) -> None:
-        """Schedule pods until ``stop()``."""
+        """Schedule pods until ``stop()`` or until the fence says this replica may not lead any more.
+        An exception while scheduling one pod fails that pod (Error status, backoff), never the loop."""
         while not self._stopping:
+            if self._check_fence("scheduling"):
+                break
+            await self.informers.consistent.wait()
             qpi = await self.queue.pop()
             if qpi is None:
                 break
-            await self.schedule_one(qpi)
+            if self._check_fence("scheduling"):
+                self.queue.done(qpi.pod_info.uid)
+                break
+            if not await self._still_current(qpi.pod_info):
+                self.queue.done(qpi.pod_info.uid)
+                continue
+            try:
+                await self.schedule_one(qpi)
+            except Exception as e:
+                self._contain(qpi, e)
             await asyncio.sleep(0)  # let binding cycles and informers run between pods
 
-    async def stop(self, binding_timeout: float | None = None) -> None:
-        """Stop taking pods, let in-flight binding cycles finish (those still running after
-        ``binding_timeout`` seconds are cancelled, which rolls them back), flush API writes and
-        events, then stop the informers."""
+    def _check_fence(self, what: str) -> bool:
+        """True (and the loop stops) when the fence forbids this replica to go on."""
+        if self.fence is None:
+            return False
+        reason = self.fenced or self.fence()
+        if not reason:
+            return False
+        if not self.fenced:
+            log.error("stopped %s: %s", what, reason)
+            self.fenced = reason
+            self._stopping = True
+            self.queue.close()
+        return True
+
+    async def _still_current(self, pod: PodInfo, node: str = "") -> bool:
+        """After waiting for informers that relist from a changed server: whether the pod (and the
+        node) still exist there. Free when the informers are consistent, the usual case."""
+        if self.informers.consistent.is_set():
+            return True
+        await self.informers.consistent.wait()
+        cached = self.informers.store("Pod").get(pod.key)
+        if cached is None or (cached.get("metadata") or {}).get("uid") != pod.uid:
+            log.info("pod %s is gone from the API server, not scheduling it", pod.key)
+            return False
+        return not node or node in self.informers.store("Node")
+
+    def _contain(self, qpi: QueuedPodInfo, error: Exception) -> None:
+        """The last line of defence when the failure handling of a pod failed too: count an error
+        attempt, record the event and requeue the pod with backoff, each step on its own."""
+        pod = qpi.pod_info
+        log.error("scheduling pod %s failed unexpectedly: %r", pod.key, error, exc_info=error)
+        self.metrics.pod_schedule_error(pod.scheduler_name, 0.0)
+        fw = self.frameworks.get(pod.scheduler_name)
+        message = f"internal error while scheduling the pod: {error!r}"
+        if fw is not None:
+            try:
+                fw.event_recorder.eventf(pod.pod, None, "Warning", "FailedScheduling", "Scheduling", message)
+            except Exception as e:
+                log.error("recording the failure of pod %s failed: %r", pod.key, e)
+        try:
+            self.queue.add_unschedulable_if_not_present(qpi, self.queue.scheduling_cycle)
+        except Exception as e:
+            log.error("requeueing pod %s failed, it waits for its next update: %r", pod.key, e)
+            self.queue.done(pod.uid)
+
+    def _handler_failed(self, kind: str, error: BaseException) -> None:
+        """An event handler raised for one object: counted, the informer carries on."""
+        self.metrics.event_handler_errors.labels(kind).inc()
+
+    def _server_changed(self, reason: str) -> None:
+        """The API server is another cluster: a leader's Lease went with the old one (the new
+        cluster's Lease may already be another replica's), so a leading replica is fenced."""
+        if self.fence is None or self.fenced or self.fence() is not None:
+            return
+        self.fenced = f"{reason}: the Lease this replica held belonged to the previous cluster"
+        log.error("stopped scheduling: %s", self.fenced)
         self._stopping = True
         self.queue.close()
-        if self.binding_tasks:
-            _, pending = await asyncio.wait(set(self.binding_tasks), timeout=binding_timeout)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-        if self.api_tasks:
-            await asyncio.gather(*self.api_tasks, return_exceptions=True)
+
+    def _relisted(self, kind: str, reason: str) -> None:
+        self.metrics.informer_relists.labels(kind, reason).inc()
+
+    async def stop(self, binding_timeout: float | None = None, flush_timeout: float | None = None) -> None:
+        """Stop taking pods, let in-flight binding cycles finish (those still running after
+        ``binding_timeout`` seconds are cancelled, which rolls them back), flush API writes and
+        events (for at most ``flush_timeout`` seconds, then they are dropped with a warning), then
+        stop the informers."""
+        self._stopping = True
+        self.queue.close()
+        await _finish_or_cancel(self.binding_tasks, binding_timeout, "binding cycle")
         background = next(iter(self.frameworks.values())).ctx.background
-        if background:
-            await asyncio.gather(*background, return_exceptions=True)
-        await self.broadcaster.stop()
+        await _finish_or_cancel({*self.api_tasks, *background}, flush_timeout, "API write")
+        await self.broadcaster.stop(flush_timeout)
         for extender in self.extenders:
             await extender.close()
         for task in self._background:
@@ -241,13 +322,35 @@ class Scheduler:
         start = self.clock.now()
         state = CycleState()
         state.record_plugin_metrics = self._metrics_sampler.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
-        outcome = await self._scheduling_cycle(state, fw, qpi, start)
+        try:
+            outcome = await self._scheduling_cycle(state, fw, qpi, start)
+        except Exception as e:
+            outcome = self._cycle_crashed(state, fw, qpi, e)
         if outcome.status is not None and not outcome.status.is_success():
             self._handle_failure(fw, outcome.qpi, outcome.status, outcome.nominating, start)
             return
         task = asyncio.get_running_loop().create_task(self._binding_cycle(state, fw, outcome.result, outcome.qpi, start))
         self.binding_tasks.add(task)
         task.add_done_callback(self.binding_tasks.discard)
+
+    def _cycle_crashed(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, error: Exception) -> _Outcome:
+        """A plugin, the framework or the cache raised: undo what the cycle assumed and fail the pod
+        with an Error status (kube-scheduler turns a plugin failure into one; a Python exception is
+        its panic, which must not end the loop)."""
+        pod = qpi.pod_info
+        log.error("scheduling cycle of pod %s raised %r", pod.key, error, exc_info=error)
+        assumed = self.cache.get_pod(pod.uid) if self.cache.is_assumed(pod.uid) else None
+        if assumed is not None:
+            try:
+                fw.run_unreserve(state, assumed, assumed.node_name)
+            except Exception as e:
+                log.error("Unreserve of pod %s after a failed cycle raised %r", pod.key, e)
+            try:
+                self.cache.forget_pod(assumed)
+            except Exception as e:
+                log.error("Scheduler cache ForgetPod failed: %s", e)
+        return _Outcome(ScheduleResult(), qpi, Status(Code.Error, f"running the scheduling cycle: {error!r}", error=error),
+                        CLEAR_NOMINATED_NODE)
 
     def _skip(self, fw: Framework, pod: PodInfo) -> bool:
         if pod.deletion_timestamp:
@@ -341,7 +444,11 @@ class Scheduler:
             log.exception("binding cycle of %s failed", qpi.pod_info.key)
             status = Status.from_error(e)
         if status is not None and not status.is_success():
-            self._handle_binding_error(state, fw, qpi, result, status, start)
+            try:
+                self._handle_binding_error(state, fw, qpi, result, status, start)
+            except Exception as e:
+                log.error("rolling back the binding cycle of %s failed: %r", qpi.pod_info.key, e, exc_info=e)
+                self.queue.done(qpi.pod_info.uid)
 
     async def _bind_pod(self, state: CycleState, fw: Framework, result: ScheduleResult, qpi: QueuedPodInfo,
                         start: float) -> Status | None:
@@ -364,6 +471,10 @@ class Scheduler:
         status = await fw.run_pre_bind(state, pod, host)
         if status is not None and not status.is_success():
             return status
+        if not await self._still_current(pod, host):
+            return Status(Code.Error, f"not binding pod {pod.key}: node {host} or the pod is gone from the API server")
+        if self._check_fence("binding"):
+            return Status(Code.Error, f"not binding pod {pod.key}: {self.fenced}")
         status = await self._bind(state, fw, pod, host)
         self._finish_binding(fw, pod, host, status)
         if status is not None and not status.is_success():
@@ -487,6 +598,18 @@ def _with_ignored_resources(profile: Profile, ignored: list[str]) -> Profile:
                              "NodeResourcesFitArgs in its pluginConfig")
     return replace(profile, plugin_config={**profile.plugin_config,
                                            "NodeResourcesFit": replace(args, ignored_resources=list(ignored))})
+
+
+async def _finish_or_cancel(tasks: set[asyncio.Task], timeout: float | None, what: str) -> None:
+    """Wait up to ``timeout`` seconds for ``tasks``, then cancel (and await) those still running."""
+    if not tasks:
+        return
+    _, pending = await asyncio.wait(set(tasks), timeout=timeout)
+    if pending:
+        log.warning("cancelling %d %s(s) still running after %gs", len(pending), what, timeout)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 def _condition_current(status: dict, condition: dict) -> bool:

@@ -9,11 +9,15 @@ Order of events, as upstream except for step 5's drain (kube-scheduler exits at 
    for ``sched-handler-sync``);
 3. informers start and sync (on every replica, leader or not, unless ``delayCacheUntilActive``);
 4. with leader election, the scheduling loop runs only once the Lease is held. Losing it exits the
-   process with status 1 at once ("Leaderelection lost"), so a replica that may no longer be the
-   leader never binds another pod;
+   process with status 1 at once ("Leaderelection lost"). Stricter than upstream, the replica is
+   fenced: before popping each pod, before each bind and before any write of the scheduler's
+   client, it checks that its last renewal started less than the renew deadline ago on its
+   monotonic clock; if not (a process that was paused, a renewal stuck in the network), it stops
+   and exits the same way, so it never binds once a standby may have taken the Lease;
 5. SIGTERM/SIGINT: ``/readyz`` fails (``shutdown``), the queue stops handing out pods, in-flight
    binding cycles get ``BINDING_GRACE`` seconds to finish (then are cancelled, which rolls them back:
-   Unreserve, forget, requeue), pending API writes and events are flushed, and only then is the
+   Unreserve, forget, requeue), pending API writes and events are flushed (for at most
+   ``FLUSH_GRACE`` seconds: a stop never hangs on an unreachable server), and only then is the
    Lease released, so the next leader never overlaps with bindings of this one. Exit status 0.
 
 SIGUSR2 logs the cache comparison and dump (upstream's cache debugger); ``/debug/cache`` serves it.
@@ -44,6 +48,7 @@ from kubesched.client.leaderelection import ELECTION_NAME, LeaderElector, LeaseL
 from kubesched.client.recorder import EventSink
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE
+from kubesched.scheduler.comparer import DEFAULT_INTERVAL
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.registry import Registry
@@ -64,6 +69,8 @@ log = logging.getLogger(__name__)
 CORE_EVENT = EVENT  # the core group's Event (v1)
 #: Seconds in-flight binding cycles may take to finish after SIGTERM before they are rolled back.
 BINDING_GRACE = 10.0
+#: Seconds then given to status patches and events still queued; what is left after them is dropped.
+FLUSH_GRACE = 5.0
 
 
 @dataclass
@@ -83,6 +90,9 @@ class RunOptions:
     tls_private_key_file: str = ""
     pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE
     binding_grace: float = BINDING_GRACE
+    flush_grace: float = FLUSH_GRACE
+    #: Seconds between two runs of the cache comparer that repairs the cache (0: off).
+    cache_check_interval: float = DEFAULT_INTERVAL
     identity: str = field(default_factory=new_identity)
     #: Delegated authentication and authorization of the secure port (``serving.delegated``).
     authentication_kubeconfig: str = ""
@@ -126,7 +136,8 @@ class SchedulerApp:
         cfg = self.options.config
         client = self._client("scheduler")
         sched = Scheduler(client, cfg, registry=self.options.registry, feature_gates=self.options.feature_gates,
-                          pod_max_in_unschedulable=self.options.pod_max_in_unschedulable)
+                          pod_max_in_unschedulable=self.options.pod_max_in_unschedulable,
+                          cache_check_interval=self.options.cache_check_interval)
         events = self._client("")
         sched.broadcaster.sink = EventSink(events)
         disable_created_metrics()  # no ``*_created`` series: upstream's registry has none
@@ -137,6 +148,10 @@ class SchedulerApp:
         le = cfg.leader_election
         if le.leader_elect:
             self.elector = self._elector(sched, le, events)
+            # Fencing: no pod is scheduled and no write leaves the scheduler's client unless the
+            # last renewal is younger than the renew deadline.
+            sched.fence = self.elector.fence
+            client.write_fence = self.elector.fence
         self.endpoints = self._endpoints(sched)
         return sched
 
@@ -243,7 +258,11 @@ class SchedulerApp:
         self._loop_task.add_done_callback(self._loop_ended)
 
     def _loop_ended(self, task: asyncio.Task) -> None:
-        """The loop only ends on shutdown; if it crashed, shut down and exit non-zero."""
+        """The loop only ends on shutdown, when the fence stopped it (the Lease can no longer be
+        proven: exit at once, as on a lost Lease), or if it crashed (shut down, exit non-zero)."""
+        if self.scheduler is not None and self.scheduler.fenced:
+            self._stopped_leading()
+            return
         if task.cancelled() or task.exception() is None:
             return
         log.error("the scheduling loop failed: %r", task.exception())
@@ -251,7 +270,7 @@ class SchedulerApp:
         self.request_shutdown()
 
     async def _stop_scheduling(self, sched: Scheduler) -> None:
-        await sched.stop(binding_timeout=self.options.binding_grace)
+        await sched.stop(binding_timeout=self.options.binding_grace, flush_timeout=self.options.flush_grace)
         if self._loop_task is not None:
             self._loop_task.cancel()
             await asyncio.gather(self._loop_task, return_exceptions=True)

@@ -15,6 +15,8 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from kubesched.scheduler.comparer import compare_cache
+
 if TYPE_CHECKING:
     from kubesched.api.types import PodInfo
     from kubesched.scheduler.scheduler import Scheduler
@@ -47,26 +49,7 @@ def dump(sched: Scheduler) -> dict[str, Any]:
 
 def compare(sched: Scheduler) -> dict[str, list[str]]:
     """``CacheComparer.Compare``: missed and redundant nodes (by name) and pods (by namespace/name)."""
-    listed_nodes = {node["metadata"]["name"] for node in sched.informers.store("Node").values()}
-    cached_nodes = {name for name, info in sched.cache.nodes.items() if info.node is not None}
-    expected = {}
-    for pod in sched.informers.store("Pod").values():
-        if _expected_in_scheduler(sched, pod):
-            meta = pod["metadata"]
-            expected[meta.get("uid")] = f"{meta.get('namespace')}/{meta.get('name')}"
-    actual = {}
-    for info in sched.cache.nodes.values():
-        for p in info.pods.values():
-            actual[p.uid] = p.key
-    pending, _ = sched.queue.pending_pods()
-    for p in [*pending, *sched.queue.in_flight_pods()]:
-        actual[p.uid] = p.key
-    return {
-        "missedNodes": sorted(listed_nodes - cached_nodes),
-        "redundantNodes": sorted(cached_nodes - listed_nodes),
-        "missedPods": sorted(expected[uid] for uid in expected.keys() - actual.keys()),
-        "redundantPods": sorted(actual[uid] for uid in actual.keys() - expected.keys()),
-    }
+    return compare_cache(sched).as_dict()
 
 
 def log_dump(sched: Scheduler) -> None:
@@ -78,15 +61,6 @@ def log_dump(sched: Scheduler) -> None:
     else:
         log.info("Cache comparison: no mismatch")
     log.info("Dump of cached NodeInfo and scheduling queue: %s", json.dumps(snapshot, sort_keys=True, default=str))
-
-
-def _expected_in_scheduler(sched: Scheduler, pod: dict) -> bool:
-    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-        return False
-    spec = pod.get("spec") or {}
-    if spec.get("nodeName"):
-        return True
-    return (spec.get("schedulerName") or "default-scheduler") in sched.frameworks
 
 
 def _pod(pod: PodInfo, assumed: bool) -> dict[str, Any]:

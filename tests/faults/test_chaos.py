@@ -1,0 +1,24 @@
+"""The fault-injection run, bounded for CI: 300 pods, every fault of the cycle once (API server
+restarts with and without its data, dropped and stalled watches, 410 and too-large answers, leader
+kill -9 and SIGSTOP, invalid objects, failing and slow bindings). The full run is
+``python -m kubesched.bench.chaos`` (docs/reliability.md)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kubesched.bench.chaos import EXPECTED, ChaosOptions, ChaosRun, failures
+
+
+def test_a_bounded_fault_injection_run_loses_nothing_and_never_double_drives(tmp_path):
+    opts = ChaosOptions(pods=300, workdir=tmp_path / "chaos", fault_interval=2.0, quiesce_timeout=120.0)
+    report = asyncio.run(ChaosRun(opts).run())
+    assert failures(report) == [], report
+    assert {key: report[key] for key in EXPECTED} == EXPECTED
+    injected = report["faults injected"]
+    assert all(injected.get(name, 0) >= 1 for name in (
+        "API server kill -9 and restart without --data", "API server kill -9 and restart with --data", "leader kill -9",
+        "leader SIGSTOP past its lease, SIGCONT", "watches dropped", "watches stalled", "410 burst",
+        "too large resource version burst", "invalid objects")), injected
+    assert report["invalid objects rejected"] == opts.invalid_objects
+    assert len(report["failover after leader kill -9 (s)"]) == 1
