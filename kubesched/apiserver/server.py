@@ -28,7 +28,7 @@ from aiohttp import web
 from kubesched.api.apierrors import APIError, BadRequest, Gone, NotFound, Timeout
 from kubesched.api.kinds import Kind, kind_for_resource
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
-from kubesched.apiserver import bootstrappolicy, bounds, codec, discovery, kubeletproxy, metrics, openapi, openapi_proto, tables, webui
+from kubesched.apiserver import bootstrappolicy, bounds, codec, discovery, kubeletproxy, metrics, openapi, openapi_proto, tables
 from kubesched.apiserver.authn import ANONYMOUS_USER, UserInfo
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
@@ -36,6 +36,7 @@ from kubesched.apiserver.rbac import RBACAuthorizer, check_escalation, forbidden
 from kubesched.apiserver.reviews import REVIEW_KINDS, Reviews
 from kubesched.apiserver.security import SecurityOptions, ServerSecurity
 from kubesched.apiserver.store import ObjectStore
+from kubesched.apiserver.webui import UI_PREFIX, WebUI
 
 if TYPE_CHECKING:
     from kubesched.client.kube import KubeClient
@@ -93,7 +94,7 @@ class APIServer:
         #: Extra exposition text appended to ``/metrics`` (``kubesched up`` adds the scheduler's).
         self.metrics_sources: list[Callable[[], bytes]] = []
         #: The web UI under ``/ui/`` (its files need no credential; its data comes from the API).
-        self.webui = webui.WebUI(self.admin_token)
+        self.webui = WebUI(self.admin_token)
         #: ``(namespace, pod) -> explanation``: the scheduling explanations ``kubesched up`` serves
         #: at ``/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{pod}`` (None: no scheduler).
         self.explanations: Callable[[str, str], dict | None] | None = None
@@ -237,7 +238,7 @@ class APIServer:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path
-        if path == "/ui" or path.startswith(webui.PREFIX):
+        if path == "/ui" or path.startswith(UI_PREFIX):
             return await self.webui.handle(request)
         user = self._authorize(request)
         parts = [p for p in path.split("/") if p]

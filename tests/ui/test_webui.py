@@ -11,13 +11,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubesched.api.kinds import NODE, POD
-from kubesched.client.kube import KubeClient
 from playwright.sync_api import BrowserContext, Page, expect
 
+from kubesched.api.kinds import Kind, kind_named
+from kubesched.client.kube import KubeClient
 from tests.ui.conftest import ConsoleLog, UpCluster
 
 WAIT_MS = 15_000
+
+
+def kind(name: str) -> Kind:
+    found = kind_named(name)
+    assert found is not None
+    return found
+
+
+POD, NODE = kind("Pod"), kind("Node")
 
 
 class Reader:
@@ -207,3 +216,48 @@ def test_delete_a_pod_from_its_view(ui: Page, core: Reader) -> None:
     expect(ui.locator('[data-pod="shop/from-the-ui"]')).to_have_count(0, timeout=WAIT_MS)
     ui.locator("#pod-close").click()
     eventually(lambda: core.pod("shop", "from-the-ui") is None, "the pod deleted from the UI is still there")
+
+
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: shop}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers:
+      - name: api
+        image: registry.k8s.io/pause:3.10
+        resources: {requests: {cpu: 100m, memory: 64Mi}}
+"""
+
+
+def api_pods(core: Reader) -> list[dict]:
+    return [p for p in core.pods() if p["metadata"].get("labels", {}).get("app") == "api" and not p["metadata"].get("deletionTimestamp")]
+
+
+def test_scale_a_deployment_applied_from_the_ui(ui: Page, core: Reader) -> None:
+    ui.locator("#apply-open").click()
+    ui.locator("#apply-text").fill(DEPLOYMENT)
+    ui.locator("#apply-submit").click()
+    expect(ui.locator("#apply-result")).to_contain_text("deployments/api applied", timeout=WAIT_MS)
+    ui.locator("#apply-close").click()
+    row = ui.locator('[data-deployment="shop/api"]')
+    row.locator("input").fill("3")
+    row.locator('button[data-action="scale"]').click()
+    expect(row).to_contain_text("3/3 ready", timeout=WAIT_MS)
+    eventually(lambda: len([p for p in api_pods(core) if node_of(p)]) == 3, "the Deployment's 3 pods were not all bound")
+
+
+def test_drain_evicts_the_pods_and_the_deployment_replaces_them_elsewhere(ui: Page, core: Reader) -> None:
+    node = node_of(api_pods(core)[0])
+    card = ui.locator(f'[data-node="{node}"]')
+    card.locator('button[data-action="drain"]').click()
+    expect(card.locator('[data-state="cordoned"]')).to_have_count(1, timeout=WAIT_MS)
+    expect(card.locator(".node-pods [data-pod]")).to_have_count(0, timeout=WAIT_MS)
+    eventually(lambda: len(pods := [p for p in api_pods(core) if node_of(p)]) == 3 and node not in {node_of(p) for p in pods},
+               f"the Deployment's pods were not re-placed off {node}")
+    card.locator('button[data-action="uncordon"]').click()
+    expect(card.locator('[data-state="cordoned"]')).to_have_count(0, timeout=WAIT_MS)

@@ -25,7 +25,7 @@ from kubesched.api.apierrors import BadRequest
 from kubesched.apiserver.handlers import NotFoundPath, method_not_allowed
 
 #: The URL prefix of the UI.
-PREFIX = "/ui/"
+UI_PREFIX = "/ui/"
 _HEADERS = {
     "Cache-Control": "no-cache, private",
     "X-Content-Type-Options": "nosniff",
@@ -54,12 +54,12 @@ class WebUI:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         path = request.path
         if path == "/ui":
-            return web.Response(status=301, headers={"Location": PREFIX})
-        if path == PREFIX + "login":
+            return web.Response(status=301, headers={"Location": UI_PREFIX})
+        if path == UI_PREFIX + "login":
             return await self._login(request)
         if request.method not in ("GET", "HEAD"):
             raise method_not_allowed()
-        name = path[len(PREFIX):] or "index.html"
+        name = path[len(UI_PREFIX):] or "index.html"
         return _static(name)
 
     async def _login(self, request: web.Request) -> web.Response:
