@@ -4,6 +4,7 @@ shows why, and the actions change the cluster (checked through the kubeconfig ``
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,7 @@ from playwright.sync_api import BrowserContext, Page, expect
 
 from kubesched.api.kinds import Kind, kind_named
 from kubesched.client.kube import KubeClient
-from tests.ui.conftest import ConsoleLog, UpCluster
+from tests.ui.conftest import ConsoleLog, UpCluster, start_up, stop_up
 
 WAIT_MS = 15_000
 
@@ -261,3 +262,46 @@ def test_drain_evicts_the_pods_and_the_deployment_replaces_them_elsewhere(ui: Pa
                f"the Deployment's pods were not re-placed off {node}")
     card.locator('button[data-action="uncordon"]').click()
     expect(card.locator('[data-state="cordoned"]')).to_have_count(0, timeout=WAIT_MS)
+
+
+def large_cluster(folder: Path, nodes: int, pods: int) -> Path:
+    """``nodes`` nodes in 4 zones and ``pods`` pods already bound round-robin, as one JSON List."""
+    items: list[dict] = []
+    for i in range(nodes):
+        name = f"node-{i:04d}"
+        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": f"zone-{i % 4}"}},
+            "status": {"capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"}}})
+    for i in range(pods):
+        items.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"pod-{i:05d}", "namespace": "default"},
+                      "spec": {"nodeName": f"node-{i % nodes:04d}", "containers": [{"name": "c", "image": "pause", "resources": {
+                          "requests": {"cpu": "250m", "memory": "512Mi"}}}]}})
+    path = folder / "large.json"
+    path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    return path
+
+
+def test_first_render_of_1000_nodes_and_10000_pods(browser: BrowserContext, tmp_path: Path, artifacts: Path) -> None:
+    """Renders every node and pod. How long the first render took (from navigation start to the
+    cluster view drawn) is written to the artifacts and printed, not asserted (a timing depends on
+    the machine): on the first visit, while the kubelets are still starting the 10,000 pods, and
+    on a reload once the cluster is quiet."""
+    cluster = start_up([str(large_cluster(tmp_path, 1000, 10_000))], tmp_path, extra=("--no-scheduler",))
+    try:
+        page = browser.new_page()
+        console = ConsoleLog(page)
+        timings = []
+        for load in (lambda: page.goto(cluster.ui_link), page.reload):
+            load()
+            expect(page.locator("#summary")).to_have_text("1000 nodes, 10000 pods (0 pending)", timeout=60_000)
+            timings.append(int(page.locator("body").get_attribute("data-first-render-ms") or 0))
+        assert page.locator(".node").count() == 1000
+        assert page.locator(".node-pods [data-pod]").count() == 10_000
+        assert console.errors == []
+        page.close()
+    finally:
+        stop_up(cluster)
+    report = (f"first render of 1000 nodes and 10000 pods: {timings[0]} ms after navigation start on the first visit "
+              f"(cluster just started), {timings[1]} ms on a reload")
+    (artifacts / "first-render.txt").write_text(report + "\n")
+    print(report)
