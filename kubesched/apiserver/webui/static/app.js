@@ -19,6 +19,9 @@ const state = {
   token: sessionStorage.getItem(TOKEN_KEY) || "",
   nodes: new Map(), pods: new Map(), deployments: new Map(),
   synced: new Set(), selected: null, tab: "explanation", renderTimer: null, firstRender: null,
+  // Replica counts typed but not yet applied, by Deployment: the table is redrawn on every watch
+  // event, and must not throw away what is being typed.
+  replicaDrafts: new Map(),
 };
 const $ = (id) => document.getElementById(id);
 
@@ -251,8 +254,10 @@ function renderDeployments() {
   const rows = [...state.deployments.values()].sort((a, b) => key(a).localeCompare(key(b))).map((d) => {
     const k = key(d);
     const status = d.status || {};
-    return `<tr data-deployment="${escapeHtml(k)}"><td>${escapeHtml(k)}</td><td>${status.readyReplicas || 0}/${(d.spec || {}).replicas ?? 1} ready</td>`
-      + `<td><input type="number" min="0" value="${(d.spec || {}).replicas ?? 1}" aria-label="replicas of ${escapeHtml(k)}">`
+    const desired = (d.spec || {}).replicas ?? 1;
+    const value = state.replicaDrafts.get(k) ?? String(desired);
+    return `<tr data-deployment="${escapeHtml(k)}"><td>${escapeHtml(k)}</td><td>${status.readyReplicas || 0}/${desired} ready</td>`
+      + `<td><input type="number" min="0" value="${escapeHtml(value)}" data-draft="${escapeHtml(k)}" aria-label="replicas of ${escapeHtml(k)}">`
       + ` <button type="button" data-action="scale" data-target="${escapeHtml(k)}">Scale</button></td></tr>`;
   });
   $("deployments").innerHTML = rows.length ? `<tr><th>Deployment</th><th>Ready</th><th>Replicas</th></tr>${rows.join("")}`
@@ -298,6 +303,10 @@ function refreshPodStatus() {
 
 async function showTab(tab) {
   state.tab = tab;
+  $("deployments").addEventListener("input", (event) => {
+    const draft = event.target.dataset.draft;
+    if (draft) state.replicaDrafts.set(draft, event.target.value);
+  });
   for (const button of document.querySelectorAll(".tabs button")) button.classList.toggle("active", button.dataset.tab === tab);
   for (const name of ["explanation", "events", "yaml"]) $(`tab-${name}`).hidden = name !== tab;
   const { namespace, name } = splitKey(state.selected);
@@ -449,6 +458,7 @@ async function scale(k, replicas) {
   if (!Number.isInteger(replicas) || replicas < 0) throw new Error(`deployment ${k}: replicas must be a whole number of at least 0`);
   await api("PATCH", `/apis/apps/v1/namespaces/${encodeURIComponent(namespace)}/deployments/${encodeURIComponent(name)}/scale`,
     { spec: { replicas } }, "application/merge-patch+json");
+  state.replicaDrafts.delete(k);
   toast(`deployment.apps/${name} scaled to ${replicas}`);
 }
 
