@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from playwright.sync_api import BrowserContext, Page, expect
 
 from kubesched.api.kinds import Kind, kind_named
@@ -111,11 +112,20 @@ def eventually(check: Callable[[], bool], what: str) -> None:
         time.sleep(0.1)
 
 
-def test_login_link_works_once(browser: BrowserContext, example_cluster: UpCluster, ui: Page) -> None:
+def test_login_link_works_once_then_the_form_takes_the_kubeconfig_token(browser: BrowserContext, example_cluster: UpCluster,
+                                                                         ui: Page) -> None:
     other = browser.new_page()
     other.goto(example_cluster.ui_link)
     expect(other.locator("#login")).to_be_visible(timeout=WAIT_MS)
     expect(other.locator("#login-error")).to_contain_text("already used")
+    other.locator("#login-token").fill("not-a-token")
+    other.locator("#login-form button").click()
+    expect(other.locator("#login-error")).to_have_text("The token was refused.", timeout=WAIT_MS)
+    kubeconfig = yaml.safe_load(example_cluster.kubeconfig.read_text())
+    other.locator("#login-token").fill(kubeconfig["users"][0]["user"]["token"])
+    other.locator("#login-form button").click()
+    expect(other.locator("#connection")).to_have_attribute("data-state", "live", timeout=WAIT_MS)
+    expect(other.locator("#login")).to_be_hidden()
     other.close()
 
 
@@ -305,3 +315,18 @@ def test_first_render_of_1000_nodes_and_10000_pods(browser: BrowserContext, tmp_
               f"(cluster just started), {timings[1]} ms on a reload")
     (artifacts / "first-render.txt").write_text(report + "\n")
     print(report)
+
+
+def test_without_authentication_the_ui_needs_no_login(browser: BrowserContext, tmp_path: Path) -> None:
+    cluster = start_up(["examples/cluster/nodes.yaml"], tmp_path, extra=("--insecure-allow-anonymous",))
+    try:
+        assert cluster.ui_link.startswith("http://") and cluster.ui_link.endswith("/ui/")
+        page = browser.new_page()
+        console = ConsoleLog(page)
+        page.goto(cluster.ui_link)
+        expect(page.locator("#connection")).to_have_attribute("data-state", "live", timeout=WAIT_MS)
+        expect(page.locator(".node")).to_have_count(5)
+        assert console.errors == []
+        page.close()
+    finally:
+        stop_up(cluster)

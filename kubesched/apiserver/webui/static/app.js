@@ -287,6 +287,7 @@ function splitKey(k) {
 
 async function openPod(k) {
   state.selected = k;
+  delete $("pod-view").dataset.node;
   $("apply-view").hidden = true;
   $("pod-view").hidden = false;
   $("pod-title").textContent = k;
@@ -298,6 +299,10 @@ function refreshPodStatus() {
   const pod = state.pods.get(state.selected);
   if (!pod) { $("pod-status").textContent = "deleted"; return; }
   const node = (pod.spec || {}).nodeName;
+  // A pending pod that got a node has a new latest attempt: show it.
+  const shown = $("pod-view").dataset.node;
+  $("pod-view").dataset.node = node || "";
+  if (shown !== undefined && shown !== (node || "") && state.tab === "explanation") showTab("explanation");
   $("pod-status").textContent = `${(pod.status || {}).phase || "Pending"}${node ? ` on ${node}` : ` - ${schedulingMessage(pod)}`}`;
 }
 
