@@ -1,8 +1,10 @@
 """The latest scheduling explanation of each pod of a live cluster (``kubesched up``), as data.
 
 The scheduler reports every attempt (``Scheduler(on_attempt=...)``) and every preemption decision
-(a ``PreemptionObserver``); this keeps, per pod, the last attempt and, when the pod preempted, the
-attempt whose preemption nominated its node. That pair is what ``kubesched explain`` renders, and
+(a ``PreemptionObserver``); this keeps, per pod, the last attempt (with the preemption decision
+that followed it, if any) and, when the pod preempted, the last attempt whose preemption nominated
+a node (later attempts may only wait for the victims to go: "not eligible due to a terminating pod
+on the nominated node"). That pair is what ``kubesched explain`` renders, and
 what the API server serves at
 ``/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{pod}``.
 
@@ -33,7 +35,7 @@ class _PodAttempts:
     latest: Attempt | None = None
     latest_time: float = 0.0
     latest_preemption: PreemptionRecord | None = None
-    #: The last attempt followed by a preemption, with it (kept when later attempts come).
+    #: The last attempt whose preemption nominated a node, with it (kept when later attempts come).
     preempting: tuple[Attempt, PreemptionRecord] | None = None
 
 
@@ -59,7 +61,8 @@ class ExplanationRecorder:
         if entry is None or entry.latest is None:
             return
         entry.latest_preemption = record
-        entry.preempting = (entry.latest, record)
+        if record.node:
+            entry.preempting = (entry.latest, record)
 
     def observer(self) -> PreemptionObserver:
         """The observer to give the scheduler, recording every candidate's criteria."""

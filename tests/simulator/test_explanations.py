@@ -42,6 +42,18 @@ def test_the_preempting_attempt_is_kept_before_the_one_that_used_the_nominated_n
     assert (last["chosen"], "preemption" in last) == ("n1", False)
 
 
+def test_a_later_preemption_that_nominated_nothing_keeps_the_one_that_did():
+    recorder = ExplanationRecorder(ManualClock())
+    recorder.on_attempt(attempt("shop/big"))
+    recorder.on_preemption(PreemptionRecord("shop/big", "uid", node="n1", victims=["shop/small"]))
+    recorder.on_attempt(attempt("shop/big"))
+    recorder.on_preemption(PreemptionRecord("shop/big", "uid", message="not eligible due to a terminating pod on the nominated node."))
+    recorder.on_attempt(attempt("shop/big", chosen="n1", nodes=("n1",)))
+    doc = recorder.explanation("shop", "big")
+    assert doc is not None
+    assert [(a["chosen"], a.get("preemption", {}).get("node")) for a in doc["attempts"]] == [(None, "n1"), ("n1", None)]
+
+
 def test_a_failed_attempt_carries_its_own_preemption():
     recorder = ExplanationRecorder(ManualClock())
     recorder.on_attempt(attempt("shop/big"))

@@ -62,6 +62,12 @@ class Reader:
     def pod(self, namespace: str, name: str) -> dict | None:
         return self._run(lambda c: c.get(POD, namespace, name))
 
+    def explanation(self, namespace: str, name: str) -> dict:
+        path = f"/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{name}"
+        status, body = self._run(lambda c: c.request("GET", path))
+        assert status == 200, body
+        return json.loads(body)
+
 
 @pytest.fixture(scope="module")
 def core(example_cluster: UpCluster) -> Reader:
@@ -326,6 +332,33 @@ def test_without_authentication_the_ui_needs_no_login(browser: BrowserContext, t
         page.goto(cluster.ui_link)
         expect(page.locator("#connection")).to_have_attribute("data-state", "live", timeout=WAIT_MS)
         expect(page.locator(".node")).to_have_count(5)
+        assert console.errors == []
+        page.close()
+    finally:
+        stop_up(cluster)
+
+
+def test_a_preemptor_shows_its_candidates_and_victims(browser: BrowserContext, tmp_path: Path, artifacts: Path) -> None:
+    cluster = start_up(["examples/preemption"], tmp_path)
+    core = Reader(cluster.kubeconfig)
+    try:
+        def running_preemptor() -> dict | None:
+            running = [p for p in core.pods() if p["metadata"]["name"].startswith("web-") and p["status"].get("phase") == "Running"]
+            return next((p for p in running
+                         if core.explanation("default", p["metadata"]["name"])["attempts"][0].get("preemption", {}).get("node")), None)
+
+        eventually(lambda: running_preemptor() is not None, "no web pod runs on the node its preemption freed")
+        preemptor = running_preemptor()
+        assert preemptor is not None
+        page = browser.new_page()
+        console = ConsoleLog(page)
+        page.goto(cluster.ui_link)
+        page.locator(f'.node-pods [data-pod="{key(preemptor)}"]').click()
+        explanation = page.locator("#tab-explanation")
+        expect(explanation.locator(".explain-head").first).to_contain_text(f"scheduled to {node_of(preemptor)}", timeout=WAIT_MS)
+        expect(explanation).to_contain_text(f"Preemption: nominated to {node_of(preemptor)}, evicting default/")
+        expect(explanation).to_contain_text(f"* {node_of(preemptor)}: victims default/")
+        page.screenshot(path=str(artifacts / "preemptor.png"), full_page=True)
         assert console.errors == []
         page.close()
     finally:

@@ -380,7 +380,7 @@ function renderAttempt(attempt, count, index) {
     html += scoreTable(feasible, chosen);
   }
   if (filtered.length) html += filteredList(filtered);
-  if (attempt.preemption) html += `<pre class="yaml">${escapeHtml(preemptionLines(attempt.preemption).join("\n"))}</pre>`;
+  if (attempt.preemption) html += `<pre class="yaml preemption">${escapeHtml(preemptionLines(attempt.preemption).join("\n"))}</pre>`;
   return html;
 }
 
