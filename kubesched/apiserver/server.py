@@ -25,7 +25,7 @@ import orjson
 import yaml
 from aiohttp import web
 
-from kubesched.api.apierrors import APIError, BadRequest, Gone, Timeout
+from kubesched.api.apierrors import APIError, BadRequest, Gone, NotFound, Timeout
 from kubesched.api.kinds import Kind, kind_for_resource
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
 from kubesched.apiserver import bootstrappolicy, bounds, codec, discovery, kubeletproxy, metrics, openapi, openapi_proto, tables
@@ -36,6 +36,7 @@ from kubesched.apiserver.rbac import RBACAuthorizer, check_escalation, forbidden
 from kubesched.apiserver.reviews import REVIEW_KINDS, Reviews
 from kubesched.apiserver.security import SecurityOptions, ServerSecurity
 from kubesched.apiserver.store import ObjectStore, Watch
+from kubesched.apiserver.webui import UI_PREFIX, WebUI
 
 if TYPE_CHECKING:
     from kubesched.client.kube import KubeClient
@@ -44,6 +45,8 @@ log = logging.getLogger(__name__)
 
 JSON_HEADERS = {"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
+#: Where the scheduling explanations of ``kubesched up`` are read (a read-only, namespaced resource).
+EXPLANATION_GROUP, EXPLANATION_VERSION, EXPLANATION_RESOURCE = "kubesched.io", "v1alpha1", "explanations"
 _CACHE_LIMIT = 8192
 #: How long a read at a resourceVersion the store has not reached waits for it (the watch cache's
 #: ``blockTimeout``) before the 504 that makes clients relist, and the retry it suggests.
@@ -90,6 +93,11 @@ class APIServer:
         self.requests = 0
         #: Extra exposition text appended to ``/metrics`` (``kubesched up`` adds the scheduler's).
         self.metrics_sources: list[Callable[[], bytes]] = []
+        #: The web UI under ``/ui/`` (its files need no credential; its data comes from the API).
+        self.webui = WebUI(self.admin_token)
+        #: ``(namespace, pod) -> explanation``: the scheduling explanations ``kubesched up`` serves
+        #: at ``/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{pod}`` (None: no scheduler).
+        self.explanations: Callable[[str, str], dict | None] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
     @property
@@ -227,13 +235,17 @@ class APIServer:
         return user
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
-        user = self._authorize(request)
         path = request.path
+        if path == "/ui" or path.startswith(UI_PREFIX):
+            return await self.webui.handle(request)
+        user = self._authorize(request)
         parts = [p for p in path.split("/") if p]
         if not parts:
             return _json(200, {"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/metrics", "/readyz", "/openapi/v2",
                                          "/openapi/v3", "/version"]})
         head = parts[0]
+        if parts[:3] == ["apis", EXPLANATION_GROUP, EXPLANATION_VERSION]:
+            return self._explanation(request, parts[3:])
         if head in ("api", "apis"):
             target = _parse_resource(parts)
             if target is None:
@@ -249,6 +261,19 @@ class APIServer:
         if head == "openapi":
             return self._openapi(request)
         raise NotFoundPath()
+
+    def _explanation(self, request: web.Request, rest: list[str]) -> web.StreamResponse:
+        """``GET namespaces/{namespace}/explanations/{pod}``: the pod's latest scheduling attempt
+        (read-only; RBAC has authorized ``get`` on ``explanations`` in group kubesched.io)."""
+        if len(rest) != 4 or rest[0] != "namespaces" or rest[2] != EXPLANATION_RESOURCE:
+            raise NotFoundPath()
+        if request.method not in ("GET", "HEAD"):
+            raise method_not_allowed()
+        namespace, name = rest[1], rest[3]
+        found = self.explanations(namespace, name) if self.explanations is not None else None
+        if found is None:
+            raise NotFound.of(EXPLANATION_RESOURCE, name, EXPLANATION_GROUP)
+        return _json(200, found)
 
     def _discovery(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
         accept = request.headers.get("Accept", "")

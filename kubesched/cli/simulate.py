@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import yaml
 from rich.console import Console
@@ -62,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "prints a timeline before the final state")
     p.add_argument("--fail-on-pending", action="store_true",
                    help=f"exit {PENDING} when some pod did not end up running (pending, rejected, or removed)")
+    p.add_argument("--report", metavar="FILE.html",
+                   help="also write a self-contained HTML report: CPU/memory allocation per node by zone, and each pending "
+                        "pod's filter reasons per node count (records explanations, as --explain)")
     p.set_defaults(func=run)
 
 
@@ -74,7 +78,9 @@ class StepsFailed(KubeschedError):
 
 def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario) if args.scenario else None
-    result, cfg = simulate_from_args(args, explain=args.explain, scenario=scenario)
+    result, cfg = simulate_from_args(args, explain=args.explain or bool(args.report), scenario=scenario)
+    if args.report:
+        write_report(result, args.report)
     served = {p.scheduler_name for p in cfg.profiles}
     if args.output in ("yaml", "json"):
         print_objects(result, args.output, explain=args.explain)
@@ -108,6 +114,17 @@ def print_timeline(entries: list[TimelineEntry]) -> None:
             line += f": {entry.message}"
         print(line.rstrip())
     print()
+
+
+def write_report(result: SimulationResult, path: str) -> None:
+    """``--report``: the HTML page, announced on stderr (stdout may be data, with -o json|yaml)."""
+    from kubesched.simulator import htmlreport
+
+    try:
+        Path(path).expanduser().write_text(htmlreport.render(result), encoding="utf-8")
+    except OSError as e:
+        raise KubeschedError(f"--report {path}: cannot write the report: {e.strerror or e}") from None
+    print(f"report written to {path}", file=sys.stderr)
 
 
 def not_running(result: SimulationResult) -> list[str]:

@@ -8,6 +8,9 @@ Pieces, all on one event loop:
   lifecycle controller, the PersistentVolume and ResourceClaim controllers and the workload
   controllers. Here the kubelet finishes graceful deletions once "containers have stopped" (a
   short delay instead of the full grace period, so ``kubectl delete`` returns promptly);
+* the web UI at ``/ui/`` (``kubesched.apiserver.webui``), and the scheduling explanation of each
+  pod's latest attempt, recorded as the scheduler makes it and served by the API server at
+  ``/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{pod}``;
 * the scheduler, talking to the API server **over HTTPS** with ``kubesched.client.kube.KubeClient``,
   exactly as it would to a real cluster, as the user ``system:kube-scheduler`` (its own token, and
   only the rights of the bootstrap ``system:kube-scheduler`` and ``system:volume-scheduler`` roles). Its metrics are served by the API server's ``/metrics``
@@ -45,6 +48,7 @@ from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.scheduler.serving.app import render_metrics
 from kubesched.simulator.components import ComponentOptions, Components, start_components
+from kubesched.simulator.explanations import ExplanationRecorder
 from kubesched.utils.clock import RealClock
 
 log = logging.getLogger(__name__)
@@ -137,8 +141,11 @@ class Cluster:
         self.client = self.server.client(token=self.server.scheduler_token or None)
         await wait_ready(self.client)
         disable_created_metrics()  # no ``*_created`` series: upstream's registry has none
+        recorder = ExplanationRecorder(self.store.clock)
         self.scheduler = sched = Scheduler(self.client, cfg, registry=opts.registry, seed=opts.seed,
-                                           feature_gates=opts.feature_gates)
+                                           feature_gates=opts.feature_gates, on_attempt=recorder.on_attempt,
+                                           preemption_observer=recorder.observer())
+        self.server.explanations = recorder.explanation
         self.server.metrics_sources.append(lambda: render_metrics(sched))
         await self.scheduler.start()
         self._runner = asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler")
@@ -171,11 +178,19 @@ def banner(cluster: Cluster) -> str:
         lines.append(f"kubeconfig written to {cluster.kubeconfig}"
                      + (" (admin credential and CA; see docs/security.md)" if cluster.server.security.enabled else ""))
         lines.append(f"  export KUBECONFIG={cluster.kubeconfig}    # then: kubectl get nodes,pods -o wide")
+    lines.append(f"web UI: {ui_url(cluster)}" + ("    (one-time login link)" if cluster.server.security.enabled else ""))
     parts = (["scheduler"] if cluster.scheduler is not None else []) + (cluster.components.names() if cluster.components else [])
     lines.append("running: API server" + "".join(f", {p}" for p in parts))
     for problem in cluster.problems:
         lines.append(f"warning: {problem}")
     return "\n".join(lines)
+
+
+def ui_url(cluster: Cluster) -> str:
+    """The web UI's address; with authentication on, a link that logs the first browser to open it
+    in as the admin (the code in the fragment works once)."""
+    code = cluster.server.webui.login_code()
+    return f"{cluster.server.url}/ui/" + (f"#login={code}" if code else "")
 
 
 async def serve(options: UpOptions, ready: Callable[[Cluster], None] | None = None,
