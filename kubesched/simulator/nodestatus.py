@@ -99,7 +99,10 @@ def node_info(node: dict) -> dict:
 
     info = {"machineID": machine, "systemUUID": as_uuid(machine), "bootID": as_uuid(digest[32:64]),
             "kernelVersion": "", "osImage": "kubesched simulated node", "containerRuntimeVersion": "kubesched://simulated",
-            "kubeletVersion": KUBELET_VERSION, "operatingSystem": labels.get("kubernetes.io/os") or "linux",
+            "kubeletVersion": KUBELET_VERSION,
+            # Deprecated and left empty by kubelets since 1.31, but a required field that
+            # kube-apiserver always serves (clients such as the official Python one insist on it).
+            "kubeProxyVersion": "", "operatingSystem": labels.get("kubernetes.io/os") or "linux",
             "architecture": labels.get("kubernetes.io/arch") or "amd64"}
     given = ((node.get("status") or {}).get("nodeInfo")) or {}
     return {**info, **{k: v for k, v in given.items() if v}} if isinstance(given, dict) else info

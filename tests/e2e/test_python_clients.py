@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -235,3 +236,25 @@ def test_client_smoke(up, make):
     client.delete_node(node)
     client.delete_namespace(namespace)
     assert not client.node_exists(node)
+
+
+def test_the_simulated_kubelets_nodes_decode_in_the_official_clients_models(up):
+    """Nodes as the fake kubelet reports them carry every field kube-apiserver always serves
+    (``nodeInfo.kubeProxyVersion`` among them), which the official client's models require."""
+    from kubernetes import client, config
+    from lightkube import Client, KubeConfig
+    from lightkube.resources.core_v1 import Node
+
+    core = client.CoreV1Api(config.new_client_from_config(str(up.kubeconfig)))
+    name = "decoded-node"
+    core.create_node(client.V1Node(metadata=client.V1ObjectMeta(name=name)))
+    try:
+        deadline = time.monotonic() + WATCH_TIMEOUT
+        while core.read_node(name).status.node_info is None:
+            assert time.monotonic() < deadline, "the simulated kubelet posted no node status"
+            time.sleep(0.1)
+        assert core.read_node(name).status.node_info.kubelet_version == "v1.35.0"
+        assert name in [n.metadata.name for n in core.list_node().items]
+        assert name in [n.metadata.name for n in Client(KubeConfig.from_file(str(up.kubeconfig))).list(Node)]
+    finally:
+        core.delete_node(name)
