@@ -255,8 +255,6 @@ class Informer:
                 raise ServerUnreachable(str(e)) from e
             log.debug("server identity probe for %s refused: %s", self.kind.resource, e)
             return None
-        except (AttributeError, NotImplementedError):
-            return None
 
     def _failed(self, what: str, error: BaseException) -> None:
         self.last_error = f"{what}: {error or type(error).__name__}"

@@ -4,8 +4,6 @@ the cache comparer's request. A broken connection to the same server only watche
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from kubesched.api.apierrors import APIError
@@ -14,6 +12,7 @@ from kubesched.api.watch import ADDED, WatchEvent
 from kubesched.client import informers as informers_module
 from kubesched.client.informers import Handler, Informer
 from kubesched.client.kube import StreamBroken
+from tests.client_doubles import ScriptedClient, settle
 
 POD_KIND = kind_named("Pod")
 
@@ -23,44 +22,20 @@ def pod(name: str, rv: str) -> dict:
                                                            "uid": f"uid-{name}"}}
 
 
-class ScriptedServer:
-    """Lists, watches and identity probes that follow a script; records the calls."""
+class ScriptedServer(ScriptedClient):
+    """Every list returns one fresh pod (named after the list call) at resourceVersion 10."""
 
     def __init__(self, watches: list[object], identities: list[tuple[str, str]]) -> None:
-        self.watches = watches
-        self.identities = identities
-        self.list_calls = 0
-        self.watch_calls: list[str] = []
+        super().__init__(watches=watches, identities=identities)
 
-    async def list(self, kind):
+    async def list(self, kind: object) -> tuple[list[dict], str]:
         self.list_calls += 1
         return [pod(f"p{self.list_calls}", "10")], "10"
-
-    async def server_identity(self) -> tuple[str, str]:
-        return self.identities.pop(0) if len(self.identities) > 1 else self.identities[0]
-
-    async def watch(self, kind, resource_version):
-        self.watch_calls.append(resource_version)
-        step = self.watches.pop(0) if self.watches else None
-        if step is None:
-            await asyncio.Event().wait()
-        if isinstance(step, BaseException):
-            raise step
-        for batch in step:  # type: ignore[union-attr]
-            yield batch
 
 
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch):
     monkeypatch.setattr(informers_module, "INITIAL_BACKOFF", 0.01)
-
-
-async def settle(check, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        assert loop.time() < deadline, "condition not reached"
-        await asyncio.sleep(0.01)
 
 
 BROKEN = StreamBroken("connection refused")

@@ -19,6 +19,7 @@ from kubesched.client.informers import Handler, Informer
 from kubesched.client.kube import KubeClient, StreamBroken, TokenBucket, load_config, rate_limiter
 from kubesched.client.recorder import EventSink
 from kubesched.utils.clock import RealClock
+from tests.client_doubles import ScriptedClient, settle
 from tests.run.harness import free_port
 
 POD_KIND = kind_named("Pod")
@@ -31,41 +32,9 @@ def pod(name: str, rv: str, uid: str | None = None) -> dict:
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
 
 
-class ScriptedClient:
-    """A ClusterClient whose lists and watches follow a script, recording how they were called."""
-
-    def __init__(self, lists: list[tuple[list[dict], str]], watches: list[object]) -> None:
-        self.lists = lists
-        self.watches = watches
-        self.list_calls = 0
-        self.watch_calls: list[str] = []
-
-    async def list(self, kind):
-        self.list_calls += 1
-        return self.lists.pop(0) if self.lists else ([], "0")
-
-    async def watch(self, kind, resource_version):
-        self.watch_calls.append(resource_version)
-        step = self.watches.pop(0) if self.watches else None
-        if step is None:
-            await asyncio.Event().wait()  # a quiet stream
-        if isinstance(step, BaseException):
-            raise step
-        for batch in step:  # type: ignore[union-attr]
-            yield batch
-
-
 @pytest.fixture(autouse=True)
 def fast_backoff(monkeypatch):
     monkeypatch.setattr(informers_module, "INITIAL_BACKOFF", 0.01)
-
-
-async def settle(check, timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        assert loop.time() < deadline, "condition not reached"
-        await asyncio.sleep(0.01)
 
 
 async def test_a_broken_watch_is_resumed_from_the_last_version_seen_without_relisting():
