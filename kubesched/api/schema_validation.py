@@ -29,7 +29,7 @@ import yaml
 
 from kubesched.api import openapi_spec
 from kubesched.api.errors import InvalidQuantity, KubeschedError
-from kubesched.api.quantity import parse_quantity
+from kubesched.api.quantity import QUANTITY_FORMAT_MESSAGE, parse_quantity
 
 #: Nesting deeper than this inside free-form fields (``managedFields``' field sets, raw
 #: extensions) is refused, as Go's decoder refuses documents nested beyond its own limit.
@@ -479,10 +479,12 @@ def _check_number(value: Any, path: str, problems: StrictProblems) -> Any:
 
 
 def _check_quantity(value: Any, path: str, problems: StrictProblems) -> Any:
-    """``resource.Quantity`` decodes itself: any JSON value's text is handed to the quantity parser
-    (so a boolean or an object fails the quantity format, as ``Quantity.UnmarshalJSON`` makes it)."""
+    """``resource.Quantity`` decodes itself: any JSON value's text is handed to the quantity parser,
+    so a boolean, list or object fails its format rule, as ``Quantity.UnmarshalJSON`` makes it."""
+    if type(value) not in (str, int, float):
+        raise _Mismatch(QUANTITY_FORMAT_MESSAGE, "string", "resource.Quantity", path)
     try:
-        parse_quantity(value if type(value) in (str, int, float) else _json_type(value))
+        parse_quantity(value)
     except InvalidQuantity as e:
         raise _Mismatch(e.detail, "string", "resource.Quantity", path) from None
     return value

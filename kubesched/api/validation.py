@@ -42,12 +42,9 @@ def validate(obj: Mapping[str, Any], gates: Any = None) -> list[FieldError]:
     errors = _validate_meta(obj)
     if kind_for(str(obj.get("apiVersion", "")), str(obj.get("kind", ""))) is None:
         return errors  # a kind kubesched does not serve (its own checks are not kubesched's to make)
-    comparison_operators = _gate_on(gates, COMPARISON_GATE)
-    if obj.get("kind") == "Pod":
-        return errors + validate_pod(obj, comparison_operators=comparison_operators)
-    if _BY_KIND.get(obj.get("kind", "")) is validate_workload:
-        return errors + validate_workload(obj, comparison_operators=comparison_operators)
     check = _BY_KIND.get(obj.get("kind", ""))
+    if check in (validate_pod, validate_workload):  # pod specs: the gates widen their tolerations
+        return errors + check(obj, comparison_operators=_gate_on(gates, COMPARISON_GATE))
     if check is not None:
         errors += check(obj)
     return errors
