@@ -12,7 +12,15 @@ import sys
 
 from kubesched.api.errors import NoObjects
 from kubesched.api.manifests import load
-from kubesched.cli.common import add_cluster_args, configuration_from, load_manifests, progress_reporter, registry_from
+from kubesched.cli.common import (
+    add_cluster_args,
+    add_report_arg,
+    configuration_from,
+    load_manifests,
+    progress_reporter,
+    registry_from,
+    write_report,
+)
 from kubesched.cli.exitcodes import OK
 from kubesched.simulator.capacity import CapacityResult, capacity
 from kubesched.simulator.simulate import SimulationInterrupted
@@ -28,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--preemption", action="store_true",
                    help="let copies preempt lower-priority pods (off: only free room counts)")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_report_arg(p, "the copies per node, what stopped the next copy (its filter reasons per node count), and "
+                      "CPU/memory allocation per node by zone with the copies in place")
     p.set_defaults(func=run)
 
 
@@ -44,7 +54,10 @@ def run(args: argparse.Namespace) -> int:
             raise NoObjects(args.pods)
         progress.phase("placing copies")
         result = capacity(objects, templates, cfg, seed=args.seed, max_copies=args.max_copies,
-                          preemption=args.preemption, registry=registry, feature_gates=gates)
+                          preemption=args.preemption, registry=registry, feature_gates=gates,
+                          explain=bool(args.report))
+    if args.report:
+        write_report(result.to_html(), args.report)
     print_result(result, args.output)
     return OK
 

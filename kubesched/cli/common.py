@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -129,6 +130,20 @@ def simulate_from_args(args: argparse.Namespace, *, explain: bool,
         result = simulate(objects, cfg, seed=args.seed, registry=registry, feature_gates=gates, explain=explain,
                           progress=progress, scenario=scenario)
     return result, cfg
+
+
+def add_report_arg(parser: argparse.ArgumentParser, contents: str) -> None:
+    parser.add_argument("--report", metavar="FILE.html",
+                        help=f"also write a self-contained HTML report (plots, no network needed to view it): {contents}")
+
+
+def write_report(html: str, path: str) -> None:
+    """``--report``: the HTML page, announced on stderr (stdout may be data, with -o json|yaml)."""
+    try:
+        Path(path).expanduser().write_text(html, encoding="utf-8")
+    except OSError as e:
+        raise KubeschedError(f"--report {path}: cannot write the report: {e.strerror or e}") from None
+    print(f"report written to {path}", file=sys.stderr)
 
 
 def progress_reporter(args: argparse.Namespace) -> ProgressReporter:

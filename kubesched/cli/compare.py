@@ -2,6 +2,10 @@
 by side: pods placed differently, pods pending under one only, and how full the nodes are
 (nodes used; CPU and memory allocation per node: mean, spread, max; per zone; the largest request
 a node still has room for).
+
+With ``--scenario``, both configurations take the scenario's steps on the virtual clock, and the
+comparison also says, step by step, how many pods each bound, evicted and preempted, and how many
+were pending when the next step fired (docs/scenarios.md).
 """
 
 from __future__ import annotations
@@ -18,18 +22,21 @@ from kubesched.api.quantity import format_quantity
 from kubesched.cli.common import (
     PLUGIN_HELP,
     PLUGIN_METAVAR,
+    add_report_arg,
     load_manifests,
     progress_reporter,
     read_config,
     registry_from,
     stdout_console,
+    write_report,
 )
 from kubesched.cli.exitcodes import OK
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
 from kubesched.scheduler.framework.registry import Registry
-from kubesched.simulator.compare import Comparison, LargestFit, Stats, Utilisation, compare
+from kubesched.simulator.compare import Comparison, LargestFit, Stats, StepDifference, Utilisation, compare
+from kubesched.simulator.scenario import describe_seconds, load_scenario
 from kubesched.simulator.simulate import SimulationInterrupted
 
 
@@ -43,7 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--feature-gates", default="", metavar="A=true,B=false", help="feature gates to change for both runs")
     p.add_argument("--plugin", dest="plugins", action="append", default=[], metavar=PLUGIN_METAVAR, help=PLUGIN_HELP)
     p.add_argument("--seed", type=int, default=0, help="random seed, the same for both runs")
+    p.add_argument("--scenario", metavar="SCENARIO.yaml",
+                   help="timed steps both configurations take on the virtual clock (docs/scenarios.md); adds what each "
+                        "did step by step")
     p.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    add_report_arg(p, "both configurations side by side: CPU/memory allocation per node by zone, the pods placed "
+                      "differently, each pending pod's filter reasons per node count, and with --scenario both timelines")
     p.set_defaults(func=run)
 
 
@@ -54,13 +66,17 @@ def run(args: argparse.Namespace) -> int:
     gates = FeatureGates(parse_flag(args.feature_gates))
     configs = [(label, load_config(path, registry, gates)) for label, path in zip(labels(args.configs), args.configs,
                                                                                       strict=True)]
+    scenario = load_scenario(args.scenario) if args.scenario else None
     with progress_reporter(args) as progress:
         try:
             objects = load_manifests(args, progress)
         except KeyboardInterrupt as e:
             raise SimulationInterrupted(None) from e
         progress.phase("simulating under both configurations")
-        result = compare(objects, configs, seed=args.seed, registry=registry, feature_gates=gates)
+        result = compare(objects, configs, seed=args.seed, registry=registry, feature_gates=gates, scenario=scenario,
+                         explain=bool(args.report))
+    if args.report:
+        write_report(result.to_html(), args.report)
     if args.output == "json":
         json.dump(result.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -92,6 +108,9 @@ def print_comparison(result: Comparison) -> None:
     if result.utilisation is not None:
         print()
         _print_table(["UTILISATION", a, b], utilisation_rows(*result.utilisation))
+    if result.steps:
+        print(f"\nStep by step ({a} / {b}; pending when the next step fired):")
+        _print_table(["STEP", "AT", "BOUND", "EVICTED", "PREEMPTED", "PENDING", ""], step_rows(result.steps))
 
 
 def utilisation_rows(ua: Utilisation, ub: Utilisation) -> list[list[str]]:
@@ -111,6 +130,17 @@ def utilisation_rows(ua: Utilisation, ub: Utilisation) -> list[list[str]]:
     rows.append(["largest cpu request that fits (untainted)", _fit(ua.largest_cpu, cpu=True), _fit(ub.largest_cpu, cpu=True)])
     rows.append(["largest memory request that fits (untainted)", _fit(ua.largest_memory, cpu=False),
                  _fit(ub.largest_memory, cpu=False)])
+    return rows
+
+
+def step_rows(steps: list[StepDifference]) -> list[list[str]]:
+    """One row per stretch of the scenario, each count as ``A / B``; rows that differ are marked."""
+    rows = []
+    for step in steps:
+        ca, cb = step.counts
+        cells = [f"{getattr(ca, name)} / {getattr(cb, name)}" for name in ("bound", "evicted", "preempted", "pending")]
+        label = step.step if step.step == "start" else f"{step.step}: {step.description}"
+        rows.append([label, describe_seconds(step.seconds), *cells, "differs" if step.differs else ""])
     return rows
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import yaml
 from rich.console import Console
@@ -25,7 +24,7 @@ from rich.table import Table
 
 from kubesched.api.errors import KubeschedError
 from kubesched.api.kinds import EVENT, NODE
-from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
+from kubesched.cli.common import add_cluster_args, add_report_arg, simulate_from_args, stdout_console, write_report
 from kubesched.cli.exitcodes import OK, PENDING
 from kubesched.simulator.scenario import describe_seconds, load_scenario
 from kubesched.simulator.simulate import NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult, creation_order
@@ -63,9 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "prints a timeline before the final state")
     p.add_argument("--fail-on-pending", action="store_true",
                    help=f"exit {PENDING} when some pod did not end up running (pending, rejected, or removed)")
-    p.add_argument("--report", metavar="FILE.html",
-                   help="also write a self-contained HTML report: CPU/memory allocation per node by zone, and each pending "
-                        "pod's filter reasons per node count (records explanations, as --explain)")
+    add_report_arg(p, "CPU/memory allocation per node by zone, the scenario's timeline (pods bound, pending, evicted, "
+                      "preempted over virtual time), and each pending pod's filter reasons per node count (records "
+                      "explanations, as --explain)")
     p.set_defaults(func=run)
 
 
@@ -80,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
     scenario = load_scenario(args.scenario) if args.scenario else None
     result, cfg = simulate_from_args(args, explain=args.explain or bool(args.report), scenario=scenario)
     if args.report:
-        write_report(result, args.report)
+        from kubesched.simulator import htmlreport
+
+        write_report(htmlreport.render(result), args.report)
     served = {p.scheduler_name for p in cfg.profiles}
     if args.output in ("yaml", "json"):
         print_objects(result, args.output, explain=args.explain)
@@ -114,17 +115,6 @@ def print_timeline(entries: list[TimelineEntry]) -> None:
             line += f": {entry.message}"
         print(line.rstrip())
     print()
-
-
-def write_report(result: SimulationResult, path: str) -> None:
-    """``--report``: the HTML page, announced on stderr (stdout may be data, with -o json|yaml)."""
-    from kubesched.simulator import htmlreport
-
-    try:
-        Path(path).expanduser().write_text(htmlreport.render(result), encoding="utf-8")
-    except OSError as e:
-        raise KubeschedError(f"--report {path}: cannot write the report: {e.strerror or e}") from None
-    print(f"report written to {path}", file=sys.stderr)
 
 
 def not_running(result: SimulationResult) -> list[str]:

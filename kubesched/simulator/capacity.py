@@ -31,6 +31,7 @@ from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import PluginRef, SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.registry import Registry
+from kubesched.scheduler.schedule_one import Attempt
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.components import Components, start_components
 from kubesched.simulator.simulate import (
@@ -75,6 +76,9 @@ class PodCapacity:
     stop_reason: str
     stop_message: str
     per_node: dict[str, int] = field(default_factory=dict)
+    #: The last scheduling attempt of the copy that was not placed (with ``explain``): every
+    #: node's Filter outcome, for the report's reasons per node count.
+    stop_attempt: Attempt | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "namespace": self.namespace, "count": self.count,
@@ -100,6 +104,13 @@ class CapacityResult:
     def to_json(self) -> dict[str, Any]:
         return {"pods": [p.to_json() for p in self.pods]}
 
+    def to_html(self, path: str | None = None) -> str:
+        """The result as a self-contained HTML page (``capacity --report``), written to ``path``
+        when given. The stop's filter reasons per node count need ``explain=True``."""
+        from kubesched.simulator import htmlreport
+
+        return htmlreport.write(htmlreport.render_capacity(self), path)
+
 
 def capacity(
     objects: list[dict],
@@ -111,15 +122,18 @@ def capacity(
     preemption: bool = False,
     registry: Registry | None = None,
     feature_gates: FeatureGates | None = None,
+    explain: bool = False,
 ) -> CapacityResult:
     """Schedule ``objects`` (validated manifests), then copies of each pod of ``templates`` in
-    turn until one cannot be placed (or ``max_copies`` of it were)."""
+    turn until one cannot be placed (or ``max_copies`` of it were). ``explain`` keeps the failed
+    attempt of each copy not placed (``PodCapacity.stop_attempt``), at the price of recording
+    every copy's attempt."""
     if max_copies is not None and max_copies < 0:
         raise KubeschedError(f"--max: must be 0 or more, not {max_copies}")
     served = {p.scheduler_name for p in config.profiles}
     checked = [check_template(t, served) for t in templates]
     cfg = config if preemption else without_preemption(config)
-    return run_virtual(_capacity(objects, checked, cfg, seed, max_copies, not preemption, registry, feature_gates))
+    return run_virtual(_capacity(objects, checked, cfg, seed, max_copies, not preemption, registry, feature_gates, explain))
 
 
 def check_template(template: dict, served: set[str]) -> dict:
@@ -205,7 +219,8 @@ def _decided(event: WatchEvent) -> _Outcome | None:
 
 
 async def _capacity(objects: list[dict], templates: list[dict], config: SchedulerConfiguration, seed: int,
-                    max_copies: int | None, batches: bool, registry: Registry | None, gates: FeatureGates | None) -> CapacityResult:
+                    max_copies: int | None, batches: bool, registry: Registry | None, gates: FeatureGates | None,
+                    explain: bool) -> CapacityResult:
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates, keep_uids=True)
@@ -213,14 +228,16 @@ async def _capacity(objects: list[dict], templates: list[dict], config: Schedule
     for obj in ordered:
         store.create(kind_for(obj["apiVersion"], obj["kind"]), obj)  # type: ignore[arg-type]
     components = start_components(store, SIMULATION_COMPONENTS)
-    sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates)
+    failed: dict[str, Attempt] = {}
+    sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
+                      on_attempt=(lambda a: _keep_failed(failed, a)) if explain else None)
     await sched.start()
     runner = loop.create_task(sched.run(), name="scheduler")
     watch = _CopyWatch()
     store.write_hooks.append(watch)
     try:
         await settle(sched, store, components)
-        cluster = _Cluster(store, watch, lambda: _quiet(sched, store, components))
+        cluster = _Cluster(store, watch, lambda: _quiet(sched, store, components), failed)
         results = [await _fill(cluster, template, max_copies, batches) for template in templates]
     finally:
         await sched.stop()
@@ -238,6 +255,17 @@ class _Cluster:
     store: ObjectStore
     watch: _CopyWatch
     quiet: Callable[[], bool]
+    #: Pod -> its last failed attempt, while it is not placed (with ``explain``).
+    failed: dict[str, Attempt]
+
+
+def _keep_failed(failed: dict[str, Attempt], attempt: Attempt) -> None:
+    """Keep only what the report needs: the last attempt of pods not placed (placed copies'
+    attempts would be thousands)."""
+    if attempt.chosen:
+        failed.pop(attempt.pod, None)
+    else:
+        failed[attempt.pod] = attempt
 
 
 async def _fill(cluster: _Cluster, template: dict, max_copies: int | None, batches: bool) -> PodCapacity:
@@ -263,9 +291,13 @@ async def _fill(cluster: _Cluster, template: dict, max_copies: int | None, batch
                 per_node[outcome.node] = per_node.get(outcome.node, 0) + 1
             else:
                 _remove_unplaced(store, namespace, name)
-        rejected = next((o for o in outcomes if not o.node), None)
+        rejected = next(((name, o) for name, o in zip(batch, outcomes, strict=True) if not o.node), None)
+        stop_attempt = cluster.failed.get(f"{namespace}/{rejected[0]}") if rejected is not None else None
+        for name in batch:
+            cluster.failed.pop(f"{namespace}/{name}", None)
         if rejected is not None:
-            return PodCapacity(base, namespace, count, rejected.reason, rejected.message, _sorted(per_node))
+            return PodCapacity(base, namespace, count, rejected[1].reason, rejected[1].message, _sorted(per_node),
+                               stop_attempt)
         size = min(size * 2, MAX_BATCH) if batches else 1
     return PodCapacity(base, namespace, count, LIMIT_REACHED, f"the limit of {max_copies} instance(s) was reached",
                        _sorted(per_node))

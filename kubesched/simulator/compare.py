@@ -4,7 +4,9 @@ elsewhere, which are pending under one and not the other, and how full the nodes
 Utilisation is what the scheduler itself accounts: requested CPU and memory (pod requests as
 NodeResourcesFit sums them) over each node's allocatable. "Spread" is the population standard
 deviation of the per-node fractions: low when the load is even (LeastAllocated's aim), high when
-it is packed (MostAllocated's). Fragmentation is the largest CPU request and the largest memory
+it is packed (MostAllocated's). With a scenario, both runs take the same steps at the same virtual
+times, and the comparison also says, step by step, how many pods each configuration bound,
+evicted and preempted, and left pending. Fragmentation is the largest CPU request and the largest memory
 request that a single schedulable node without NoSchedule or NoExecute taints still has room for
 (what an ordinary pod could still get): packing leaves bigger holes.
 """
@@ -24,7 +26,9 @@ from kubesched.api.types import node_allocatable
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.registry import Registry
+from kubesched.simulator.scenario import Scenario, describe_seconds
 from kubesched.simulator.simulate import SimulationResult, simulate
+from kubesched.simulator.timeline import Counts, TimelineEntry, counts
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 #: Phases of pods that hold no resources any more.
@@ -161,6 +165,35 @@ class Moved:
     nodes: tuple[str, str]
 
 
+@dataclass(frozen=True)
+class StepCounts:
+    """What one configuration did between a step and the next: pods bound, evicted and
+    preempted then, and pods pending once the next step fires (or the run ends)."""
+
+    bound: int
+    evicted: int
+    preempted: int
+    pending: int
+
+    def to_json(self) -> dict[str, int]:
+        return {"bound": self.bound, "evicted": self.evicted, "preempted": self.preempted, "pending": self.pending}
+
+
+@dataclass(frozen=True)
+class StepDifference:
+    """One stretch of a scenario run under both configurations: ``step`` is ``start`` (scheduling
+    the input, before the first step) or ``steps[i]``, fired at ``seconds``."""
+
+    step: str
+    seconds: float
+    description: str
+    counts: tuple[StepCounts, StepCounts]
+
+    @property
+    def differs(self) -> bool:
+        return self.counts[0] != self.counts[1]
+
+
 @dataclass
 class Comparison:
     """Two runs of the same input; ``labels`` name the configurations (their file names)."""
@@ -173,6 +206,8 @@ class Comparison:
     #: Pods placed on the same node under both.
     same: int = 0
     utilisation: tuple[Utilisation, Utilisation] | None = None
+    #: With a scenario: per step, what each configuration did (empty without one).
+    steps: list[StepDifference] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         a, b = self.labels
@@ -183,7 +218,17 @@ class Comparison:
             "moved": [{"pod": m.pod, a: m.nodes[0], b: m.nodes[1]} for m in self.moved],
             "pendingOnlyIn": {a: dict(self.pending_only[0]), b: dict(self.pending_only[1])},
             "utilisation": {a: util[0].to_json(), b: util[1].to_json()} if util else {},
+            **({"steps": [{"step": d.step, "at": describe_seconds(d.seconds), "description": d.description,
+                           a: d.counts[0].to_json(), b: d.counts[1].to_json()} for d in self.steps]}
+               if self.steps else {}),
         }
+
+    def to_html(self, path: str | None = None) -> str:
+        """The comparison as a self-contained HTML page (``compare --report``), written to ``path``
+        when given. Pending pods' filter reasons need the runs' explanations (``explain=True``)."""
+        from kubesched.simulator import htmlreport
+
+        return htmlreport.write(htmlreport.render_comparison(self), path)
 
 
 def compare(
@@ -193,15 +238,18 @@ def compare(
     seed: int = 0,
     registry: Registry | None = None,
     feature_gates: FeatureGates | None = None,
+    scenario: Scenario | None = None,
+    explain: bool = False,
 ) -> Comparison:
-    """Simulate ``objects`` under each of the two labelled configurations (same seed) and compare."""
+    """Simulate ``objects`` under each of the two labelled configurations (same seed, same
+    ``scenario`` steps) and compare. ``explain`` records the attempts (for the report)."""
     if len(configs) != 2:
         raise ValueError(f"compare takes exactly two configurations, not {len(configs)}")
     (label_a, cfg_a), (label_b, cfg_b) = configs
     if label_a == label_b:
         label_a, label_b = f"{label_a} (1)", f"{label_b} (2)"
-    runs = tuple(simulate(copy.deepcopy(objects), cfg, seed=seed, registry=registry, feature_gates=feature_gates)
-                 for cfg in (cfg_a, cfg_b))
+    runs = tuple(simulate(copy.deepcopy(objects), cfg, seed=seed, registry=registry, feature_gates=feature_gates,
+                          scenario=scenario, explain=explain) for cfg in (cfg_a, cfg_b))
     return comparison((label_a, label_b), (runs[0], runs[1]))
 
 
@@ -217,7 +265,42 @@ def comparison(labels: tuple[str, str], results: tuple[SimulationResult, Simulat
             out.moved.append(Moved(pod, (placed[0][pod], placed[1][pod])))
     out.pending_only = ({p: m for p, m in pending[0].items() if p in placed[1]},
                         {p: m for p, m in pending[1].items() if p in placed[0]})
+    if results[0].timeline is not None and results[1].timeline is not None:
+        out.steps = step_differences(results[0], results[1])
     return out
+
+
+def step_differences(a: SimulationResult, b: SimulationResult) -> list[StepDifference]:
+    """Both scenario runs cut at their ``step`` entries (the same steps, fired at the same virtual
+    times), with what each configuration did in each stretch."""
+    stretches = [_stretches(r) for r in (a, b)]
+    if len(stretches[0]) != len(stretches[1]):
+        raise ValueError(f"the runs took {len(stretches[0]) - 1} and {len(stretches[1]) - 1} steps: "
+                         "not the same scenario")
+    return [StepDifference(name, seconds, description, (ca, cb))
+            for (name, seconds, description, ca), (_, _, _, cb) in zip(*stretches, strict=True)]
+
+
+def _stretches(result: SimulationResult) -> list[tuple[str, float, str, StepCounts]]:
+    entries: list[TimelineEntry] = result.timeline or []
+    series = counts(entries, result.pods())
+    starts = [i for i, e in enumerate(entries) if e.event == "step"]
+    bounds = [0, *starts, len(entries)]
+    out = []
+    for k in range(len(bounds) - 1):
+        begin, end = bounds[k], bounds[k + 1]
+        if k == 0:
+            name, seconds, description = "start", 0.0, "scheduling the input"
+        else:
+            step = entries[begin]
+            name, seconds, description = step.object, step.seconds, step.message
+        out.append((name, seconds, description, _between(series[begin], series[end])))
+    return out
+
+
+def _between(start: Counts, end: Counts) -> StepCounts:
+    return StepCounts(end.bound_total - start.bound_total, end.evicted_total - start.evicted_total,
+                      end.preempted_total - start.preempted_total, end.pending)
 
 
 def placements(result: SimulationResult) -> dict[str, str]:

@@ -160,3 +160,68 @@ def _owner(pod: dict) -> str:
         if ref.get("controller"):
             return f"by {ref.get('kind')} {ref.get('name')}"
     return ""
+
+
+#: Events after which a pod no longer counts as bound or pending (it is going, or gone).
+GONE = frozenset({"evicted", "preempted", "deleted", "failed"})
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The cluster's pods at one moment of a timeline: how many are bound and pending then, and
+    how many were bound, evicted and preempted since scheduling began (a pod bound, evicted and
+    bound again counts twice)."""
+
+    seconds: float
+    bound: int
+    pending: int
+    bound_total: int
+    evicted_total: int
+    preempted_total: int
+
+
+def counts(entries: list[TimelineEntry], final_pods: list[dict]) -> list[Counts]:
+    """The counts after each entry, the first one at 0s before any entry.
+
+    The timeline records changes only, so the pods there at the start (bound in the manifests,
+    or pending) are found by undoing the entries from the end state, latest first: a ``bound``
+    pod was pending before, a ``created`` one did not exist, a deleted one was where it was
+    deleted from."""
+    state = {_pod_key(p): "bound" if (p.get("spec") or {}).get("nodeName") else "pending"
+             for p in final_pods if _counted(p)}
+    for entry in reversed(entries):
+        key = entry.object.removeprefix("Pod ")
+        if not entry.object.startswith("Pod "):
+            continue
+        if entry.event == "created":
+            state.pop(key, None)
+        elif entry.event == "bound":
+            state[key] = "pending"
+        elif entry.event in GONE:
+            state[key] = "bound" if entry.node else "pending"
+    totals = {"bound": 0, "evicted": 0, "preempted": 0}
+    out = [_counts(0.0, state, totals)]
+    for entry in entries:
+        key = entry.object.removeprefix("Pod ")
+        if entry.object.startswith("Pod ") and (entry.event in ("created", "bound") or entry.event in GONE):
+            if entry.event == "created":
+                state[key] = "bound" if entry.node else "pending"
+            elif entry.event == "bound":
+                state[key] = "bound"
+            else:
+                state.pop(key, None)
+            if entry.event in totals:
+                totals[entry.event] += 1
+        out.append(_counts(entry.seconds, state, totals))
+    return out
+
+
+def _counted(pod: dict) -> bool:
+    """Whether a pod of the end state counts: not terminating, not finished."""
+    return not pod["metadata"].get("deletionTimestamp") and \
+        (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def _counts(seconds: float, state: dict[str, str], totals: dict[str, int]) -> Counts:
+    bound = sum(1 for s in state.values() if s == "bound")
+    return Counts(seconds, bound, len(state) - bound, totals["bound"], totals["evicted"], totals["preempted"])
