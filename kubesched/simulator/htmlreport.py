@@ -298,7 +298,8 @@ def _bar(kind: str, y: int, used: int, total: int, text: str) -> str:
 def reasons_svg(pod: PendingPod) -> str:
     """One bar per filter reason: the number of nodes it ruled out, out of the nodes tried."""
     if not pod.reasons:
-        return '<p class="note">No per-node reasons recorded for this pod.</p>'
+        return ('<p class="note">No per-node filter reasons recorded for this pod (never attempted, or the run '
+                'recorded no explanations).</p>')
     return hbars_svg(pod.reasons, pod.nodes, "reason", "reasons", f'data-pod="{escape(pod.key)}"',
                      f"nodes ruled out per filter reason, of {pod.nodes}", 420, "node(s)")
 

@@ -27,6 +27,7 @@ from kubesched.simulator.capacity import capacity as run_capacity
 from kubesched.simulator.compare import Comparison, pending_messages, placements
 from kubesched.simulator.compare import compare as run_compare
 from kubesched.simulator.explain import attempt_to_json
+from kubesched.simulator.scenario import Scenario, load_scenario
 from kubesched.simulator.simulate import SimulationResult
 from kubesched.simulator.simulate import simulate as run_simulate
 from kubesched.utils.dataframes import dataframe
@@ -36,6 +37,8 @@ T = TypeVar("T")
 Manifests = str | Path | Mapping[str, Any] | Iterable[str | Path | Mapping[str, Any]]
 #: A configuration: a KubeSchedulerConfiguration file, its parsed document, or a loaded one.
 Config = str | Path | Mapping[str, Any] | SchedulerConfiguration | None
+#: A scenario: its file, or one loaded with ``load_scenario``.
+ScenarioSource = str | Path | Scenario | None
 #: Columns of ``Simulation.to_dataframe()``.
 POD_COLUMNS = ("namespace", "name", "node", "phase", "message")
 
@@ -75,6 +78,14 @@ class Simulation:
                          "phase": (pod.get("status") or {}).get("phase") or "Pending", "message": self.pending.get(key)})
         return dataframe(rows, POD_COLUMNS)
 
+    def to_html(self, path: str | Path | None = None) -> str:
+        """The simulation as a self-contained HTML page, as ``simulate --report`` writes it (written
+        to ``path`` when given): allocation per node by zone, the scenario's timeline, and each
+        pending pod's filter reasons per node count (those need ``explain=True``)."""
+        from kubesched.simulator import htmlreport
+
+        return htmlreport.write(htmlreport.render(self._result), path)
+
     def _key(self, pod: str) -> str:
         known = {f"{p['metadata'].get('namespace', '')}/{p['metadata']['name']}" for p in self.pods}
         if "/" in pod:
@@ -89,35 +100,52 @@ class Simulation:
         raise KubeschedError(f'pod name "{pod}" is in several namespaces ({", ".join(sorted(matches))}): say which, as NAMESPACE/NAME')
 
 
-def simulate(objects_or_paths: Manifests, config: Config = None, seed: int = 0, *, explain: bool = True) -> Simulation:
+def simulate(objects_or_paths: Manifests, config: Config = None, seed: int = 0, *, explain: bool = True,
+             scenario: ScenarioSource = None) -> Simulation:
     """Schedule the manifests on an embedded cluster, as ``kubesched simulate`` does. ``explain``
-    records every attempt for ``Simulation.explain`` (turn it off for large inputs)."""
-    objects, cfg = manifests(objects_or_paths), configuration(config)
-    return _off_the_running_loop(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain)))
+    records every attempt for ``Simulation.explain`` (turn it off for large inputs); a
+    ``scenario`` (a file, or a loaded ``Scenario``) changes the cluster on the virtual clock."""
+    objects, cfg, steps = manifests(objects_or_paths), configuration(config), scenario_of(scenario)
+    return _off_the_running_loop(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain,
+                                                                  scenario=steps)))
 
 
 async def simulate_async(objects_or_paths: Manifests, config: Config = None, seed: int = 0, *,
-                         explain: bool = True) -> Simulation:
+                         explain: bool = True, scenario: ScenarioSource = None) -> Simulation:
     """``simulate`` for ``await``: the simulation runs in a worker thread, the caller's loop goes on."""
-    objects, cfg = manifests(objects_or_paths), configuration(config)
-    return await asyncio.to_thread(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain)))
+    objects, cfg, steps = manifests(objects_or_paths), configuration(config), scenario_of(scenario)
+    return await asyncio.to_thread(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain,
+                                                                    scenario=steps)))
 
 
 def capacity(objects_or_paths: Manifests, pods: Manifests, config: Config = None, seed: int = 0, *,
-             max_copies: int | None = None, preemption: bool = False) -> CapacityResult:
+             max_copies: int | None = None, preemption: bool = False, explain: bool = True) -> CapacityResult:
     """How many copies of each pod of ``pods`` the cluster takes, in turn, as ``kubesched capacity``:
-    ``result.pods[i].count``, ``.stop_reason``, ``.stop_message``, ``.per_node``."""
+    ``result.pods[i].count``, ``.stop_reason``, ``.stop_message``, ``.per_node``. ``explain`` keeps
+    the failed attempt behind each stop, for ``to_html`` (turn it off for large inputs)."""
     objects, templates, cfg = manifests(objects_or_paths), manifests(pods), configuration(config)
     return _off_the_running_loop(lambda: run_capacity(objects, templates, cfg, seed=seed, max_copies=max_copies,
-                                                      preemption=preemption))
+                                                      preemption=preemption, explain=explain))
 
 
-def compare(objects_or_paths: Manifests, config_a: Config, config_b: Config, seed: int = 0) -> Comparison:
+def compare(objects_or_paths: Manifests, config_a: Config, config_b: Config, seed: int = 0, *,
+            scenario: ScenarioSource = None, explain: bool = True) -> Comparison:
     """The manifests under two configurations, as ``kubesched compare``: ``.moved``,
-    ``.pending_only``, ``.utilisation`` (and ``.to_json()``)."""
-    objects = manifests(objects_or_paths)
+    ``.pending_only``, ``.utilisation``, with a ``scenario`` ``.steps`` (and ``.to_json()``,
+    ``.to_html()``). ``explain`` records the attempts behind the pending pods' reasons in
+    ``to_html`` (turn it off for large inputs)."""
+    objects, steps = manifests(objects_or_paths), scenario_of(scenario)
     labelled = [(_label(c, i), configuration(c)) for i, c in enumerate((config_a, config_b))]
-    return _off_the_running_loop(lambda: run_compare(objects, labelled, seed=seed))
+    return _off_the_running_loop(lambda: run_compare(objects, labelled, seed=seed, scenario=steps, explain=explain))
+
+
+def scenario_of(source: ScenarioSource) -> Scenario | None:
+    """A loaded scenario from a file or a ``Scenario``; a clear error for anything else."""
+    if source is None or isinstance(source, Scenario):
+        return source
+    if isinstance(source, (str, Path)):
+        return load_scenario(source)
+    raise KubeschedError(f"scenario: expected a path to a scenario file or a Scenario, not {type(source).__name__}")
 
 
 def manifests(source: Manifests) -> list[dict]:

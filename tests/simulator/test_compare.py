@@ -1,5 +1,6 @@
 """``compare``: the same input under two configurations: moved pods, pods pending under one only,
-and utilisation figures checked against hand-computed values."""
+utilisation figures checked against hand-computed values, and under a scenario what each
+configuration did step by step."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kubesched.cli.main import main
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config import default_configuration
-from kubesched.simulator.compare import compare
+from kubesched.simulator.compare import StepCounts, compare
+from kubesched.simulator.scenario import load_scenario
 from tests.helpers import make_node, make_pod
+from tests.simulator.test_scenarios import deployment
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = str(ROOT / "examples" / "cluster")
@@ -78,3 +82,46 @@ def test_cli_table_names_the_configurations_by_file(capsys):
     assert out[0].endswith("placed differently, 3 on the same node.")
     assert out[1].split() == ["POD", "least-allocated.yaml", "most-allocated.yaml"]
     assert any(line.split()[:4] == ["nodes", "used", "4/4", "3/4"] for line in out)
+
+
+def drain_small_node(tmp_path: Path) -> tuple[list[dict], Path]:
+    """One web replica on a 4-CPU and an 8-CPU node: LeastAllocated puts it on the big node,
+    MostAllocated on the small one, which is drained at 30s."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump({"apiVersion": "kubesched.io/v1alpha1", "kind": "Scenario",
+                                        "steps": [{"at": "30s", "drain": {"nodes": ["small"]}}]}))
+    return [make_node("small", cpu="4"), make_node("big", cpu="8"), deployment("web", 1)], scenario
+
+
+def test_under_a_scenario_each_step_says_what_each_configuration_did(tmp_path):
+    objects, scenario = drain_small_node(tmp_path)
+    configs = [(Path(p).name, config_module.load_text(Path(p).read_text(), source=p)) for p in (LEAST, MOST)]
+    result = compare(objects, configs, scenario=load_scenario(scenario))
+    start, drain = result.steps
+    assert (start.step, start.seconds, start.description) == ("start", 0.0, "scheduling the input")
+    assert start.counts == (StepCounts(1, 0, 0, 0), StepCounts(1, 0, 0, 0)) and not start.differs
+    assert (drain.step, drain.seconds, drain.description) == ("steps[0]", 30.0, "drain small")
+    # Only MostAllocated had the replica on the drained node: evicted, and its replacement bound on "big".
+    assert drain.counts == (StepCounts(0, 0, 0, 0), StepCounts(bound=1, evicted=1, preempted=0, pending=0))
+    assert drain.differs
+
+
+def test_steps_are_in_the_json_and_the_table_and_absent_without_a_scenario(tmp_path, capsys):
+    objects, scenario = drain_small_node(tmp_path)
+    manifests = tmp_path / "cluster.yaml"
+    manifests.write_text(yaml.safe_dump_all(objects))
+    argv = ["compare", "-f", str(manifests), "--config", LEAST, "--config", MOST]
+    assert main([*argv, "--scenario", str(scenario), "-o", "json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    assert steps[1] == {"step": "steps[0]", "at": "30s", "description": "drain small",
+                        "least-allocated.yaml": {"bound": 0, "evicted": 0, "preempted": 0, "pending": 0},
+                        "most-allocated.yaml": {"bound": 1, "evicted": 1, "preempted": 0, "pending": 0}}
+    assert main([*argv, "--scenario", str(scenario)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    at = table.index("Step by step (least-allocated.yaml / most-allocated.yaml; pending when the next step fired):")
+    assert [line.split() for line in table[at + 1:]] == [
+        ["STEP", "AT", "BOUND", "EVICTED", "PREEMPTED", "PENDING"],
+        ["start", "0s", "1", "/", "1", "0", "/", "0", "0", "/", "0", "0", "/", "0"],
+        ["steps[0]:", "drain", "small", "30s", "0", "/", "1", "0", "/", "1", "0", "/", "0", "0", "/", "0", "differs"]]
+    assert main([*argv, "-o", "json"]) == 0
+    assert "steps" not in json.loads(capsys.readouterr().out)
