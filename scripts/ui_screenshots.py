@@ -1,4 +1,4 @@
-"""Regenerate the README's screenshots of the web UI (docs/images/ui-*.png).
+"""Regenerate the README's screenshots of the web UI (docs/images/ui-*.png) and of a report.
 
 They are the ones the browser tests take: this runs ``tests/ui/test_webui.py`` (which starts
 ``kubesched up -f examples/cluster --seed 1`` and drives Debian's Chromium, installing it with
@@ -17,14 +17,15 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHOTS = {"cluster.png": "ui-cluster.png", "pod-explanation.png": "ui-explanation.png"}
+SHOTS = {"cluster.png": "ui-cluster.png", "pod-explanation.png": "ui-explanation.png",
+         "compare-report.png": "compare-report.png"}
 
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kubesched-ui-") as artifacts:
         env = {**os.environ, "KUBESCHED_TEST_ARTIFACTS": artifacts}
         tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/ui/test_webui.py",
-                 "-k", "cluster_view or explanation_marks"]
+                 "tests/ui/test_report.py", "-k", "cluster_view or explanation_marks or compare_report"]
         done = subprocess.run(tests, cwd=ROOT, env=env, check=False)
         if done.returncode != 0:
             print("the browser tests failed: screenshots not updated", file=sys.stderr)

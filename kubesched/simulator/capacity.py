@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -104,7 +105,7 @@ class CapacityResult:
     def to_json(self) -> dict[str, Any]:
         return {"pods": [p.to_json() for p in self.pods]}
 
-    def to_html(self, path: str | None = None) -> str:
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The result as a self-contained HTML page (``capacity --report``), written to ``path``
         when given. The stop's filter reasons per node count need ``explain=True``."""
         from kubesched.simulator import htmlreport

@@ -14,6 +14,7 @@ request that a single schedulable node without NoSchedule or NoExecute taints st
 from __future__ import annotations
 
 import copy
+import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -223,7 +224,7 @@ class Comparison:
                if self.steps else {}),
         }
 
-    def to_html(self, path: str | None = None) -> str:
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The comparison as a self-contained HTML page (``compare --report``), written to ``path``
         when given. Pending pods' filter reasons need the runs' explanations (``explain=True``)."""
         from kubesched.simulator import htmlreport

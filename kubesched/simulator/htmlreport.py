@@ -12,6 +12,7 @@ and pending over virtual time with running totals of evictions and preemptions.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -198,7 +199,7 @@ def render_comparison(comparison: Comparison, title: str = "kubesched compare") 
     return page(title, summary, parts)
 
 
-def write(html: str, path: str | Path | None) -> str:
+def write(html: str, path: str | os.PathLike[str] | None) -> str:
     """``html``, written to ``path`` when given (a clear error when it cannot be)."""
     if path is not None:
         try:
@@ -320,7 +321,7 @@ def hbars_svg(rows: Sequence[tuple[str, int]], total: int, kind: str, css: str, 
     for i, (label, count) in enumerate(rows):
         y = i * ROW
         length = BAR_WIDTH * count / total if total else 0
-        marks.append(f'<g class="bar"><text class="label" x="0" y="{y + ROW - 7}">{escape(label)}</text>'
+        marks.append(f'<g class="bar {kind}"><text class="label" x="0" y="{y + ROW - 7}">{escape(label)}</text>'
                      f'<rect class="{kind}" x="{label_width}" y="{y + (ROW - BAR) // 2}" width="{length:.1f}" height="{BAR}" '
                      f'rx="3" fill="{COLOURS[kind]}"><title>{count} of {total} {unit}</title></rect>'
                      f'<text class="value" x="{label_width + length + 6:.1f}" y="{y + ROW - 7}">{count}</text></g>')

@@ -95,7 +95,7 @@ def test_capacity_report_plots_the_copies_per_node_and_the_stop_reasons():
     assert (stop.nodes, stop.reasons) == (3, [("NodeResourcesFit: Insufficient cpu", 2),
                                                ("NodeUnschedulable: node(s) were unschedulable", 1)])
     page = result.to_html()
-    assert re.findall(r'<g class="bar"><text class="label" x="0" y="\d+">([^<]+)</text><rect class="copies"', page) == ["n2", "n1"]
+    assert re.findall(r'<g class="bar copies"><text class="label" x="0" y="\d+">([^<]+)</text><rect class="copies"', page) == ["n2", "n1"]
     assert re.findall(r'<rect class="reason"[^>]*><title>([^<]+)</title>', page) == ["2 of 3 node(s)", "1 of 3 node(s)"]
     assert "<h2>default/w: 5 instance(s)</h2>" in page
     assert page.count('<g class="node"') == 3 and "<script" not in page

@@ -56,6 +56,9 @@ async def test_capacity_and_compare_called_inside_a_running_loop():
     (lambda: kubesched.simulate([make_pod("p", cpu="lots")]), 'Pod default/p: spec.containers[0].resources.requests.cpu: quantities must match'),
     (lambda: kubesched.simulate(CLUSTER, config="/nonexistent/config.yaml"), "config /nonexistent/config.yaml: no such file"),
     (lambda: kubesched.simulate(CLUSTER, explain=False).explain("web-1"), "no attempts were recorded"),
+    (lambda: kubesched.compare(CLUSTER, None, None, scenario=42),  # type: ignore[arg-type]
+     "scenario: expected a path to a scenario file or a Scenario, not int"),
+    (lambda: kubesched.simulate(CLUSTER, scenario="/nonexistent/scenario.yaml"), "/nonexistent/scenario.yaml: "),
     (lambda: kubesched.simulate(CLUSTER).explain("shop/nobody"), 'pod "shop/nobody" is not in the manifests'),
     (lambda: kubesched.simulate([make_node("n1"), make_pod("p", namespace="a"), make_pod("p", namespace="b")]).explain("p"),
      'pod name "p" is in several namespaces'),
@@ -63,6 +66,14 @@ async def test_capacity_and_compare_called_inside_a_running_loop():
 def test_bad_input_is_a_clear_error(call, message):
     with pytest.raises(KubeschedError, match=re.escape(message)):
         call()
+
+
+def test_to_html_writes_the_report_simulate_writes_with_its_timeline(tmp_path):
+    scenario = ROOT / "examples" / "scenarios" / "drain"
+    result = kubesched.simulate(scenario / "cluster.yaml", scenario=scenario / "scenario.yaml")
+    page = result.to_html(tmp_path / "report.html")
+    assert (tmp_path / "report.html").read_text() == page
+    assert page.count('<polyline class="series"') == 4 and page.count('<g class="node"') == 3
 
 
 def test_to_dataframe_without_pandas_says_how_to_get_it(monkeypatch):
