@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from html import escape
 from pathlib import Path
-from typing import cast
+from typing import Protocol, cast
 
 from kubesched.api import resources as res
 from kubesched.api.errors import KubeschedError
@@ -27,8 +27,6 @@ from kubesched.api.kinds import Kind, kind_named
 from kubesched.api.types import node_allocatable
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.schedule_one import Attempt
-from kubesched.simulator.capacity import CapacityResult, PodCapacity
-from kubesched.simulator.compare import Comparison
 from kubesched.simulator.scenario import describe_seconds
 from kubesched.simulator.simulate import SimulationResult
 from kubesched.simulator.timeline import TimelineEntry, counts
@@ -46,6 +44,52 @@ COLOURS = {"cpu": "#3b82f6", "memory": "#8b5cf6", "reason": "#d92d20", "copies":
 SERIES = ("bound", "pending", "evicted", "preempted")
 #: A chart's scale: a value (seconds, or a count) to an SVG coordinate.
 Scale = Callable[[float], float]
+
+
+class PodCapacity(Protocol):
+    """What ``capacity`` found for one template. The report's view of ``capacity.PodCapacity``
+    (and of ``CapacityResult`` and ``compare.Comparison`` below): structural, because those
+    modules import this one for their ``to_html``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def stop_reason(self) -> str: ...
+    @property
+    def stop_message(self) -> str: ...
+    @property
+    def per_node(self) -> dict[str, int]: ...
+    @property
+    def stop_attempt(self) -> Attempt | None: ...
+
+
+class CapacityResult(Protocol):
+    @property
+    def pods(self) -> Sequence[PodCapacity]: ...
+    @property
+    def store(self) -> ObjectStore: ...
+
+
+class Moved(Protocol):
+    @property
+    def pod(self) -> str: ...
+    @property
+    def nodes(self) -> tuple[str, str]: ...
+
+
+class Comparison(Protocol):
+    @property
+    def labels(self) -> tuple[str, str]: ...
+    @property
+    def results(self) -> tuple[SimulationResult, SimulationResult]: ...
+    @property
+    def moved(self) -> Sequence[Moved]: ...
+    @property
+    def same(self) -> int: ...
 
 
 @dataclass(frozen=True)
