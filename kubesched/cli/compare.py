@@ -5,7 +5,8 @@ a node still has room for).
 
 With ``--scenario``, both configurations take the scenario's steps on the virtual clock, and the
 comparison also says, step by step, how many pods each bound, evicted and preempted, and how many
-were pending when the next step fired (docs/scenarios.md).
+were pending when the next step fired (docs/scenarios.md). As with ``simulate``, a step that
+could not be carried out exits 1, after the comparison.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from kubesched.cli.common import (
     write_report,
 )
 from kubesched.cli.exitcodes import OK
+from kubesched.cli.simulate import StepsFailed
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
@@ -82,6 +84,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_comparison(result)
+    failed = [f"under {label}: {error}" for label, run in zip(result.labels, result.results, strict=True)
+              for error in run.scenario_errors]
+    if failed:
+        raise StepsFailed(failed)
     return OK
 
 

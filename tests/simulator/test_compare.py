@@ -125,3 +125,16 @@ def test_steps_are_in_the_json_and_the_table_and_absent_without_a_scenario(tmp_p
         ["steps[0]:", "drain", "small", "30s", "0", "/", "1", "0", "/", "1", "0", "/", "0", "0", "/", "0", "differs"]]
     assert main([*argv, "-o", "json"]) == 0
     assert "steps" not in json.loads(capsys.readouterr().out)
+
+
+def test_a_step_that_cannot_be_carried_out_exits_1_after_the_comparison(tmp_path, capsys):
+    objects, scenario = drain_small_node(tmp_path)
+    scenario.write_text(yaml.safe_dump({"apiVersion": "kubesched.io/v1alpha1", "kind": "Scenario",
+                                        "steps": [{"at": "30s", "cordon": {"nodes": ["gone"]}}]}))
+    manifests = tmp_path / "cluster.yaml"
+    manifests.write_text(yaml.safe_dump_all(objects))
+    assert main(["compare", "-f", str(manifests), "--config", LEAST, "--config", MOST, "--scenario", str(scenario)]) == 1
+    captured = capsys.readouterr()
+    assert "Step by step" in captured.out
+    assert ('2 scenario step(s) could not be carried out: under least-allocated.yaml: steps[0] (at 30s): cordon: '
+            'node "gone" not found; under most-allocated.yaml: steps[0] (at 30s): cordon: node "gone" not found') in captured.err
