@@ -36,7 +36,7 @@ from kubesched.apiserver.rbac import RBACAuthorizer, check_escalation, forbidden
 from kubesched.apiserver.reviews import REVIEW_KINDS, Reviews
 from kubesched.apiserver.security import SecurityOptions, ServerSecurity
 from kubesched.apiserver.store import ObjectStore, Watch
-from kubesched.apiserver.webui import UI_PREFIX, WebUI
+from kubesched.apiserver.webui import UI_API_PREFIX, UI_PREFIX, WebUI
 
 if TYPE_CHECKING:
     from kubesched.client.kube import KubeClient
@@ -236,6 +236,8 @@ class APIServer:
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path
+        if path.startswith(UI_API_PREFIX):
+            return await self.webui.handle_api(request, self._authorize(request))
         if path == "/ui" or path.startswith(UI_PREFIX):
             return await self.webui.handle(request)
         user = self._authorize(request)

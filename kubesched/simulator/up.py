@@ -8,7 +8,8 @@ Pieces, all on one event loop:
   lifecycle controller, the PersistentVolume and ResourceClaim controllers and the workload
   controllers. Here the kubelet finishes graceful deletions once "containers have stopped" (a
   short delay instead of the full grace period, so ``kubectl delete`` returns promptly);
-* the web UI at ``/ui/`` (``kubesched.apiserver.webui``), and the scheduling explanation of each
+* the web UI at ``/ui/`` (``kubesched.apiserver.webui``), with scenario runs under
+  ``/ui/api/scenarios`` (``kubesched.simulator.scenario_live``), and the scheduling explanation of each
   pod's latest attempt, recorded as the scheduler makes it and served by the API server at
   ``/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{pod}``;
 * the scheduler, talking to the API server **over HTTPS** with ``kubesched.client.kube.KubeClient``,
@@ -49,6 +50,7 @@ from kubesched.scheduler.scheduler import Scheduler
 from kubesched.scheduler.serving.app import render_metrics
 from kubesched.simulator.components import ComponentOptions, Components, start_components
 from kubesched.simulator.explanations import ExplanationRecorder
+from kubesched.simulator.scenario_live import ScenarioService
 from kubesched.utils.clock import RealClock
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,9 @@ class Cluster:
         self.kubeconfig: Path | None = None
         self.problems: list[str] = []
         self._runner: asyncio.Task | None = None
+        #: The scenario runs the web UI starts (``/ui/api/scenarios``).
+        self.scenarios = ScenarioService(self.server)
+        self.server.webui.api = self.scenarios.handle
 
     async def start(self) -> None:
         try:
@@ -151,6 +156,7 @@ class Cluster:
         self._runner = asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler")
 
     async def stop(self) -> None:
+        await self.scenarios.close()
         if self.scheduler is not None:
             await self.scheduler.stop()
         if self._runner is not None:
