@@ -310,7 +310,8 @@ class ScenarioService:
             raise Conflict(f'scenario run "{running.id}" ({running.name}) is still running: wait for it to finish or cancel it '
                            f"(DELETE {UI_API_PREFIX}scenarios/{running.id})")
         clock = RunClock(speed)
-        run = ScenarioRun(str(next(self._ids)), name, scenario, clock, RunTimeline(self.server.store, clock),
+        title = str(scenario.metadata.get("name") or name)
+        run = ScenarioRun(str(next(self._ids)), title, scenario, clock, RunTimeline(self.server.store, clock),
                           user.name if user is not None else "system:anonymous", steps=[StepState() for _ in scenario.steps])
         self.runs[run.id] = run
         for old in list(self.runs)[:-KEPT_RUNS]:
