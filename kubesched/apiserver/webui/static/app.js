@@ -22,6 +22,8 @@ const state = {
   // Replica counts typed but not yet applied, by Deployment: the table is redrawn on every watch
   // event, and must not throw away what is being typed.
   replicaDrafts: new Map(),
+  // The node cards drawn: the zones and nodes they were drawn for, each card's HTML and element.
+  zoneLayout: null, cards: new Map(), cardElements: new Map(),
   // The scenario run the panel shows (its latest status), the poll's timer, the uploaded file's name.
   run: null, runTimer: null, scenarioName: null,
 };
@@ -50,13 +52,17 @@ async function api(method, path, body, contentType) {
 }
 
 const key = (obj) => `${obj.metadata.namespace ? obj.metadata.namespace + "/" : ""}${obj.metadata.name}`;
+// Names in byte order, as kubectl sorts them (and far cheaper than localeCompare on 10,000 pods).
+const byName = (a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0);
 
-// List, then watch from the list's resourceVersion; relist after a 410 or a broken stream.
-async function keepSynced(name, path, map) {
+// List, then watch from the list's resourceVersion; relist after a 410 or a broken stream. The
+// list comes from `listPath` when given: the server's pods trimmed to what the view draws (a fifth
+// of the bytes to fetch and parse); the watch then sends whole objects, which the view reads alike.
+async function keepSynced(name, path, map, listPath) {
   for (;;) {
     try {
       const started = performance.now();
-      const list = await api("GET", path);
+      const list = await api("GET", listPath || path);
       map.clear();
       for (const item of list.items) map.set(key(item), item);
       performance.measure(`list ${name}`, { start: started, end: performance.now() });
@@ -112,7 +118,15 @@ function quantity(text) {
 
 // What a pod requests, as the scheduler counts it: its containers (sidecars included), or its
 // largest init container when that is more, plus the pod overhead.
+const requestsOf = new WeakMap();
+
 function podRequests(pod) {
+  let found = requestsOf.get(pod);
+  if (found === undefined) requestsOf.set(pod, found = computeRequests(pod));
+  return found;
+}
+
+function computeRequests(pod) {
   const spec = pod.spec || {};
   const sum = { cpu: 0, memory: 0 };
   const add = (target, c) => {
@@ -187,6 +201,8 @@ function render() {
   if (state.selected && !$("pod-view").hidden) refreshPodStatus();
 }
 
+// The node cards: drawn whole when the zones or their nodes change, else only the cards whose
+// HTML changed are replaced (a watch event touches a node or two, not a thousand).
 function renderZones(byNode) {
   const zones = new Map();
   for (const node of state.nodes.values()) {
@@ -194,15 +210,36 @@ function renderZones(byNode) {
     if (!zones.has(zone)) zones.set(zone, []);
     zones.get(zone).push(node);
   }
-  const parts = [];
-  for (const zone of [...zones.keys()].sort()) {
-    const nodes = zones.get(zone).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
-    parts.push(`<div class="zone" data-zone="${escapeHtml(zone)}"><h3>${escapeHtml(zone)} <span class="count">${nodes.length} node(s)</span></h3>`
-      + `<div class="zone-nodes">${nodes.map((n) => nodeCard(n, byNode.get(n.metadata.name) || [])).join("")}</div></div>`);
+  const names = [...zones.keys()].sort();
+  for (const zone of names) zones.get(zone).sort(byName);
+  const layout = names.map((zone) => `${zone}\u0000${zones.get(zone).map((n) => n.metadata.name).join("\u0000")}`).join("\u0001");
+  const cards = new Map();
+  for (const node of state.nodes.values()) cards.set(node.metadata.name, nodeCard(node, byNode.get(node.metadata.name) || []));
+  if (layout !== state.zoneLayout) {
+    const parts = names.map((zone) => `<div class="zone" data-zone="${escapeHtml(zone)}"><h3>${escapeHtml(zone)} `
+      + `<span class="count">${zones.get(zone).length} node(s)</span></h3>`
+      + `<div class="zone-nodes">${zones.get(zone).map((n) => cards.get(n.metadata.name)).join("")}</div></div>`);
+    $("zones").innerHTML = parts.join("") || '<p class="empty">No nodes.</p>';
+    state.cardElements = new Map([...$("zones").querySelectorAll(".node")].map((el) => [el.dataset.node, el]));
+    setWidths($("zones"));
+  } else {
+    for (const [name, html] of cards) {
+      if (state.cards.get(name) === html) continue;
+      const template = document.createElement("template");
+      template.innerHTML = html;
+      const fresh = template.content.firstElementChild;
+      setWidths(fresh);
+      state.cardElements.get(name).replaceWith(fresh);
+      state.cardElements.set(name, fresh);
+    }
   }
-  $("zones").innerHTML = parts.join("") || '<p class="empty">No nodes.</p>';
-  // Widths through the CSSOM: the page's Content-Security-Policy allows no inline style attribute.
-  for (const fill of $("zones").querySelectorAll(".fill")) fill.style.width = `${fill.dataset.pct}%`;
+  state.zoneLayout = layout;
+  state.cards = cards;
+}
+
+// Bar widths through the CSSOM: the page's Content-Security-Policy allows no inline style attribute.
+function setWidths(root) {
+  for (const fill of root.querySelectorAll(".fill")) fill.style.width = `${fill.dataset.pct}%`;
 }
 
 function nodeCard(node, pods) {
@@ -220,7 +257,7 @@ function nodeCard(node, pods) {
   const taints = ((node.spec || {}).taints || []).map((t) => `${t.key}${t.value ? "=" + t.value : ""}:${t.effect}`);
   const badges = [cordoned ? '<span class="badge cordon" data-state="cordoned">SchedulingDisabled</span>' : ""];
   if (ready !== undefined && ready !== "True") badges.push('<span class="badge notready">NotReady</span>');
-  const chips = pods.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name)).map(podChip).join("");
+  const chips = pods.sort(byName).map(podChip).join("");
   return `<div class="node${cordoned ? " cordoned" : ""}" data-node="${escapeHtml(name)}">`
     + `<div class="node-head"><span class="node-name">${escapeHtml(name)}</span>${badges.join("")}</div>`
     + (taints.length ? `<div class="taints" title="taints">${taints.map(escapeHtml).join(", ")}</div>` : "")
@@ -712,7 +749,7 @@ async function start() {
   if (state.token) sessionStorage.setItem(TOKEN_KEY, state.token);
   $("login").hidden = true;
   keepSynced("nodes", "/api/v1/nodes", state.nodes);
-  keepSynced("pods", "/api/v1/pods", state.pods);
+  keepSynced("pods", "/api/v1/pods", state.pods, "/ui/api/pods");
   keepSynced("deployments", "/apis/apps/v1/deployments", state.deployments);
   findRun().catch((e) => toast(`scenario runs: ${e.message}`, true));
 }
