@@ -343,10 +343,11 @@ class ScenarioService:
             await asyncio.sleep(LINGER)
         except asyncio.CancelledError:
             await runner.stop()
-            run.state = "cancelled"
-            for step in run.steps:
-                if step.state == "pending":
-                    step.state = "cancelled"
+            if run.state == "running":  # not a finished run whose recording was stopped
+                run.state = "cancelled"
+                for step in run.steps:
+                    if step.state == "pending":
+                        step.state = "cancelled"
             raise
         except Exception as e:  # a run must end in a state the page can show, whatever broke it
             run.state, run.error = "failed", f"{type(e).__name__}: {e}"

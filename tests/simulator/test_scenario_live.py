@@ -93,6 +93,12 @@ async def test_drain_blocked_by_a_budget_and_add_nodes_run_through_the_api_and_r
     assert len(web) == 4 and all(p["spec"].get("nodeName") for p in web)
     events = {(e["event"], e["step"]) for e in body["timeline"]}
     assert ("step", 0) in events and ("node added", 2) in events and ("error", 3) in events
+    for _ in range(100):
+        if (await call(cluster, "GET", f"{SCENARIOS}/{run['id']}"))[1]["state"] == "finished":
+            break
+        await asyncio.sleep(0.02)
+    status, body = await call(cluster, "DELETE", f"{SCENARIOS}/{run['id']}")
+    assert status == 200 and body["state"] == "finished"  # cancelling a finished run only stops its recording
 
 
 async def test_next_step_now_fires_the_waiting_step_and_cancel_stops_the_rest(cluster: Cluster) -> None:
