@@ -54,6 +54,9 @@ from kubesched.simulator.scenario_live import ScenarioService
 from kubesched.utils.clock import RealClock
 
 log = logging.getLogger(__name__)
+#: The most watch events the kubelets handle at a time: starting 10,000 pods takes seconds, during
+#: which the API server (on the same event loop) must keep answering kubectl and the web UI.
+KUBELET_BATCH = 25
 
 
 @dataclass
@@ -128,7 +131,8 @@ class Cluster:
         if opts.kubeconfig_out:
             self.kubeconfig = self.server.write_kubeconfig(opts.kubeconfig_out)
         self.components = start_components(self.store, ComponentOptions(
-            kubelet=opts.kubelet, controllers=opts.controllers, termination_delay=opts.termination_delay))
+            kubelet=opts.kubelet, controllers=opts.controllers, termination_delay=opts.termination_delay,
+            kubelet_batch=KUBELET_BATCH))
         pods = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) == ("v1", "Pod")]
         others = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) != ("v1", "Pod")]
         self.problems = create_objects(self.server, others)[1]
