@@ -135,9 +135,16 @@ class RunClock:
         self._loop = asyncio.get_running_loop()
         self._mark = self._loop.time()
         self._base = 0.0
+        self._frozen = False
 
     def now(self) -> float:
+        if self._frozen:
+            return self._base
         return self._base + (self._loop.time() - self._mark) * self.speed
+
+    def freeze(self) -> None:
+        """Stop the clock where it is (the run is over)."""
+        self._base, self._frozen = self.now(), True
 
     def jump(self, to: float) -> None:
         """Move the clock forward to ``to`` (the time of the step run at once)."""
@@ -158,6 +165,8 @@ class RunTimeline(Timeline):
 
 @dataclass
 class StepState:
+    """Where a step is: ``pending``, ``running``, ``done``, ``failed`` (with ``error``) or ``cancelled``."""
+
     state: str = "pending"
     error: str = ""
     #: Where the step's entries begin on the timeline (None until it fired).
@@ -185,6 +194,7 @@ class ScenarioRun:
     task: asyncio.Task | None = None
 
     def status(self) -> dict:
+        """The document ``GET /ui/api/scenarios/{id}`` answers (docs/web-ui.md describes it)."""
         entries = self.timeline.entries
         marks = [s.mark for s in self.steps]
         owner = _step_of_entries(marks, len(entries))
@@ -354,6 +364,7 @@ class ScenarioService:
             await runner.stop()
         finally:
             run.timeline.stop()
+            run.clock.freeze()
             await session.close()
 
     def next_step(self, run: ScenarioRun) -> ScenarioRun:
