@@ -2,7 +2,8 @@
 
 They are the ones the browser tests take: this runs ``tests/ui/test_webui.py`` (which starts
 ``kubesched up -f examples/cluster --seed 1`` and drives Debian's Chromium, installing it with
-apt-get when it is missing) and copies the cluster view and a pod's explanation into docs/images.
+apt-get when it is missing) and ``tests/ui/test_scenarios.py``'s scenario run, and copies the
+cluster view, a pod's explanation and a scenario's progress into docs/images.
 
     python scripts/ui_screenshots.py
 """
@@ -18,14 +19,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = {"cluster.png": "ui-cluster.png", "pod-explanation.png": "ui-explanation.png",
-         "compare-report.png": "compare-report.png"}
+         "compare-report.png": "compare-report.png", "scenario-drained.png": "ui-scenario.png"}
 
 
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="kubesched-ui-") as artifacts:
         env = {**os.environ, "KUBESCHED_TEST_ARTIFACTS": artifacts}
         tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/ui/test_webui.py",
-                 "tests/ui/test_report.py", "-k", "cluster_view or explanation_marks or compare_report"]
+                 "tests/ui/test_report.py", "tests/ui/test_scenarios.py",
+                 "-k", "cluster_view or explanation_marks or compare_report or drains_a_node"]
         done = subprocess.run(tests, cwd=ROOT, env=env, check=False)
         if done.returncode != 0:
             print("the browser tests failed: screenshots not updated", file=sys.stderr)

@@ -36,7 +36,7 @@ from kubesched.apiserver.rbac import RBACAuthorizer, check_escalation, forbidden
 from kubesched.apiserver.reviews import REVIEW_KINDS, Reviews
 from kubesched.apiserver.security import SecurityOptions, ServerSecurity
 from kubesched.apiserver.store import ObjectStore, Watch
-from kubesched.apiserver.webui import UI_PREFIX, WebUI
+from kubesched.apiserver.webui import UI_API_PREFIX, UI_PREFIX, WebUI, summary
 
 if TYPE_CHECKING:
     from kubesched.client.kube import KubeClient
@@ -220,22 +220,27 @@ class APIServer:
             log.exception("%s %s failed", request.method, request.path_qs)
             return _json(500, APIError(f"Internal error occurred: {e}").status())
 
-    def _authorize(self, request: web.Request) -> UserInfo | None:
+    def _authorize(self, request: web.Request, as_path: str | None = None) -> UserInfo | None:
         """The caller of ``request`` once authenticated (401 otherwise) and authorized (403
-        otherwise); None when security is off."""
+        otherwise), as a request for ``as_path`` when given; None when security is off."""
         if not self.security.enabled:
             return None
         ssl_object = request.transport.get_extra_info("ssl_object") if request.transport is not None else None
         peercert = ssl_object.getpeercert() if ssl_object is not None else None
         user = self.security.authenticator.authenticate(request.path, request.headers.get("Authorization"), peercert)
         user = impersonated(self.authorizer, user, request.headers, request.headers.getall("Impersonate-Group", []))
-        attrs = request_attributes(user, request.method, request.path, request.query)
+        attrs = request_attributes(user, request.method, as_path or request.path, request.query)
         if not self.authorizer.authorize(attrs):
             raise forbidden(attrs)
         return user
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path
+        if path == summary.PODS_PATH and request.method in ("GET", "HEAD"):
+            self._authorize(request, as_path=summary.AUTHORIZED_AS)
+            return summary.pod_list(self.store)
+        if path.startswith(UI_API_PREFIX):
+            return await self.webui.handle_api(request, self._authorize(request))
         if path == "/ui" or path.startswith(UI_PREFIX):
             return await self.webui.handle(request)
         user = self._authorize(request)

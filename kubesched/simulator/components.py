@@ -48,7 +48,8 @@ class ComponentOptions:
     silent, and the controllers switch covers the volume and claim controllers). ``collect_dangling`` lets the garbage collector delete objects whose owners never
     existed (off for manifests exported from another cluster, whose owner uids cannot match).
     ``termination_delay`` is how long a deleted running pod takes to stop (None: its grace period).
-    ``lease_renew_interval`` is how often the kubelets renew their node Leases.
+    ``lease_renew_interval`` is how often the kubelets renew their node Leases. ``kubelet_batch``
+    is the most watch events the kubelets handle before yielding to the event loop (None: all).
     """
 
     kubelet: bool = True
@@ -56,6 +57,7 @@ class ComponentOptions:
     collect_dangling: bool = True
     termination_delay: float | None = None
     lease_renew_interval: float = LEASE_RENEW_INTERVAL
+    kubelet_batch: int | None = None
 
 
 @dataclass
@@ -92,7 +94,7 @@ def build_components(store: ObjectStore, options: ComponentOptions | None = None
     items: dict[str, Component] = {}
     if options.kubelet:
         items["kubelet"] = FakeKubelet(store, termination_delay=options.termination_delay,
-                                       lease_renew_interval=options.lease_renew_interval)
+                                       lease_renew_interval=options.lease_renew_interval, batch_limit=options.kubelet_batch)
         items["node-lifecycle"] = NodeLifecycleController(store)
     if options.controllers:
         items["persistentvolume"] = FakeVolumeController(store)

@@ -265,11 +265,15 @@ class FakeKubelet:
     """Every node's kubelet and the taint eviction controller; see the module docstring."""
 
     def __init__(self, store: ObjectStore, *, events: bool = True, termination_delay: float | None = None,
-                 lease_renew_interval: float = LEASE_RENEW_INTERVAL) -> None:
+                 lease_renew_interval: float = LEASE_RENEW_INTERVAL, batch_limit: int | None = None) -> None:
         self.store = store
         self.events = events
         #: Seconds a deleted running pod takes to stop; None waits for its grace period.
         self.termination_delay = termination_delay
+        #: The most watch events handled before yielding to the event loop (None: all pending ones).
+        #: A live cluster sets one so that its API server keeps answering while thousands of pods
+        #: start; the virtual clock's runs handle each batch whole.
+        self.batch_limit = batch_limit
         self.node_status = NodeStatusReporter(store, renew_interval=lease_renew_interval)
         self._terminating: dict[str, asyncio.TimerHandle] = {}
         self._pending: deque[tuple[Kind, WatchEvent]] = deque()
@@ -341,14 +345,20 @@ class FakeKubelet:
                 await self._wakeup.wait()
             self._busy = True
             try:
-                batch = list(self._pending)
-                self._pending.clear()
-                self._process(batch)
+                self._process(self._take())
             except Exception:
                 log.exception("fake kubelet failed to process events")
             finally:
                 self._busy = False
             await asyncio.sleep(0)
+
+    def _take(self) -> list[tuple[Kind, WatchEvent]]:
+        """The next batch: every pending event, or the first ``batch_limit`` of them."""
+        if self.batch_limit is None or len(self._pending) <= self.batch_limit:
+            batch = list(self._pending)
+            self._pending.clear()
+            return batch
+        return [self._pending.popleft() for _ in range(self.batch_limit)]
 
     # --- events ------------------------------------------------------------------------------------
     def _process(self, batch: list[tuple[Kind, WatchEvent]]) -> None:

@@ -315,9 +315,17 @@ def load_scenario(path: str | Path) -> Scenario:
     source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
-        doc = yaml.safe_load(text)
     except (OSError, UnicodeDecodeError) as e:
         raise ScenarioError(source, [f"cannot read: {e}"]) from e
+    return parse_scenario(text, source, Path(path).parent)
+
+
+def parse_scenario(text: str, source: str, base: Path | None) -> Scenario:
+    """Validate and resolve a scenario's text. ``apply`` files are read relative to ``base``; with
+    no ``base`` (a scenario uploaded to the web UI, which must not make the server read its files)
+    naming files is an error."""
+    try:
+        doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise ScenarioError(source, [f"not YAML: {e}"]) from e
     if not isinstance(doc, dict):
@@ -326,7 +334,7 @@ def load_scenario(path: str | Path) -> Scenario:
         scenario = Scenario.model_validate(doc)
     except ValidationError as e:
         raise ScenarioError(source, [_problem(error, doc) for error in e.errors()]) from None
-    _resolve_manifests(scenario, Path(path).parent, source)
+    _resolve_manifests(scenario, base, source)
     return scenario
 
 
@@ -350,14 +358,17 @@ def _path(loc: list[Any]) -> str:
     return out
 
 
-def _resolve_manifests(scenario: Scenario, base: Path, source: str) -> None:
+def _resolve_manifests(scenario: Scenario, base: Path | None, source: str) -> None:
     """Read the files of every ``apply`` step and validate all its objects, and every ``addNodes``
     template as the Node it makes, so that bad input fails before the simulation starts."""
     for index, step in enumerate(scenario.steps):
         where = f"steps[{index}] (at {step.at})"
+        if base is None and step.apply is not None and step.apply.files:
+            raise ScenarioError(source, [f"{where}: apply.files: an uploaded scenario cannot name files; "
+                                         "put the manifests under apply.objects"])
         try:
             if step.apply is not None:
-                files = [str(base / f) for f in step.apply.files]
+                files = [str(base / f) for f in step.apply.files] if base is not None else []
                 manifests = (load(files) if files else []) + _checked_objects(step.apply.objects, f"{source} {where}")
                 step.apply._manifests = manifests
             if step.add_nodes is not None:

@@ -8,13 +8,18 @@ is an error on the timeline; the run goes on.
 selected node is cordoned, then each node's pods are evicted through the Eviction subresource
 (DaemonSet-managed and mirror pods stay), an eviction a PodDisruptionBudget refuses is retried
 every 5 seconds, and the drain of a node is done once its evicted pods are gone.
+
+The operations act through a ``ClusterAccess``: ``StoreAccess`` writes to the store directly, as
+the simulation's in-process components do; ``kubesched up``'s web UI runs the same operations
+through the API server as the user who started the scenario (``scenario_live``), on a clock of
+its own (``wait_until``, ``scaled``), and follows each step's state (``on_step``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import cast
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol, cast
 
 from kubesched.api.apierrors import APIError, Conflict, NotFound, TooManyRequests
 from kubesched.api.errors import KubeschedError
@@ -53,13 +58,10 @@ def _pod_key(pod: dict) -> str:
     return f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}"
 
 
-def drained_pods(store: ObjectStore, node: str) -> list[dict]:
-    """The pods a drain evicts from ``node``: all but DaemonSet-managed and mirror pods (the ones
-    ``--ignore-daemonsets`` and ``--force`` leave alone)."""
+def drainable(pods: Iterable[dict]) -> list[dict]:
+    """Of the pods on a node, the ones a drain evicts, in name order."""
     out = []
-    for pod in store.iter_all(POD):
-        if (pod.get("spec") or {}).get("nodeName") != node:
-            continue
+    for pod in pods:
         meta = pod["metadata"]
         if MIRROR_ANNOTATION in (meta.get("annotations") or {}):
             continue
@@ -69,13 +71,79 @@ def drained_pods(store: ObjectStore, node: str) -> list[dict]:
     return sorted(out, key=_pod_key)
 
 
+class ClusterAccess(Protocol):
+    """How the steps read and change the cluster; every method raises the API's errors."""
+
+    def timestamp(self) -> str:
+        """Now, as an RFC 3339 time for a NoExecute taint's ``timeAdded``."""
+        ...
+
+    async def get(self, kind: Kind, namespace: str | None, name: str) -> dict | None: ...
+
+    async def nodes(self) -> list[dict]: ...
+
+    async def pods_on(self, node: str) -> list[dict]: ...
+
+    async def create(self, kind: Kind, obj: dict) -> None: ...
+
+    async def replace(self, kind: Kind, obj: dict) -> None:
+        """An unconditional update (the object carries no resourceVersion)."""
+        ...
+
+    async def delete(self, kind: Kind, namespace: str | None, name: str) -> None: ...
+
+    async def mutate(self, kind: Kind, namespace: str | None, name: str, change: Callable[[dict], None]) -> None:
+        """Read, change and write back one object (retried when it changed meanwhile)."""
+        ...
+
+    async def evict(self, namespace: str, name: str, grace: int | None, uid: str | None) -> None: ...
+
+
+class StoreAccess:
+    """The store itself, as the simulation's in-process components write to it."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self.store = store
+
+    def timestamp(self) -> str:
+        return rfc3339(self.store.clock.wall())
+
+    async def get(self, kind: Kind, namespace: str | None, name: str) -> dict | None:
+        return self.store.try_get(kind, namespace, name)
+
+    async def nodes(self) -> list[dict]:
+        return list(self.store.iter_all(NODE))
+
+    async def pods_on(self, node: str) -> list[dict]:
+        return [p for p in self.store.iter_all(POD) if (p.get("spec") or {}).get("nodeName") == node]
+
+    async def create(self, kind: Kind, obj: dict) -> None:
+        self.store.create(kind, obj)
+
+    async def replace(self, kind: Kind, obj: dict) -> None:
+        self.store.update(kind, obj)
+
+    async def delete(self, kind: Kind, namespace: str | None, name: str) -> None:
+        self.store.delete(kind, namespace, name)
+
+    async def mutate(self, kind: Kind, namespace: str | None, name: str, change: Callable[[dict], None]) -> None:
+        self.store.mutate(kind, namespace, name, change)
+
+    async def evict(self, namespace: str, name: str, grace: int | None, uid: str | None) -> None:
+        evict(self.store, namespace, name, grace_period=grace, uid=uid)
+
+
 class ScenarioRunner:
     """Fires the steps of ``scenario`` at their times; drains run on beside later steps."""
 
-    def __init__(self, scenario: Scenario, store: ObjectStore, timeline: Timeline) -> None:
+    #: Why a drain stopped when ``stop`` cut it short.
+    end_reason = "the simulation ended first"
+
+    def __init__(self, scenario: Scenario, store: ObjectStore, timeline: Timeline, access: ClusterAccess | None = None) -> None:
         self.scenario = scenario
         self.store = store
         self.timeline = timeline
+        self.access: ClusterAccess = access if access is not None else StoreAccess(store)
         #: One line per step that could not be carried out (also on the timeline).
         self.errors: list[str] = []
         #: Uids of the pods the scenario deleted or evicted (removals it asked for, not the cluster's).
@@ -91,14 +159,34 @@ class ScenarioRunner:
     async def run(self) -> None:
         """Fire every step at its time (relative to the timeline's start)."""
         for index, step in enumerate(self.scenario.steps):
-            delay = step.seconds - self.timeline.now()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await self.wait_until(step.seconds)
             self.timeline.add("step", f"steps[{index}]", "", step.describe())
+            self.on_step(index, "running")
             try:
-                self._execute(step)
+                await self._execute(index, step)
             except (APIError, StepFailed) as e:
                 self._fail(index, step, str(e))
+            else:
+                if step.drain is None:
+                    self.on_step(index, "done")
+
+    async def wait_until(self, at: float) -> None:
+        """Return at ``at`` seconds of the timeline (the virtual clock's sleep)."""
+        delay = at - self.timeline.now()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    def scaled(self, seconds: float) -> float:
+        """How long ``seconds`` of scenario time take on the loop's clock (the same, here)."""
+        return seconds
+
+    def on_step(self, index: int, state: str, message: str = "") -> None:
+        """A step's progress: ``running``, then ``done`` or ``failed`` (with why); nothing here."""
+
+    async def drains_done(self) -> None:
+        """Wait until every drain has finished (or been stopped)."""
+        while self._drains:
+            await asyncio.gather(*self._drains, return_exceptions=True)
 
     async def stop(self) -> None:
         """Cancel the drains still waiting (a budget that never allows the eviction, say) and put
@@ -110,16 +198,17 @@ class ScenarioRunner:
     def _fail(self, index: int, step: Step, message: str) -> None:
         self.errors.append(f"steps[{index}] (at {step.at}): {step.operation}: {message}")
         self.timeline.add("error", f"steps[{index}]", "", f"{step.operation}: {message}")
+        self.on_step(index, "failed", message)
 
     # --- operations ----------------------------------------------------------------------------
-    def _execute(self, step: Step) -> None:
-        handlers: dict[str, Callable[[], None]] = {
+    async def _execute(self, index: int, step: Step) -> None:
+        handlers: dict[str, Callable[[], Awaitable[None]]] = {
             "apply": lambda: self._apply(cast(Apply, step.apply)),
             "delete": lambda: self._delete(cast(list[ObjectRef], step.delete)),
             "scale": lambda: self._scale(cast(Scale, step.scale)),
             "cordon": lambda: self._set_unschedulable(cast(NodeSelection, step.cordon), True),
             "uncordon": lambda: self._set_unschedulable(cast(NodeSelection, step.uncordon), False),
-            "drain": lambda: self._start_drain(cast(Drain, step.drain)),
+            "drain": lambda: self._start_drain(index, cast(Drain, step.drain)),
             "taint": lambda: self._taint(cast(Taint, step.taint)),
             "untaint": lambda: self._untaint(cast(Untaint, step.untaint)),
             "failNode": lambda: self._set_failure(cast(NodeSelection, step.fail_node), True),
@@ -127,41 +216,44 @@ class ScenarioRunner:
             "addNodes": lambda: self._add_nodes(cast(AddNodes, step.add_nodes)),
             "removeNodes": lambda: self._remove_nodes(cast(NodeSelection, step.remove_nodes)),
         }
-        handlers[step.operation]()
+        await handlers[step.operation]()
 
-    def _apply(self, apply: Apply) -> None:
+    async def _apply(self, apply: Apply) -> None:
         """Create each object, or replace it when it exists (``kubectl apply`` of whole objects)."""
         for manifest in apply.manifests:
             kind = cast(Kind, kind_for(manifest["apiVersion"], manifest["kind"]))
             meta = manifest.get("metadata") or {}
             namespace = (meta.get("namespace") or "default") if kind.namespaced else None
             obj = {**manifest, "metadata": {**meta}}
-            if self.store.try_get(kind, namespace, meta.get("name", "")) is None:
-                self.store.create(kind, obj)
+            if await self.access.get(kind, namespace, meta.get("name", "")) is None:
+                await self.access.create(kind, obj)
             else:
                 obj["metadata"].pop("resourceVersion", None)
-                self.store.update(kind, obj)
+                await self.access.replace(kind, obj)
 
-    def _delete(self, refs: list[ObjectRef]) -> None:
+    async def _delete(self, refs: list[ObjectRef]) -> None:
         for ref in refs:
             kind = ref.resolve()
             namespace = ref.namespace if kind.namespaced else None
             if kind is POD:
-                self.requested.add(str(self.store.get(POD, namespace, ref.name)["metadata"].get("uid")))
-            self.store.delete(kind, namespace, ref.name)
+                pod = await self.access.get(POD, namespace, ref.name)
+                if pod is None:
+                    raise NotFound.of("pods", ref.name)
+                self.requested.add(str(pod["metadata"].get("uid")))
+            await self.access.delete(kind, namespace, ref.name)
 
-    def _scale(self, scale: Scale) -> None:
+    async def _scale(self, scale: Scale) -> None:
         kind = cast(Kind, kind_for("v1" if scale.kind == "ReplicationController" else "apps/v1", scale.kind))
 
         def change(obj: dict) -> None:
             obj.setdefault("spec", {})["replicas"] = scale.replicas
 
-        self.store.mutate(kind, scale.namespace, scale.name, change)
+        await self.access.mutate(kind, scale.namespace, scale.name, change)
 
-    def nodes(self, selection: NodeSelection) -> list[str]:
+    async def nodes(self, selection: NodeSelection) -> list[str]:
         """The selected nodes as they are now; a named node that does not exist, or a selector that
         matches none, fails the step."""
-        existing = {n["metadata"]["name"]: n for n in self.store.iter_all(NODE)}
+        existing = {n["metadata"]["name"]: n for n in await self.access.nodes()}
         if selection.nodes:
             missing = [name for name in selection.nodes if name not in existing]
             if missing:
@@ -174,11 +266,11 @@ class ScenarioRunner:
             raise StepFailed(f"no node matches selector {selection.selector}")
         return names
 
-    def _mutate_nodes(self, selection: NodeSelection, change: Callable[[dict], None]) -> None:
-        for name in self.nodes(selection):
-            self.store.mutate(NODE, None, name, change)
+    async def _mutate_nodes(self, selection: NodeSelection, change: Callable[[dict], None]) -> None:
+        for name in await self.nodes(selection):
+            await self.access.mutate(NODE, None, name, change)
 
-    def _set_unschedulable(self, selection: NodeSelection, unschedulable: bool) -> None:
+    async def _set_unschedulable(self, selection: NodeSelection, unschedulable: bool) -> None:
         def change(node: dict) -> None:
             spec = node.setdefault("spec", {})
             if unschedulable:
@@ -186,9 +278,9 @@ class ScenarioRunner:
             else:
                 spec.pop("unschedulable", None)
 
-        self._mutate_nodes(selection, change)
+        await self._mutate_nodes(selection, change)
 
-    def _set_failure(self, selection: NodeSelection, failed: bool) -> None:
+    async def _set_failure(self, selection: NodeSelection, failed: bool) -> None:
         """Stop or restart the nodes' kubelets (the node lifecycle controller does the rest)."""
         def change(node: dict) -> None:
             annotations = node["metadata"].setdefault("annotations", {})
@@ -197,11 +289,11 @@ class ScenarioRunner:
             else:
                 annotations.pop(FAILURE_ANNOTATION, None)
 
-        self._mutate_nodes(selection, change)
+        await self._mutate_nodes(selection, change)
 
-    def _taint(self, taint: Taint) -> None:
+    async def _taint(self, taint: Taint) -> None:
         """Add or replace (same key and effect) each taint; a NoExecute one gets its timeAdded."""
-        stamp = rfc3339(self.store.clock.wall())
+        stamp = self.access.timestamp()
 
         def change(node: dict) -> None:
             spec = node.setdefault("spec", {})
@@ -216,13 +308,13 @@ class ScenarioRunner:
                 taints.append(added)
             spec["taints"] = taints
 
-        self._mutate_nodes(taint, change)
+        await self._mutate_nodes(taint, change)
 
-    def _untaint(self, untaint: Untaint) -> None:
+    async def _untaint(self, untaint: Untaint) -> None:
         """Remove the taints; one that a node does not carry fails the step, as ``kubectl taint`` does."""
-        names = self.nodes(untaint)
+        names = await self.nodes(untaint)
         for name in names:
-            taints = (self.store.get(NODE, None, name).get("spec") or {}).get("taints") or []
+            taints = ((await self.access.get(NODE, None, name) or {}).get("spec") or {}).get("taints") or []
             for ref in untaint.taints:
                 if not any(_matches(t, ref.key, ref.effect) for t in taints):
                     raise StepFailed(f'taint "{ref.describe()}" not found on node "{name}"')
@@ -236,54 +328,58 @@ class ScenarioRunner:
                 spec.pop("taints", None)
 
         for name in names:
-            self.store.mutate(NODE, None, name, change)
+            await self.access.mutate(NODE, None, name, change)
 
-    def _add_nodes(self, add: AddNodes) -> None:
-        existing = {n["metadata"]["name"] for n in self.store.iter_all(NODE)}
+    async def _add_nodes(self, add: AddNodes) -> None:
+        existing = {n["metadata"]["name"] for n in await self.access.nodes()}
         number = 1
         for _ in range(add.count):
             while f"{add.prefix}{number}" in existing:
                 number += 1
             name = f"{add.prefix}{number}"
             existing.add(name)
-            self.store.create(NODE, add.node(name))
+            await self.access.create(NODE, add.node(name))
 
-    def _remove_nodes(self, selection: NodeSelection) -> None:
-        for name in self.nodes(selection):
-            self.store.delete(NODE, None, name)
+    async def _remove_nodes(self, selection: NodeSelection) -> None:
+        for name in await self.nodes(selection):
+            await self.access.delete(NODE, None, name)
 
     # --- drain ---------------------------------------------------------------------------------
-    def _start_drain(self, drain: Drain) -> None:
-        nodes = self.nodes(drain)
-        self._set_unschedulable(NodeSelection(nodes=nodes), True)
-        task = asyncio.get_running_loop().create_task(self._drain(drain, nodes), name=f"drain {', '.join(nodes)}")
+    async def _start_drain(self, index: int, drain: Drain) -> None:
+        nodes = await self.nodes(drain)
+        await self._set_unschedulable(NodeSelection(nodes=nodes), True)
+        task = asyncio.get_running_loop().create_task(self._drain(index, drain, nodes), name=f"drain {', '.join(nodes)}")
         self._drains.add(task)
         task.add_done_callback(self._drains.discard)
 
-    async def _drain(self, drain: Drain, nodes: list[str]) -> None:
+    async def _drain(self, index: int, drain: Drain, nodes: list[str]) -> None:
         timeout = drain.timeout_seconds()
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(self.scaled(timeout) if timeout is not None else None):
                 for node in nodes:
                     await self._drain_node(node, drain.grace_period_seconds)
                     self.timeline.add("drained", f"Node {node}")
         except TimeoutError:
-            self._report_unfinished(nodes, f"timed out after {describe_seconds(cast(float, timeout))}")
+            self.on_step(index, "failed", await self._report_unfinished(nodes, f"timed out after {describe_seconds(cast(float, timeout))}"))
         except asyncio.CancelledError:
-            self._report_unfinished(nodes, "the simulation ended first")
+            self.on_step(index, "failed", await self._report_unfinished(nodes, self.end_reason))
             raise
+        else:
+            self.on_step(index, "done")
 
-    def _report_unfinished(self, nodes: list[str], why: str) -> None:
+    async def _report_unfinished(self, nodes: list[str], why: str) -> str:
+        """Put the pods each node still holds on the timeline; returns the step's failure."""
         for node in nodes:
-            left = [_pod_key(p) for p in drained_pods(self.store, node)]
+            left = [_pod_key(p) for p in drainable(await self.access.pods_on(node))]
             if not left:
                 continue
             blocked = "; ".join(f"{key}: {self._blocked[key]}" for key in left if key in self._blocked)
             self.timeline.add("drain incomplete", f"Node {node}", "",
                               f"{why}; still on the node: {', '.join(left)}" + (f" ({blocked})" if blocked else ""))
+        return f"drain incomplete: {why}"
 
     async def _drain_node(self, node: str, grace: int | None) -> None:
-        pods = drained_pods(self.store, node)
+        pods = drainable(await self.access.pods_on(node))
         await asyncio.gather(*(self._evict_and_wait(pod, grace) for pod in pods))
 
     async def _evict_and_wait(self, pod: dict, grace: int | None) -> None:
@@ -293,7 +389,7 @@ class ScenarioRunner:
         namespace, name, uid = meta.get("namespace", "default"), meta["name"], meta.get("uid")
         while True:
             try:
-                evict(self.store, namespace, name, grace_period=grace, uid=uid)
+                await self.access.evict(namespace, name, grace, uid)
                 break
             except (NotFound, Conflict):
                 return  # gone, or replaced by a pod of the same name
@@ -303,14 +399,14 @@ class ScenarioRunner:
                     self._blocked[key] = message
                     self.timeline.add("eviction blocked", f"Pod {key}", str((pod.get("spec") or {}).get("nodeName") or ""),
                                       f"{message} (retrying every {describe_seconds(EVICTION_RETRY)})")
-                await asyncio.sleep(EVICTION_RETRY)
+                await asyncio.sleep(self.scaled(EVICTION_RETRY))
             except APIError as e:
                 self.errors.append(f"drain: evicting pod {key}: {e}")
                 self.timeline.add("eviction failed", f"Pod {key}", str((pod.get("spec") or {}).get("nodeName") or ""), str(e))
                 return
         self.requested.add(str(uid))
-        while (current := self.store.try_get(POD, namespace, name)) is not None and current["metadata"].get("uid") == uid:
-            await asyncio.sleep(DELETION_POLL)
+        while (current := await self.access.get(POD, namespace, name)) is not None and current["metadata"].get("uid") == uid:
+            await asyncio.sleep(self.scaled(DELETION_POLL))
         self._blocked.pop(key, None)
 
 

@@ -8,7 +8,8 @@ Pieces, all on one event loop:
   lifecycle controller, the PersistentVolume and ResourceClaim controllers and the workload
   controllers. Here the kubelet finishes graceful deletions once "containers have stopped" (a
   short delay instead of the full grace period, so ``kubectl delete`` returns promptly);
-* the web UI at ``/ui/`` (``kubesched.apiserver.webui``), and the scheduling explanation of each
+* the web UI at ``/ui/`` (``kubesched.apiserver.webui``), with scenario runs under
+  ``/ui/api/scenarios`` (``kubesched.simulator.scenario_live``), and the scheduling explanation of each
   pod's latest attempt, recorded as the scheduler makes it and served by the API server at
   ``/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{pod}``;
 * the scheduler, talking to the API server **over HTTPS** with ``kubesched.client.kube.KubeClient``,
@@ -49,9 +50,13 @@ from kubesched.scheduler.scheduler import Scheduler
 from kubesched.scheduler.serving.app import render_metrics
 from kubesched.simulator.components import ComponentOptions, Components, start_components
 from kubesched.simulator.explanations import ExplanationRecorder
+from kubesched.simulator.scenario_live import ScenarioService
 from kubesched.utils.clock import RealClock
 
 log = logging.getLogger(__name__)
+#: The most watch events the kubelets handle at a time: starting 10,000 pods takes seconds, during
+#: which the API server (on the same event loop) must keep answering kubectl and the web UI.
+KUBELET_BATCH = 25
 
 
 @dataclass
@@ -109,6 +114,9 @@ class Cluster:
         self.kubeconfig: Path | None = None
         self.problems: list[str] = []
         self._runner: asyncio.Task | None = None
+        #: The scenario runs the web UI starts (``/ui/api/scenarios``).
+        self.scenarios = ScenarioService(self.server)
+        self.server.webui.api = self.scenarios.handle
 
     async def start(self) -> None:
         try:
@@ -123,7 +131,8 @@ class Cluster:
         if opts.kubeconfig_out:
             self.kubeconfig = self.server.write_kubeconfig(opts.kubeconfig_out)
         self.components = start_components(self.store, ComponentOptions(
-            kubelet=opts.kubelet, controllers=opts.controllers, termination_delay=opts.termination_delay))
+            kubelet=opts.kubelet, controllers=opts.controllers, termination_delay=opts.termination_delay,
+            kubelet_batch=KUBELET_BATCH))
         pods = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) == ("v1", "Pod")]
         others = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) != ("v1", "Pod")]
         self.problems = create_objects(self.server, others)[1]
@@ -151,6 +160,7 @@ class Cluster:
         self._runner = asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler")
 
     async def stop(self) -> None:
+        await self.scenarios.close()
         if self.scheduler is not None:
             await self.scheduler.stop()
         if self._runner is not None:

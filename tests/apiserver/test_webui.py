@@ -122,3 +122,45 @@ async def test_explanations_are_authorized_like_other_reads(api):
     assert resp.status == 403
     assert body["message"] == ('explanations.kubesched.io "web" is forbidden: User "alice" cannot get resource "explanations" '
                                'in API group "kubesched.io" in the namespace "default"')
+
+
+FULL_POD = {
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"name": "web-1", "namespace": "default", "labels": {"app": "web"},
+                 "annotations": {"note": "dropped", "kubernetes.io/config.mirror": "abc"},
+                 "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u1", "controller": True}]},
+    "spec": {"nodeName": "node-a", "overhead": {"cpu": "10m"},
+             "initContainers": [{"name": "init", "image": "busybox", "restartPolicy": "Always",
+                                 "resources": {"requests": {"cpu": "50m"}}}],
+             "containers": [{"name": "app", "image": "nginx", "env": [{"name": "A", "value": "dropped"}],
+                             "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}, "limits": {"cpu": "1"}}}]},
+}
+
+
+async def test_ui_pod_list_keeps_only_what_the_cluster_view_reads(api):
+    status, created, _ = await api.call("POST", "/api/v1/namespaces/default/pods", FULL_POD)
+    assert status == 201, created
+    status, listed, _ = await api.call("GET", "/ui/api/pods")
+    assert status == 200 and listed["kind"] == "PodList" and int(listed["metadata"]["resourceVersion"]) >= 1
+    [pod] = listed["items"]
+    meta = created["metadata"]
+    assert pod["metadata"] == {"namespace": "default", "name": "web-1", "uid": meta["uid"], "resourceVersion": meta["resourceVersion"],
+                               "ownerReferences": [{"kind": "ReplicaSet", "name": "web", "controller": True}],
+                               "annotations": {"kubernetes.io/config.mirror": "abc"}}
+    assert pod["spec"] == {"nodeName": "node-a", "overhead": {"cpu": "10m"},
+                           "initContainers": [{"resources": {"requests": {"cpu": "50m"}}, "restartPolicy": "Always"}],
+                           "containers": [{"resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}
+    assert pod["status"] == {"phase": "Pending"}
+
+
+async def test_ui_pod_list_is_authorized_as_a_list_of_pods(api):
+    token = api.server.mint_token("alice")
+    async with api.server.client_session(token=token) as session, session.get(api.server.url + "/ui/api/pods") as resp:
+        body = await resp.json()
+    assert resp.status == 403
+    assert body["message"] == 'pods is forbidden: User "alice" cannot list resource "pods" in API group "" at the cluster scope'
+
+
+async def test_ui_api_without_scenario_runs_is_not_found(api):
+    status, body, _ = await api.call("GET", "/ui/api/scenarios")
+    assert (status, body["reason"]) == (404, "NotFound")

@@ -1,14 +1,17 @@
 """The fake kubelet: pods start Running, pods that do not fit are rejected with upstream kubelet's
 reasons, NoExecute taints evict, deletions complete."""
 
+import asyncio
 import ipaddress
 
 import pytest
 
 from kubesched.api.kinds import NODE, POD
 from kubesched.api.types import NodeInfo, PodInfo, Taint, Toleration
+from kubesched.apiserver.store import ObjectStore
 from kubesched.simulator.kubelet import (
     ORPHAN_QUARANTINE,
+    FakeKubelet,
     Rejection,
     admission_failure,
     matching_tolerations,
@@ -219,6 +222,29 @@ def test_admission_follows_creation_order_and_skips_failed_pods():
         assert status(c, "c")["phase"] == "Running"
 
     run_cluster(scenario, controllers=False, binder=False)
+
+
+@pytest.mark.parametrize(("batch_limit", "running_after_first_pass"), [
+    pytest.param(None, 5, id="every pending event at once"),
+    pytest.param(2, 1, id="at most two events, then the loop's other tasks"),
+])
+async def test_batch_limit_yields_to_the_event_loop_between_batches(batch_limit, running_after_first_pass):
+    store = ObjectStore()
+    store.create(NODE, make_node("kube01"))
+    for i in range(5):
+        store.create(POD, make_pod(f"p{i}", node="kube01"))
+    kubelet = FakeKubelet(store, batch_limit=batch_limit)
+    kubelet.start()
+    try:
+        await asyncio.sleep(0)
+        running = [sum(1 for p in store.iter_all(POD) if (p.get("status") or {}).get("phase") == "Running")]
+        while running[-1] < 5:
+            await asyncio.sleep(0)
+            running.append(sum(1 for p in store.iter_all(POD) if (p.get("status") or {}).get("phase") == "Running"))
+    finally:
+        await kubelet.stop()
+    assert running[0] == running_after_first_pass
+    assert running == sorted(running)
 
 
 def test_pods_already_running_in_manifests_count_for_admission():

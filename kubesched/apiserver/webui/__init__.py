@@ -16,16 +16,22 @@ from __future__ import annotations
 import hmac
 import mimetypes
 import secrets
+from collections.abc import Awaitable, Callable
 from importlib import resources
 
 import orjson
 from aiohttp import web
 
 from kubesched.api.apierrors import BadRequest
+from kubesched.apiserver.authn import UserInfo
 from kubesched.apiserver.handlers import NotFoundPath, method_not_allowed
 
 #: The URL prefix of the UI.
 UI_PREFIX = "/ui/"
+#: The UI's own API (scenario runs): unlike the files, authenticated and authorized as any request.
+UI_API_PREFIX = "/ui/api/"
+#: What serves ``UI_API_PREFIX``: the request and its caller (None when security is off).
+UIApi = Callable[[web.Request, UserInfo | None], Awaitable[web.StreamResponse]]
 _HEADERS = {
     "Cache-Control": "no-cache, private",
     "X-Content-Type-Options": "nosniff",
@@ -42,6 +48,8 @@ class WebUI:
     def __init__(self, token: str) -> None:
         self.token = token
         self._codes: set[str] = set()
+        #: The handler of ``/ui/api/`` (``kubesched up`` sets it; a 404 without it).
+        self.api: UIApi | None = None
 
     def login_code(self) -> str:
         """A new code that ``/ui/login`` accepts once ("" when the server needs no credential)."""
@@ -61,6 +69,12 @@ class WebUI:
             raise method_not_allowed()
         name = path[len(UI_PREFIX):] or "index.html"
         return _static(name)
+
+    async def handle_api(self, request: web.Request, user: UserInfo | None) -> web.StreamResponse:
+        """A request under ``/ui/api/``, already authenticated and authorized by the server."""
+        if self.api is None:
+            raise NotFoundPath()
+        return await self.api(request, user)
 
     async def _login(self, request: web.Request) -> web.Response:
         """POST ``{"code": CODE}``: the token, once per code; 401 for a code not (or no longer) valid."""
