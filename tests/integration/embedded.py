@@ -37,12 +37,16 @@ POLL = 0.1
 
 
 def configuration(*profiles: Mapping[str, Any], gates: Mapping[str, bool] | None = None,
-                  registry: Registry | None = None) -> SchedulerConfiguration:
-    """A v1 KubeSchedulerConfiguration with ``profiles`` (none: the default profile), defaulted and
-    validated as a file would be (against ``registry`` when out-of-tree plugins are named)."""
+                  registry: Registry | None = None,
+                  extenders: Iterable[Mapping[str, Any]] = ()) -> SchedulerConfiguration:
+    """A v1 KubeSchedulerConfiguration with ``profiles`` (none: the default profile) and
+    ``extenders``, defaulted and validated as a file would be (against ``registry`` when
+    out-of-tree plugins are named)."""
     doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"}
     if profiles:
         doc["profiles"] = [dict(p) for p in profiles]
+    if extenders:
+        doc["extenders"] = [dict(e) for e in extenders]
     return load_dict(doc, registry=registry, feature_gates=gates, source="integration test")
 
 
