@@ -69,6 +69,23 @@ class Cluster:
 
     store: ObjectStore
     scheduler: Scheduler
+    #: The scheduling loop (``Scheduler.run``) while it runs.
+    runner: asyncio.Task | None = None
+
+    async def stop_scheduling(self) -> None:
+        """Stop the scheduling loop; the queue, its timers and the event handlers go on. Upstream's
+        queueing tests run such a scheduler and call ``ScheduleOne`` by hand."""
+        if self.runner is not None:
+            self.runner.cancel()
+            await asyncio.gather(self.runner, return_exceptions=True)
+            self.runner = None
+
+    def requeued(self) -> set[str]:
+        """Names of the pods waiting in activeQ or backoffQ (upstream ``PodsInActiveQ`` and
+        ``PodsInBackoffQ``): those moved out of the unschedulable pool."""
+        pending, _summary = self.scheduler.queue.pending_pods()
+        unschedulable = {p.uid for p in self.scheduler.queue.unschedulable_pods()}
+        return {p.name for p in pending if p.uid not in unschedulable}
 
     def create(self, *objects: Mapping[str, Any]) -> None:
         for obj in objects:
@@ -161,13 +178,12 @@ async def embedded(config: SchedulerConfiguration | None = None, objects: Iterab
     cluster = Cluster(store, sched)
     cluster.create(*objects)
     await sched.start()
-    runner = loop.create_task(sched.run())
+    cluster.runner = loop.create_task(sched.run())
     try:
         yield cluster
     finally:
         await sched.stop()
-        runner.cancel()
-        await asyncio.gather(runner, return_exceptions=True)
+        await cluster.stop_scheduling()
         await cluster_components.stop()
 
 

@@ -1,11 +1,12 @@
 """Upstream's test/integration/scheduler/queueing/queue_test.go, end to end on the embedded
-cluster: TestSchedulingGates and the node, taint, toleration, resource and pod-deletion cases of
-TestCoreResourceEnqueue.
+cluster: TestSchedulingGates, TestRequeueByBindFailure, TestRequeueByPermitRejection,
+TestPopFromBackoffQWhenActiveQEmpty and TestCoreResourceEnqueue's cases (queueing/queue.go) for
+the in-tree plugins kubesched runs.
 
-Upstream drives these with the queue stopped, popping pods by hand (``ScheduleOne``) and reading
-activeQ; here the scheduler runs and the test reads outcomes: a gated pod stays pending and out of
-the active queue, and a pod counts as requeued when it is attempted again (or scheduled) after the
-triggering event, well within backoff and far from the five-minute unschedulable flush."""
+As upstream's, TestCoreResourceEnqueue lets each pod fail one scheduling cycle, then stops
+scheduling (upstream never starts the loop and calls ``ScheduleOne`` by hand), fires the trigger
+and reads which pods its events moved to activeQ or backoffQ. Upstream enables only the plugins a
+case names; these run the default profile, which gives the same verdicts for these pods."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from typing import Any
 import pytest
 
 from tests.integration.embedded import Cluster, embedded, run
-from tests.integration.wrappers import node, pod
+from tests.integration.wrappers import bound_claim, claim_volume, node, persistent_volume, pod, spread
 
 NOT_READY = "node.kubernetes.io/not-ready"
-#: Longer than the 10 s maximum backoff, far below the 5-minute flush.
-REQUEUE_WINDOW = 15.0
+#: Time for the trigger's events to reach the queue (virtual seconds; far below the 5-minute flush).
+REQUEUE_WINDOW = 2.0
 
 
 # --- TestSchedulingGates ----------------------------------------------------------------------------
@@ -60,21 +61,17 @@ def test_scheduling_gates(pods: list[dict[str, Any]], schedule: list[str], delet
 
 
 # --- TestCoreResourceEnqueue --------------------------------------------------------------------------
-def _attempts(cluster: Cluster, name: str) -> int:
-    qpi = cluster.scheduler.queue.get(f"default/{name}")
-    return -1 if qpi is None else qpi.attempts
-
-
 async def _requeued(cluster: Cluster, pods: list[str], trigger: Callable[[Cluster], None]) -> set[str]:
-    """Wait until every pod was found unschedulable once, fire ``trigger``, and report the pods
-    attempted again (or scheduled) within the requeue window."""
+    """Upstream's ``RunTestCoreResourceEnqueue``: once every pod was found unschedulable, stop
+    scheduling, fire ``trigger`` and report the pods its events moved to activeQ or backoffQ."""
     for name in pods:
         await cluster.unschedulable(name)
     await asyncio.sleep(1)
-    before = {name: _attempts(cluster, name) for name in pods}
+    await cluster.stop_scheduling()
+    assert cluster.requeued() == set(), "a pod left the unschedulable pool before the trigger"
     trigger(cluster)
     await asyncio.sleep(REQUEUE_WINDOW)
-    return {name for name in pods if cluster.node_of(name) or _attempts(cluster, name) > before[name]}
+    return cluster.requeued() & set(pods)
 
 
 def _set_node(name: str, **fields: Any) -> Callable[[Cluster], None]:
@@ -120,6 +117,62 @@ def _affinity_in(key: str, value: str) -> dict[str, Any]:
 def _anti_exists(key: str, topology: str) -> dict[str, Any]:
     return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchExpressions": [{"key": key, "operator": "Exists"}]}, "topologyKey": topology}]}}
+
+
+def _affinity_exists(key: str, topology: str) -> dict[str, Any]:
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchExpressions": [{"key": key, "operator": "Exists"}]}, "topologyKey": topology}]}}
+
+
+def _relabel_pod(name: str, labels: dict[str, str]) -> Callable[[Cluster], None]:
+    """Upstream's Update of the pod with a freshly built one: its labels become ``labels``."""
+    return lambda c: c.mutate("Pod", name, lambda p: p["metadata"].update(labels=dict(labels)), "default")
+
+
+def _delete_pod(name: str) -> Callable[[Cluster], None]:
+    return lambda c: c.delete("Pod", name, "default")
+
+
+def _host_port(name: str, port: int, node_name: str = "") -> dict[str, Any]:
+    p = pod(name, node_name=node_name)
+    p["spec"]["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": port}]
+    return p
+
+
+def _spread_pod(name: str, label: str, key: str, min_domains: int, node_name: str = "") -> dict[str, Any]:
+    return pod(name, labels={label: "val"}, node_name=node_name, topologySpreadConstraints=[spread(
+        1, key, "DoNotSchedule", {"matchExpressions": [{"key": label, "operator": "Exists"}]}, min_domains=min_domains)])
+
+
+def _volume(name: str, modes: list[str], labels: dict[str, str] | None = None,
+            node_affinity: tuple[str, list[str]] | None = None) -> dict[str, Any]:
+    """``st.MakePersistentVolume()`` with a host path source, 1Mi, optional labels and affinity."""
+    pv = persistent_volume(name, modes, node_affinity=node_affinity)
+    pv["metadata"]["labels"] = dict(labels or {})
+    return pv
+
+
+def _claim_pod(name: str, claim: str, node_name: str = "") -> dict[str, Any]:
+    return pod(name, node_name=node_name, volumes=claim_volume(claim))
+
+
+def _extended(name: str, resources: dict[str, str], **spec: Any) -> dict[str, Any]:
+    """``st.MakePod().Res(...)``: requests and limits alike (extended resources need both)."""
+    p = pod(name, **spec)
+    p["spec"]["containers"][0]["resources"] = {"requests": dict(resources), "limits": dict(resources)}
+    return p
+
+
+def _replace_pv(obj: dict[str, Any]) -> Callable[[Cluster], None]:
+    def trigger(cluster: Cluster) -> None:
+        cluster.delete("PersistentVolume", obj["metadata"]["name"])
+        cluster.create(obj)
+
+    return trigger
+
+
+ZONE = "topology.kubernetes.io/zone"
+RWOP = ["ReadWriteOncePod"]
 
 
 NOT_READY_TAINT = [{"key": NOT_READY, "effect": "NoSchedule"}]
@@ -188,6 +241,150 @@ ENQUEUE_CASES = [
     pytest.param([node("fake-node", taints=NOT_READY_TAINT)], [], [pod("pod1")],
                  lambda c: c.mutate("Pod", "pod1", lambda p: p["metadata"].update(labels={"key": "val"}), "default"), set(),
                  id="Updating pod label doesn't retry scheduling if the Pod was rejected by TaintToleration"),
+    pytest.param([node("fake-node1", capacity={"cpu": "4", "example.com/gpu": "1"})], [],
+                 [_extended("pod1", {"cpu": "5", "example.com/gpu": "1"})],
+                 _set_node("fake-node1", capacity={"cpu": "4", "memory": "4000"}), set(),
+                 id="Pod rejected by the NodeResourcesFit plugin isn't requeued when a Node has the extended resource, "
+                    "and DRAExtendedResource is disabled"),
+    pytest.param([node("fake-node1", capacity={"cpu": "4"})], [], [_extended("pod1", {"example.com/gpu": "1"})],
+                 _set_node("fake-node1", capacity={"cpu": "4", "memory": "4000"}), set(),
+                 id="Pod rejected by the NodeResourcesFit plugin isn't requeued when a Node does not have the extended "
+                    "resource, and DRAExtendedResource is disabled"),
+    pytest.param([node("fake-node", {"node": "fake-node"}, capacity={"cpu": "2"}),
+                  node("fake-node2", {"node": "fake-node2", "zone": "zone1"}, capacity={"cpu": "2"})], [],
+                 [pod("pod1", labels={"unscheduled": "plugins"}, requests=CPU4, affinity={"nodeAffinity": {
+                     "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
+                         {"key": "metadata.name", "operator": "In", "values": ["fake-node"]}]}]}}})],
+                 _set_node("fake-node", labels={"metadata.name": "fake-node"}, capacity=CPU4), {"pod1"},
+                 id="Pod rejected by the PreFilter of NodeAffinity plugin and Filter of NodeResourcesFit is requeued "
+                    "based on both plugins"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [pod("pod1", labels={"anti1": "anti1", "anti2": "anti2"}, node_name="fake-node")],
+                 [pod("pod2", labels={"anti1": "anti1"}, affinity=_anti_exists("anti1", "node")),
+                  pod("pod3", labels={"anti2": "anti2"}, affinity=_anti_exists("anti2", "node"))],
+                 _relabel_pod("pod1", {"anti2": "anti2"}), {"pod2"},
+                 id="Pod rejected by the InterPodAffinity plugin is requeued when deleting the existed pod's label that "
+                    "matches the podAntiAffinity"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [pod("pod1", labels={"anti1": "anti1"}, node_name="fake-node"),
+                  pod("pod2", labels={"anti2": "anti2"}, node_name="fake-node")],
+                 [pod("pod3", labels={"anti1": "anti1"}, affinity=_anti_exists("anti1", "node")),
+                  pod("pod4", labels={"anti2": "anti2"}, affinity=_anti_exists("anti2", "node"))],
+                 _delete_pod("pod1"), {"pod3"},
+                 id="Pod rejected by the InterPodAffinity plugin is requeued when deleting the existing pod that matches "
+                    "the target podAntiAffinity"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [pod("pod1", node_name="fake-node", affinity=_anti_exists("anti1", "node")),
+                  pod("pod2", node_name="fake-node", affinity=_anti_exists("anti2", "node"))],
+                 [pod("pod3", labels={"anti1": "anti1"}), pod("pod4", labels={"anti2": "anti2"})],
+                 _delete_pod("pod1"), {"pod3"},
+                 id="Pod rejected by the InterPodAffinity plugin is requeued when deleting the existing pod with "
+                    "podAntiAffinity that matches the target pod"),
+    pytest.param([node("fake-node", {"node": "fake-node"})], [pod("pod1", node_name="fake-node")],
+                 [pod("pod2", affinity=_affinity_exists("aaa", "node")), pod("pod3", affinity=_affinity_exists("bbb", "node"))],
+                 _relabel_pod("pod1", {"aaa": "bbb"}), {"pod2"},
+                 id="Pod rejected by the PodAffinity plugin is requeued when updating the existed pod's label to make it "
+                    "match the pod's podAffinity"),
+    pytest.param([node("fake-node1", {"aaa": "fake-node"})], [],
+                 [pod("pod1", affinity=_affinity_exists("bbb", "zone")), pod("pod2", affinity=_affinity_exists("ccc", "region"))],
+                 _add_node(node("fake-node2", {"zone": "zone1"})), {"pod1"},
+                 id="Pod rejected by the InterPodAffinity plugin is requeued when creating the node with the topologyKey "
+                    "label of the pod affinity"),
+    pytest.param([node("fake-node", {"region": "region-1"}), node("fake-node2", {"region": "region-2", "group": "b"})],
+                 [pod("pod1", labels={"affinity1": "affinity1"}, node_name="fake-node")],
+                 [pod("pod2", labels={"affinity1": "affinity1"}, affinity=_affinity_exists("affinity1", "node")),
+                  pod("pod3", labels={"affinity1": "affinity1"}, affinity=_affinity_exists("affinity1", "other")),
+                  pod("pod4", affinity={**_affinity_exists("affinity1", "region"), **_affinity_in("group", "b")})],
+                 _set_node("fake-node", labels={"node": "fake-node", "region": "region-2"}), {"pod2", "pod4"},
+                 id="Pod rejected by the InterPodAffinity plugin is requeued when updating the node with the topologyKey "
+                    "label of the pod affinity"),
+    pytest.param([node("fake-node", {"node": "fake-node", "service": "service-a", "other": "fake-node"})],
+                 [pod("pod1", labels={"anti1": "anti1"}, node_name="fake-node")],
+                 [pod("pod2", labels={"anti1": "anti1"}, affinity=_anti_exists("anti1", "node")),
+                  pod("pod3", labels={"anti1": "anti1"}, affinity=_anti_exists("anti1", "service")),
+                  pod("pod4", labels={"anti1": "anti1"}, affinity=_anti_exists("anti1", "other"))],
+                 _set_node("fake-node", labels={"service": "service-b", "region": "fake-node", "other": "fake-node"}),
+                 {"pod2", "pod3"},
+                 id="Pod rejected by the InterPodAffinity plugin is requeued when updating the node with the topologyKey "
+                    "label of the pod anti affinity"),
+    pytest.param([node("fake-node1", {"zone": "fake-node", "node": "fake-node"})],
+                 [pod("pod1", labels={"anti1": "anti1"}, node_name="fake-node1")],
+                 [pod("pod2", affinity=_anti_exists("anti1", "zone")), pod("pod3", affinity=_anti_exists("anti1", "node"))],
+                 _add_node(node("fake-node2", {"zone": "fake-node"})), {"pod2", "pod3"},
+                 id="Pod rejected by the InterPodAffinity plugin is requeued when creating the node with the topologyKey "
+                    "label of the pod anti affinity"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_host_port("pod1", 8080, "fake-node"), _host_port("pod2", 8081, "fake-node")],
+                 [_host_port("pod3", 8080), _host_port("pod4", 8081)], _delete_pod("pod1"), {"pod3"},
+                 id="Pod rejected with hostport by the NodePorts plugin is requeued when pod with common hostport is deleted"),
+    pytest.param([node("fake-node", {"node": "fake-node"})], [_host_port("pod1", 8080, "fake-node")], [_host_port("pod2", 8080)],
+                 _add_node(node("fake-node2", {"node": "fake-node2"})), {"pod2"},
+                 id="Pod rejected with hostport by the NodePorts plugin is requeued when new node is created"),
+    pytest.param([node("fake-node", unschedulable=True)], [], [pod("pod1")],
+                 lambda c: c.mutate("Node", "fake-node", lambda n: n["spec"].update(unschedulable=False)), {"pod1"},
+                 id="Pod rejected by the NodeUnschedulable plugin is requeued when the node is turned to ready"),
+    pytest.param([node("fake-node1", unschedulable=True)], [], [pod("pod1")], _add_node(node("fake-node2")), {"pod1"},
+                 id="Pod rejected by the NodeUnschedulable plugin is requeued when a new node is created"),
+    pytest.param([node("fake-node1", unschedulable=True)], [], [pod("pod1")],
+                 _add_node(node("fake-node2", unschedulable=True)), set(),
+                 id="Pod rejected by the NodeUnschedulable plugin isn't requeued when another unschedulable node is created"),
+    pytest.param([node("fake-node", {"node": "fake-node"}, capacity={"cpu": "2"})],
+                 [pod("pod1", labels={"key1": "val"}, node_name="fake-node"), pod("pod2", labels={"key2": "val"}, node_name="fake-node")],
+                 [_spread_pod("pod3", "key1", "node", 3), _spread_pod("pod4", "key2", "node", 3)],
+                 lambda c: c.create(pod("pod5", labels={"key1": "val"}, node_name="fake-node")), {"pod3"},
+                 id="Pods with PodTopologySpread should be requeued when a Pod with matching label is scheduled"),
+    pytest.param([node("fake-node", {"node": "fake-node"}, capacity={"cpu": "2"})],
+                 [pod("pod1", labels={"key1": "val"}, node_name="fake-node"), pod("pod2", labels={"key2": "val"}, node_name="fake-node")],
+                 [_spread_pod("pod3", "key1", "node", 3), _spread_pod("pod4", "key2", "node", 3)],
+                 _relabel_pod("pod1", {"key3": "val"}), {"pod3"},
+                 id="Pods with PodTopologySpread should be requeued when a scheduled Pod label is updated to match the selector"),
+    pytest.param([node("fake-node", {"node": "fake-node"}, capacity={"cpu": "2"})],
+                 [pod("pod1", labels={"key1": "val"}, node_name="fake-node"), pod("pod2", labels={"key2": "val"}, node_name="fake-node")],
+                 [_spread_pod("pod3", "key1", "node", 2), _spread_pod("pod4", "key2", "node", 3)],
+                 _delete_pod("pod1"), {"pod3"},
+                 id="Pods with PodTopologySpread should be requeued when a scheduled Pod with matching label is deleted"),
+    pytest.param([node("fake-node1", {"node": "fake-node"}), node("fake-node2", {"zone": "fake-zone"})],
+                 [pod("pod1", labels={"key1": "val"}, node_name="fake-node1"),
+                  pod("pod2", labels={"key1": "val"}, node_name="fake-node2")],
+                 [_spread_pod("pod3", "key1", "node", 2), _spread_pod("pod4", "key1", "zone", 2)],
+                 _add_node(node("fake-node3", {"node": "fake-node"})), {"pod3"},
+                 id="Pods with PodTopologySpread should be requeued when a Node with topology label is created"),
+    pytest.param([node("fake-node", {"node": "fake-node", ZONE: "us-west1-a"})],
+                 [_volume("pv1", ["ReadOnlyMany"], {ZONE: "us-west1-a"}), bound_claim("pvc1", "pv1", RWOP),
+                  bound_claim("pvc2", "pv2", RWOP), _claim_pod("pod1", "pvc1", "fake-node")],
+                 [_claim_pod("pod2", "pvc2")],
+                 lambda c: c.create({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "sc1"},
+                                     "provisioner": "p", "volumeBindingMode": "WaitForFirstConsumer"}), {"pod2"},
+                 id="Pod rejected with node by the VolumeZone plugin is requeued when the Storage class is added"),
+    pytest.param([node("fake-node", {"node": "fake-node", ZONE: "us-west1-a"})],
+                 [_volume("pv1", ["ReadOnlyMany"], {ZONE: "us-west1-a"}), _volume("pv2", ["ReadOnlyMany"], {ZONE: "us-east1"}),
+                  bound_claim("pvc1", "pv1", RWOP), bound_claim("pvc2", "pv2", RWOP), _claim_pod("pod1", "pvc1", "fake-node")],
+                 [_claim_pod("pod2", "pvc2")],
+                 lambda c: c.mutate("PersistentVolume", "pv2", lambda v: v["metadata"].update(
+                     labels={ZONE: "us-east1", "unrelated": "unrelated"})), set(),
+                 id="Pod rejected with node by the VolumeZone plugin is not requeued when the PV is updated but the "
+                    "topology is same"),
+    pytest.param([node("fake-node", {"node": "fake-node"})], [_volume("pv1", ["ReadWriteOnce"])],
+                 [_claim_pod("pod1", "pvc1"), _claim_pod("pod2", "pvc2")],
+                 lambda c: c.create(bound_claim("pvc1", "pv1", RWOP)), {"pod1"},
+                 id="Pod rejected by the VolumeRestriction plugin is requeued when the PVC bound to the pod is added"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_volume("pv1", ["ReadWriteOnce"]), bound_claim("pvc1", "pv1", RWOP), _claim_pod("pod1", "pvc1", "fake-node")],
+                 [_claim_pod("pod2", "pvc1"), _claim_pod("pod3", "pvc2")], _delete_pod("pod1"), {"pod2"},
+                 id="Pod rejected by the VolumeRestriction plugin is requeued when the pod is deleted"),
+    pytest.param([node("fake-node", {"node": "fake-node", ZONE: "us-east-1b"})],
+                 [_volume("pv1", ["ReadOnlyMany"], node_affinity=(ZONE, ["us-east-1a"])),
+                  bound_claim("pvc1", "pv1", ["ReadOnlyMany"])],
+                 [_claim_pod("pod1", "pvc1")], _add_node(node("fake-node2", {ZONE: "us-east-1a"})), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the Node is created"),
+    pytest.param([node("fake-node", {"node": "fake-node", "aaa": "bbb"})],
+                 [_volume("pv1", ["ReadWriteMany"], node_affinity=("aaa", ["ccc"])), bound_claim("pvc1", "pv1", ["ReadWriteMany"])],
+                 [_claim_pod("pod1", "pvc1")], _set_node("fake-node", labels={"node": "fake-node", "aaa": "ccc"}), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the Node is updated"),
+    pytest.param([node("fake-node", {"node": "fake-node", "aaa": "bbb"})],
+                 [_volume("pv1", ["ReadWriteMany"], node_affinity=("aaa", ["ccc"])), bound_claim("pvc1", "pv1", ["ReadWriteMany"])],
+                 [_claim_pod("pod1", "pvc1")], _replace_pv(_volume("pv1", ["ReadWriteMany"], node_affinity=("aaa", ["bbb"]))),
+                 {"pod1"}, id="Pod rejected with node by the VolumeBinding plugin is requeued when the PV is created"),
 ]
 
 
