@@ -38,11 +38,11 @@ POLL = 0.1
 
 def configuration(*profiles: Mapping[str, Any], gates: Mapping[str, bool] | None = None,
                   registry: Registry | None = None,
-                  extenders: Iterable[Mapping[str, Any]] = ()) -> SchedulerConfiguration:
-    """A v1 KubeSchedulerConfiguration with ``profiles`` (none: the default profile) and
-    ``extenders``, defaulted and validated as a file would be (against ``registry`` when
-    out-of-tree plugins are named)."""
-    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"}
+                  extenders: Iterable[Mapping[str, Any]] = (), **fields: Any) -> SchedulerConfiguration:
+    """A v1 KubeSchedulerConfiguration with ``profiles`` (none: the default profile),
+    ``extenders`` and other top-level ``fields`` (``podInitialBackoffSeconds``, ...), defaulted and
+    validated as a file would be (against ``registry`` when out-of-tree plugins are named)."""
+    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", **fields}
     if profiles:
         doc["profiles"] = [dict(p) for p in profiles]
     if extenders:

@@ -16,7 +16,16 @@ from typing import Any
 
 import pytest
 
-from tests.integration.embedded import Cluster, embedded, run
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
+from kubesched.scheduler.framework.interface import BindPlugin, EnqueueExtensions, PermitPlugin
+from kubesched.scheduler.framework.registry import merge
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.framework.waiting_pods import WaitingPod
+from kubesched.scheduler.plugins.defaultbinder.default_binder import DefaultBinder
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from tests.integration.embedded import FOREVER, Cluster, configuration, embedded, run
 from tests.integration.wrappers import bound_claim, claim_volume, node, persistent_volume, pod, spread
 
 NOT_READY = "node.kubernetes.io/not-ready"
@@ -400,3 +409,131 @@ def test_core_resource_enqueue(nodes: list[dict[str, Any]], bound: list[dict[str
             return await _requeued(cluster, [p["metadata"]["name"] for p in pods], trigger)
 
     assert run(scenario) == want
+
+
+# --- TestRequeueByBindFailure ------------------------------------------------------------------------
+class FirstFailBind(BindPlugin):
+    """Upstream's ``firstFailBindPlugin``: the first Bind fails with an Error, later ones bind as
+    DefaultBinder does."""
+
+    name = "firstFailBindPlugin"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        self.counter = 0
+        self.default_binder = DefaultBinder(None, handle)
+
+    async def bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status | None:
+        if self.counter == 0:
+            self.counter += 1
+            return Status(Code.Error, "firstFailBindPlugin rejects the Pod")
+        return await self.default_binder.bind(state, pod_info, node_name)
+
+
+def test_requeue_by_bind_failure() -> None:
+    """A pod whose binding fails goes back to the queue without any cluster event and is bound on
+    the second try."""
+    plugins: list[FirstFailBind] = []
+
+    def factory(args: Any, handle: Any) -> FirstFailBind:
+        plugins.append(FirstFailBind(args, handle))
+        return plugins[-1]
+
+    registry = merge(in_tree_registry(), {FirstFailBind.name: factory})
+    config = configuration({"schedulerName": "default-scheduler", "plugins": {"multiPoint": {
+        "enabled": [{"name": FirstFailBind.name}], "disabled": [{"name": "DefaultBinder"}]}}}, registry=registry)
+
+    async def scenario() -> str:
+        async with embedded(config, [node("fake-node")], registry=registry) as cluster:
+            cluster.create(pod("pod-1"))
+            return await cluster.scheduled("pod-1")
+
+    assert run(scenario) == "fake-node"
+    assert [p.counter for p in plugins] == [1]
+
+
+# --- TestRequeueByPermitRejection --------------------------------------------------------------------
+class FakePermit(PermitPlugin, EnqueueExtensions):
+    """Upstream's ``fakePermitPlugin``: every pod waits (30 s) at Permit; node label updates
+    requeue pods it rejected, counting the hint's calls."""
+
+    name = "fakePermitPlugin"
+
+    def __init__(self, args: Any = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        self.hint_calls = 0
+
+    def permit(self, state: CycleState, pod_info: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        return Status(Code.Wait), FOREVER
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(Resource.Node, ActionType.UpdateNodeLabel), self._hint)]
+
+    def _hint(self, pod_obj: dict, old: Any, new: Any) -> QueueingHint:
+        self.hint_calls += 1
+        return QueueingHint.Queue
+
+    def waiting(self, name: str) -> WaitingPod | None:
+        found: list[WaitingPod] = []
+        self.framework.iterate_waiting_pods(lambda wp: found.append(wp) if wp.pod.name == name else None)
+        return found[0] if found else None
+
+
+def test_requeue_by_permit_rejection() -> None:
+    """pod-1 waits at Permit while a node label update arrives; rejected afterwards, it is
+    requeued by that event (the hint runs once) and, allowed the second time, scheduled; pod-2,
+    allowed, is scheduled meanwhile."""
+    plugins: list[FakePermit] = []
+
+    def factory(args: Any, handle: Any) -> FakePermit:
+        plugins.append(FakePermit(args, handle))
+        return plugins[-1]
+
+    registry = merge(in_tree_registry(), {FakePermit.name: factory})
+    config = configuration({"schedulerName": "default-scheduler", "plugins": {"multiPoint": {
+        "enabled": [{"name": FakePermit.name}]}}}, registry=registry)
+
+    async def scenario() -> tuple[str, str, int]:
+        async with embedded(config, [node("fake-node")], registry=registry) as cluster:
+            permit = plugins[-1]
+            cluster.create(pod("pod-1"))
+            await cluster.wait_for("pod-1 to wait at Permit", lambda: permit.waiting("pod-1") is not None)
+            cluster.mutate("Node", "fake-node", lambda n: n["metadata"].update(labels={"updated": ""}))
+            cluster.create(pod("pod-2"))
+            await cluster.wait_for("pod-2 to wait at Permit", lambda: permit.waiting("pod-2") is not None)
+            first = permit.waiting("pod-1")
+            assert first is not None
+            first.reject(FakePermit.name, "fakePermitPlugin rejects the Pod")
+            second = permit.waiting("pod-2")
+            assert second is not None
+            second.allow(FakePermit.name)
+            where = await cluster.scheduled("pod-2")
+            await cluster.wait_for("pod-1 to wait at Permit again", lambda: permit.waiting("pod-1") is not None)
+            again = permit.waiting("pod-1")
+            assert again is not None
+            again.allow(FakePermit.name)
+            return where, await cluster.scheduled("pod-1"), permit.hint_calls
+
+    assert run(scenario) == ("fake-node", "fake-node", 1)
+
+
+# --- TestPopFromBackoffQWhenActiveQEmpty -------------------------------------------------------------
+def test_pop_from_backoff_q_when_active_q_empty() -> None:
+    """With a 1000 s backoff, a pod made schedulable by a new node is popped from backoffQ
+    because activeQ is empty (SchedulerPopFromBackoffQ, on in 1.35), long before its backoff ends."""
+    config = configuration(podInitialBackoffSeconds=1000, podMaxBackoffSeconds=1000)
+    waiting = pod("pod", affinity=_affinity_in("foo", "bar"))
+
+    async def scenario() -> tuple[str, float]:
+        async with embedded(config, [node("node")]) as cluster:
+            cluster.create(waiting)
+            await cluster.unschedulable("pod")
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            cluster.create(node("node-schedulable", {"foo": "bar"}))
+            where = await cluster.scheduled("pod")
+            return where, loop.time() - start
+
+    where, waited = run(scenario)
+    assert where == "node-schedulable"
+    assert waited < FOREVER
