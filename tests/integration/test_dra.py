@@ -192,11 +192,11 @@ def test_extended_resource_ga() -> None:
     pytest.param("DRADeviceBindingConditions", id="all/DeviceBindingConditions"),
     pytest.param("DRAPartitionableDevices", id="all/PartitionableDevices"),
     pytest.param("DRAConsumableCapacity", id="all/ConsumableCapacity"),
-    pytest.param("DRADeviceTaintRules", id="all/EvictClusterWithRule"),
+    pytest.param("DRADeviceTaintRules", id="all with DRADeviceTaintRules"),
 ])
 def test_dra_all_with_gates_kubesched_does_not_implement(gate: str) -> None:
-    """``TestDRA/all`` turns on every DRA gate; these sub-tests need one whose behaviour kubesched
-    does not implement (a documented difference). Instead of scheduling differently from
+    """``TestDRA/all`` turns on every DRA gate; these sub-tests (and every scheduler in that
+    configuration) need one whose behaviour kubesched does not implement (a documented difference). Instead of scheduling differently from
     kube-scheduler, the scheduler refuses to start with that gate on, naming it; the gate itself
     is a known 1.35 gate, so the refusal is the plugin's, not the gate registry's."""
     assert gate in UNIMPLEMENTED_GATES
