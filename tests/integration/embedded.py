@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -165,14 +166,17 @@ def _kind(name: str) -> Any:
 
 @asynccontextmanager
 async def embedded(config: SchedulerConfiguration | None = None, objects: Iterable[Mapping[str, Any]] = (), *,
-                   gates: Mapping[str, bool] | None = None, registry: Registry | None = None) -> AsyncIterator[Cluster]:
+                   gates: Mapping[str, bool] | None = None, registry: Registry | None = None,
+                   controllers: bool = True) -> AsyncIterator[Cluster]:
     """A cluster holding ``objects`` with a scheduler running ``config`` (default: the default
-    profile) and the fake cluster components."""
+    profile) and the fake cluster components; without ``controllers`` (PV binding, claims,
+    disruption budgets, garbage collection) objects change only as the test changes them, as in
+    upstream's tests that start just an API server and a scheduler."""
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, VIRTUAL_EPOCH)
     feature_gates = FeatureGates(dict(gates or {}))
     store = ObjectStore(clock, seed=1, auto_create_namespaces=True, feature_gates=feature_gates)
-    cluster_components = start_components(store, SIMULATION_COMPONENTS)
+    cluster_components = start_components(store, dataclasses.replace(SIMULATION_COMPONENTS, controllers=controllers))
     sched = Scheduler(MemoryClient(store), config or configuration(gates=gates), registry=registry, clock=clock, seed=1,
                       feature_gates=feature_gates)
     cluster = Cluster(store, sched)

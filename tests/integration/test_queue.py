@@ -148,9 +148,11 @@ def _host_port(name: str, port: int, node_name: str = "") -> dict[str, Any]:
     return p
 
 
-def _spread_pod(name: str, label: str, key: str, min_domains: int, node_name: str = "") -> dict[str, Any]:
+def _spread_pod(name: str, label: str, key: str, min_domains: int | None, node_name: str = "", **spec: Any) -> dict[str, Any]:
+    """A pod labelled ``label: val`` spreading (maxSkew 1, DoNotSchedule) over ``key`` the pods with ``label``."""
     return pod(name, labels={label: "val"}, node_name=node_name, topologySpreadConstraints=[spread(
-        1, key, "DoNotSchedule", {"matchExpressions": [{"key": label, "operator": "Exists"}]}, min_domains=min_domains)])
+        1, key, "DoNotSchedule", {"matchExpressions": [{"key": label, "operator": "Exists"}]}, min_domains=min_domains)],
+        **spec)
 
 
 def _volume(name: str, modes: list[str], labels: dict[str, str] | None = None,
@@ -181,7 +183,73 @@ def _replace_pv(obj: dict[str, Any]) -> Callable[[Cluster], None]:
 
 
 ZONE = "topology.kubernetes.io/zone"
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+RWX = ["ReadWriteMany"]
 RWOP = ["ReadWriteOncePod"]
+
+
+def _pv(name: str, modes: list[str], *, labels: dict[str, str] | None = None,
+        node_affinity: tuple[str, list[str]] | None = None, sc: str = "", csi: str = "") -> dict[str, Any]:
+    """``st.MakePersistentVolume()``: host path (or a CSI volume of driver ``csi``), 1Mi."""
+    pv = _volume(name, modes, labels, node_affinity)
+    if sc:
+        pv["spec"]["storageClassName"] = sc
+    if csi:
+        del pv["spec"]["hostPath"]
+        pv["spec"]["csi"] = {"driver": csi, "volumeHandle": f"handle-{name}"}
+    return pv
+
+
+def _pvc(name: str, modes: list[str], sc: str = "", volume: str = "") -> dict[str, Any]:
+    """``st.MakePersistentVolumeClaim()``: 1Mi, unbound unless ``volume`` (then bind-completed)."""
+    if volume:
+        claim = bound_claim(name, volume, modes)
+    else:
+        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": "default"},
+                 "spec": {"accessModes": list(modes), "resources": {"requests": {"storage": "1Mi"}}}}
+    if sc:
+        claim["spec"]["storageClassName"] = sc
+    return claim
+
+
+def _storage_class(name: str, mode: str = "WaitForFirstConsumer", zones: list[str] | None = None,
+                   labels: dict[str, str] | None = None) -> dict[str, Any]:
+    sc: dict[str, Any] = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                          "metadata": {"name": name, "labels": dict(labels or {})}, "provisioner": "p",
+                          "volumeBindingMode": mode}
+    if zones:
+        sc["allowedTopologies"] = [{"matchLabelExpressions": [{"key": ZONE, "values": list(zones)}]}]
+    return sc
+
+
+def _csi_node(name: str, driver: str = "", count: int | None = None) -> dict[str, Any]:
+    drivers = [{"name": driver, "nodeID": name, **({"allocatable": {"count": count}} if count is not None else {})}] if driver else []
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name}, "spec": {"drivers": drivers}}
+
+
+CSI_DRIVER = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "csidriver"},
+              "spec": {"storageCapacity": True}}
+
+
+def _replace(kind: str, obj: dict[str, Any], namespace: str | None = None) -> Callable[[Cluster], None]:
+    """Upstream's Update with a freshly built object: spec, labels and annotations become ``obj``'s."""
+
+    def change(current: dict[str, Any]) -> None:
+        for field in ("spec", "provisioner", "volumeBindingMode", "allowedTopologies"):
+            if field in obj:
+                current[field] = obj[field]
+        current["metadata"]["labels"] = dict(obj["metadata"].get("labels") or {})
+        current["metadata"]["annotations"] = dict(obj["metadata"].get("annotations") or {})
+
+    return lambda c: c.mutate(kind, obj["metadata"]["name"], change, namespace)
+
+
+def _recreate(kind: str, obj: dict[str, Any], namespace: str | None = None) -> Callable[[Cluster], None]:
+    def trigger(cluster: Cluster) -> None:
+        cluster.delete(kind, obj["metadata"]["name"], namespace)
+        cluster.create(obj)
+
+    return trigger
 
 
 NOT_READY_TAINT = [{"key": NOT_READY, "effect": "NoSchedule"}]
@@ -394,6 +462,101 @@ ENQUEUE_CASES = [
                  [_volume("pv1", ["ReadWriteMany"], node_affinity=("aaa", ["ccc"])), bound_claim("pvc1", "pv1", ["ReadWriteMany"])],
                  [_claim_pod("pod1", "pvc1")], _replace_pv(_volume("pv1", ["ReadWriteMany"], node_affinity=("aaa", ["bbb"]))),
                  {"pod1"}, id="Pod rejected with node by the VolumeBinding plugin is requeued when the PV is created"),
+    pytest.param([node("fake-node1", {"node": "fake-node", "region": "fake-node", "service": "service-a"}),
+                  node("fake-node2", {"node": "fake-node", "region": "fake-node", "service": "service-a"})],
+                 [_spread_pod("pod1", "key1", "node", None, "fake-node1"), _spread_pod("pod2", "key1", "zone", None, "fake-node2"),
+                  _spread_pod("pod3", "key1", "region", None, "fake-node2"), _spread_pod("pod4", "key1", "service", None, "fake-node2")],
+                 [_spread_pod(f"pod{i}", "key1", key, 3) for i, key in zip(range(5, 10), ["node", "zone", "region", "other", "service"])],
+                 _set_node("fake-node2", labels={"zone": "fake-node", "region": "fake-node", "service": "service-b"}),
+                 {"pod5", "pod6", "pod9"},
+                 id="Pods with PodTopologySpread should be requeued when a Node is updated to have the topology label"),
+    pytest.param([node("fake-node1", {"node": "fake-node"}), node("fake-node2", {"zone": "fake-node"})],
+                 [_spread_pod("pod1", "key1", "node", None, "fake-node1"), _spread_pod("pod2", "key1", "zone", None, "fake-node2")],
+                 [_spread_pod("pod3", "key1", "node", 3), _spread_pod("pod4", "key1", "zone", 3)],
+                 lambda c: c.delete("Node", "fake-node2"), {"pod4"},
+                 id="Pods with PodTopologySpread should be requeued when a Node with a topology label is deleted"),
+    pytest.param([node("fake-node1", {"node": "fake-node"}), node("fake-node2", {"zone": "fake-node"}),
+                  node("fake-node3", {"zone": "fake-node"}, taints=NOT_READY_TAINT)],
+                 [_spread_pod("pod1", "key1", "node", None, "fake-node1"), _spread_pod("pod2", "key1", "node", None, "fake-node2")],
+                 [_spread_pod("pod3", "key1", "node", 3),
+                  _spread_pod("pod4", "key1", "zone", 3, tolerations=[{"key": "aaa", "operator": "Exists"}])],
+                 _set_node("fake-node3", taints=[{"key": "aaa", "value": "bbb", "effect": "NoSchedule"}]), {"pod4"},
+                 id="Pods with PodTopologySpread should be requeued when a NodeTaint of a Node with a topology label has "
+                    "been updated"),
+    pytest.param([node("fake-node", {"node": "fake-node", ZONE: "us-west1-a"})],
+                 [_pv("pv1", ["ReadOnlyMany"], labels={ZONE: "us-west1-a"}), _pvc("pvc1", RWOP, volume="pv1"),
+                  _pvc("pvc2", RWOP, volume="pv2"), _claim_pod("pod1", "pvc1", "fake-node")],
+                 [_claim_pod("pod2", "pvc2")], lambda c: c.create(_pv("pv2", ["ReadOnlyMany"], labels={ZONE: "us-west1-a"})),
+                 {"pod2"}, id="Pod rejected with node by the VolumeZone plugin is requeued when the PV is added"),
+    pytest.param([node("fake-node", {"node": "fake-node", ZONE: "us-west1-a"})],
+                 [_pv("pv1", ["ReadOnlyMany"], labels={ZONE: "us-west1-a"}), _pv("pv2", ["ReadOnlyMany"], labels={ZONE: "us-east1"}),
+                  _pvc("pvc1", RWOP, volume="pv1"), _pvc("pvc2", RWOP, volume="pv2"), _claim_pod("pod1", "pvc1", "fake-node")],
+                 [_claim_pod("pod2", "pvc2")],
+                 _replace("PersistentVolume", _pv("pv2", ["ReadOnlyMany"], labels={ZONE: "us-west1-a"})), {"pod2"},
+                 id="Pod rejected with node by the VolumeZone plugin is requeued when the PV is updated"),
+    pytest.param([node("fake-node", {"node": "fake-node", ZONE: "us-west1-a"})],
+                 [_pv("pv1", ["ReadOnlyMany"], labels={ZONE: "us-west1-a"}), _pv("pv2", ["ReadOnlyMany"], labels={ZONE: "us-east1"}),
+                  _pvc("pvc1", RWOP, volume="pv1"), _claim_pod("pod1", "pvc1", "fake-node")],
+                 [_claim_pod("pod2", "pvc2"), _claim_pod("pod3", "pvc3")],
+                 lambda c: c.create(_pvc("pvc2", RWOP, volume="pv2")), {"pod2"},
+                 id="Pod rejected with node by the VolumeZone plugin is requeued when the PVC bound to the pod is added"),
+    pytest.param([node("fake-node", {"node": "fake-node", ZONE: "us-west1-a"})],
+                 [_pv("pv1", ["ReadOnlyMany"], labels={ZONE: "us-west1-a"}), _pv("pv2", ["ReadOnlyMany"], labels={ZONE: "us-east1"}),
+                  _pvc("pvc1", RWOP, volume="pv1"), _pvc("pvc2", RWOP), _claim_pod("pod1", "pvc1", "fake-node")],
+                 [_claim_pod("pod2", "pvc2"), _claim_pod("pod3", "pvc3")],
+                 _replace("PersistentVolumeClaim", _pvc("pvc2", RWOP, volume="pv2"), "default"), {"pod2"},
+                 id="Pod rejected with node by the VolumeZone plugin is requeued when the PVC bound to the pod is updated"),
+    pytest.param([node("fake-node", {"node": "fake-node", ZONE: "us-east-1a"})],
+                 [_pv("pv1", RWX, node_affinity=(BETA_ZONE, ["us-east-1a"])), _pvc("pvc1", RWX, volume="pv1")],
+                 [_claim_pod("pod1", "pvc1")],
+                 _replace("PersistentVolume", _pv("pv1", RWX, node_affinity=(ZONE, ["us-east-1a"]))), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the PV is updated"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_pv("pv1", ["ReadOnlyMany"]), _pvc("pvc1", ["ReadOnlyMany"]), _pvc("pvc2", ["ReadOnlyMany"])],
+                 [_claim_pod("pod1", "pvc1"), _claim_pod("pod2", "pvc2")],
+                 _recreate("PersistentVolumeClaim", _pvc("pvc1", ["ReadOnlyMany"], volume="pv1"), "default"), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the PVC is created"),
+    pytest.param([node("fake-node", {"node": "fake-node"})], [_pv("pv1", RWX), _pvc("pvc1", RWX), _pvc("pvc2", RWX)],
+                 [_claim_pod("pod1", "pvc1"), _claim_pod("pod2", "pvc2")],
+                 _replace("PersistentVolumeClaim", _pvc("pvc1", RWX, volume="pv1"), "default"), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the PVC is updated"),
+    pytest.param([node("fake-node", {"node": "fake-node"})], [_pv("pv1", RWX, sc="sc1"), _pvc("pvc1", RWX, sc="sc1")],
+                 [_claim_pod("pod1", "pvc1")], lambda c: c.create(_storage_class("sc1")), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the StorageClass is created"),
+    pytest.param([node("fake-node", {"node": "fake-node", ZONE: "us-west-1a"})],
+                 [_pv("pv1", RWX, sc="sc1"), _pvc("pvc1", RWX, sc="sc1"), _storage_class("sc1", zones=["us-west-1c"])],
+                 [_claim_pod("pod1", "pvc1")], _replace("StorageClass", _storage_class("sc1", zones=["us-west-1a"])), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the StorageClass's AllowedTopologies "
+                    "is updated"),
+    pytest.param([node("fake-node", {"node": "fake-node", ZONE: "us-west-1c"})],
+                 [_pv("pv1", RWX, sc="sc1"), _pvc("pvc1", RWX, sc="sc1"),
+                  _storage_class("sc1", zones=["us-west-1a"], labels={"key": "value"})],
+                 [_claim_pod("pod1", "pvc1")],
+                 _replace("StorageClass", _storage_class("sc1", zones=["us-west-1a"], labels={"key": "updated"})), set(),
+                 id="Pod rejected with node by the VolumeBinding plugin is not requeued when the StorageClass is updated but "
+                    "the AllowedTopologies is same"),
+    pytest.param([node("fake-node", {"node": "fake-node"})], [_pv("pv1", RWX), _pvc("pvc1", RWX)],
+                 [_claim_pod("pod1", "pvc1")], lambda c: c.create(_csi_node("fake-node")), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the CSINode is created"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_pv("pv1", RWX, sc="sc1"), _pvc("pvc1", RWX, sc="sc1"), _csi_node("fake-node")],
+                 [_claim_pod("pod1", "pvc1")],
+                 lambda c: c.mutate("CSINode", "fake-node", lambda n: n["metadata"].setdefault("annotations", {}).update(
+                     {"storage.alpha.kubernetes.io/migrated-plugins": "value"})), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the CSINode's "
+                    "MigratedPluginsAnnotation is updated"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_pv("pv1", RWX, csi="csidriver"), _pvc("pvc1", RWX, volume="pv1"), CSI_DRIVER,
+                  _csi_node("fake-node", "csidriver", 0)],
+                 [_claim_pod("pod1", "pvc1")], lambda c: c.create(_csi_node("csinode")), {"pod1"},
+                 id="Pod rejected the CSI NodeVolumeLimits plugin is requeued when the CSINode is added"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_pv("pv1", RWX, csi="csidriver"), _pv("pv2", RWX, csi="csidriver"), _pvc("pvc1", RWOP, volume="pv1"),
+                  _pvc("pvc2", RWOP, volume="pv2"), CSI_DRIVER, _csi_node("fake-node", "csidriver", 1),
+                  _claim_pod("pod1", "pvc1", "fake-node")],
+                 [_claim_pod("pod2", "pvc2")], _delete_pod("pod1"), {"pod2"},
+                 id="Pod rejected with PVC by the CSI NodeVolumeLimits plugin is requeued when the pod having related PVC "
+                    "is deleted"),
 ]
 
 
@@ -404,7 +567,7 @@ def test_core_resource_enqueue(nodes: list[dict[str, Any]], bound: list[dict[str
     cases here give the same answer either way, or run with hints only, as upstream's do)."""
 
     async def scenario() -> set[str]:
-        async with embedded(None, [*nodes, *bound]) as cluster:
+        async with embedded(None, [*nodes, *bound], controllers=False) as cluster:
             cluster.create(*pods)
             return await _requeued(cluster, [p["metadata"]["name"] for p in pods], trigger)
 
