@@ -252,6 +252,17 @@ def _recreate(kind: str, obj: dict[str, Any], namespace: str | None = None) -> C
     return trigger
 
 
+def _volume_attachment(name: str, attacher: str, pv: str) -> dict[str, Any]:
+    """``st.MakeVolumeAttachment()``: ``pv`` attached to fake-node by ``attacher``."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": name},
+            "spec": {"attacher": attacher, "nodeName": "fake-node", "source": {"persistentVolumeName": pv}},
+            "status": {"attached": True}}
+
+
+def _inline_pod(name: str, source: str, volume: dict[str, Any]) -> dict[str, Any]:
+    return pod(name, volumes=[{"name": f"vol-{name}", source: volume}])
+
+
 NOT_READY_TAINT = [{"key": NOT_READY, "effect": "NoSchedule"}]
 CPU4 = {"cpu": "4"}
 TOLERATE_KEY = {"key": "taint-key", "operator": "Exists"}
@@ -557,6 +568,30 @@ ENQUEUE_CASES = [
                  [_claim_pod("pod2", "pvc2")], _delete_pod("pod1"), {"pod2"},
                  id="Pod rejected with PVC by the CSI NodeVolumeLimits plugin is requeued when the pod having related PVC "
                     "is deleted"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_pv("pv1", RWX, csi="csidriver"), _pv("pv2", RWX, csi="csidriver"), _pvc("pvc1", RWOP, volume="pv1"),
+                  CSI_DRIVER, _csi_node("fake-node", "csidriver", 1), _claim_pod("pod1", "pvc1", "fake-node")],
+                 [_claim_pod("pod2", "pvc2")], lambda c: c.create(_pvc("pvc2", RWOP, volume="pv2")), {"pod2"},
+                 id="Pod rejected with PVC by the CSI NodeVolumeLimits plugin is requeued when the related PVC is added"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_pv("pv1", RWX, csi="csidriver"), _pvc("pvc1", RWX, volume="pv1"),
+                  _volume_attachment("volumeattachment1", "test.storage.gke.io", "pv1"), CSI_DRIVER,
+                  _csi_node("fake-node", "csidriver", 0)],
+                 [_claim_pod("pod1", "pvc1")], lambda c: c.delete("VolumeAttachment", "volumeattachment1"), {"pod1"},
+                 id="Pod with PVC rejected the CSI NodeVolumeLimits plugin is requeued when the VolumeAttachment is deleted"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_pv("pv1", RWX, csi="ebs.csi.aws.com"), _pv("pv2", RWX, csi="pd.csi.storage.gke.io"),
+                  _pvc("pvc1", RWX, volume="pv1"), _pvc("pvc2", RWX, volume="pv2"),
+                  _volume_attachment("volumeattachment1", "ebs.csi.aws.com", "pv1"),
+                  _volume_attachment("volumeattachment2", "pd.csi.storage.gke.io", "pv2"),
+                  {**_csi_node("fake-node"), "spec": {"drivers": [
+                      {"name": d, "nodeID": "fake-node", "allocatable": {"count": 0}}
+                      for d in ("ebs.csi.aws.com", "pd.csi.storage.gke.io")]}}],
+                 [_inline_pod("pod1", "awsElasticBlockStore", {"volumeID": "pv1"}),
+                  _inline_pod("pod2", "gcePersistentDisk", {"pdName": "pv2"})],
+                 lambda c: c.delete("VolumeAttachment", "volumeattachment1"), {"pod1"},
+                 id="Pod with Inline Migratable volume (AWSEBSDriver and GCEPDDriver) rejected the CSI NodeVolumeLimits "
+                    "plugin is requeued (only AWSEBSDriver) when the VolumeAttachment is deleted"),
 ]
 
 
