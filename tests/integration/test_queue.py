@@ -263,6 +263,31 @@ def _inline_pod(name: str, source: str, volume: dict[str, Any]) -> dict[str, Any
     return pod(name, volumes=[{"name": f"vol-{name}", source: volume}])
 
 
+def _csi_driver(storage_capacity: bool) -> dict[str, Any]:
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "csidriver"},
+            "spec": {"storageCapacity": storage_capacity}}
+
+
+def _capacity(size: str) -> dict[str, Any]:
+    """``st.MakeCSIStorageCapacity().Name("csc").StorageClassName("sc1").Capacity(size)``."""
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+            "metadata": {"name": "csc", "namespace": "default"}, "storageClassName": "sc1", "capacity": size}
+
+
+def _set_capacity(size: str) -> Callable[[Cluster], None]:
+    return lambda c: c.mutate("CSIStorageCapacity", "csc", lambda o: o.update(capacity=size), "default")
+
+
+def _set_storage_capacity(enabled: bool) -> Callable[[Cluster], None]:
+    return lambda c: c.mutate("CSIDriver", "csidriver", lambda o: o["spec"].update(storageCapacity=enabled))
+
+
+def _csi_claim_pod(name: str, claim: str) -> dict[str, Any]:
+    p = _claim_pod(name, claim)
+    p["spec"]["volumes"].append({"name": "csi-volume", "csi": {"driver": "csidriver"}})
+    return p
+
+
 NOT_READY_TAINT = [{"key": NOT_READY, "effect": "NoSchedule"}]
 CPU4 = {"cpu": "4"}
 TOLERATE_KEY = {"key": "taint-key", "operator": "Exists"}
@@ -592,6 +617,27 @@ ENQUEUE_CASES = [
                  lambda c: c.delete("VolumeAttachment", "volumeattachment1"), {"pod1"},
                  id="Pod with Inline Migratable volume (AWSEBSDriver and GCEPDDriver) rejected the CSI NodeVolumeLimits "
                     "plugin is requeued (only AWSEBSDriver) when the VolumeAttachment is deleted"),
+    pytest.param([node("fake-node", {"node": "fake-node"})], [_pv("pv1", RWX), _pvc("pvc1", RWX), _csi_driver(True)],
+                 [_csi_claim_pod("pod1", "pvc1")], _set_storage_capacity(False), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the CSIDriver's StorageCapacity gets "
+                    "disabled"),
+    pytest.param([node("fake-node", {"node": "fake-node"})], [_pv("pv1", RWX), _pvc("pvc1", RWX), _csi_driver(False)],
+                 [_csi_claim_pod("pod1", "pvc1")], _set_storage_capacity(True), set(),
+                 id="Pod rejected with node by the VolumeBinding plugin is not requeued when the CSIDriver is updated but the "
+                    "storage capacity is originally enabled"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_pv("pv1", RWX, sc="sc1"), _pvc("pvc1", RWX, sc="sc1"), _storage_class("sc1", "Immediate")],
+                 [_claim_pod("pod1", "pvc1")], lambda c: c.create(_capacity("10")), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the CSIStorageCapacity is created"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_pv("pv1", RWX, sc="sc1"), _pvc("pvc1", RWX, sc="sc1"), _capacity("10"), _storage_class("sc1", "Immediate")],
+                 [_claim_pod("pod1", "pvc1")], _set_capacity("20"), {"pod1"},
+                 id="Pod rejected with node by the VolumeBinding plugin is requeued when the CSIStorageCapacity is increased"),
+    pytest.param([node("fake-node", {"node": "fake-node"})],
+                 [_pv("pv1", RWX), _pvc("pvc1", RWX), _capacity("10"), _storage_class("sc1", "Immediate")],
+                 [_claim_pod("pod1", "pvc1")], _set_capacity("5"), set(),
+                 id="Pod rejected with node by the VolumeBinding plugin is not requeued when the CSIStorageCapacity is updated "
+                    "but the volumelimit is not increased"),
 ]
 
 
