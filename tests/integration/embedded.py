@@ -167,16 +167,17 @@ def _kind(name: str) -> Any:
 @asynccontextmanager
 async def embedded(config: SchedulerConfiguration | None = None, objects: Iterable[Mapping[str, Any]] = (), *,
                    gates: Mapping[str, bool] | None = None, registry: Registry | None = None,
-                   controllers: bool = True) -> AsyncIterator[Cluster]:
+                   controllers: bool = True, kubelet: bool = True) -> AsyncIterator[Cluster]:
     """A cluster holding ``objects`` with a scheduler running ``config`` (default: the default
-    profile) and the fake cluster components; without ``controllers`` (PV binding, claims,
-    disruption budgets, garbage collection) objects change only as the test changes them, as in
-    upstream's tests that start just an API server and a scheduler."""
+    profile) and the fake cluster components. Without ``controllers`` (PV binding, claims,
+    disruption budgets, garbage collection) and ``kubelet`` (node status and leases, pod phases)
+    objects change only as the test changes them, as in upstream's tests that start just an API
+    server and a scheduler."""
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, VIRTUAL_EPOCH)
     feature_gates = FeatureGates(dict(gates or {}))
     store = ObjectStore(clock, seed=1, auto_create_namespaces=True, feature_gates=feature_gates)
-    cluster_components = start_components(store, dataclasses.replace(SIMULATION_COMPONENTS, controllers=controllers))
+    cluster_components = start_components(store, dataclasses.replace(SIMULATION_COMPONENTS, controllers=controllers, kubelet=kubelet))
     sched = Scheduler(MemoryClient(store), config or configuration(gates=gates), registry=registry, clock=clock, seed=1,
                       feature_gates=feature_gates)
     cluster = Cluster(store, sched)

@@ -1,0 +1,382 @@
+"""Upstream's test/integration/scheduler/plugins/plugins_test.go, end to end on the embedded
+cluster: out-of-tree plugins at PreFilter, Score (with NormalizeScore), Reserve, PreBind and
+Permit, each behaving as upstream's test plugin of that name (succeed, fail with an Error, reject
+as Unschedulable, wait), and the outcomes upstream checks: the pod scheduled, unschedulable, or
+failed with a scheduling error (PodScheduled=False, reason SchedulerError), and how often each
+plugin was called.
+
+Upstream's ``initRegistryAndConfig`` adds the plugins to the default profile at the extension
+points they implement; ``initTestSchedulerForFrameworkTest`` starts the scheduler on ``n`` nodes
+named ``test-node-<i>``. The same here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import pytest
+
+from kubesched.api.types import PodInfo
+from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    FilterPlugin,
+    NodeScore,
+    PermitPlugin,
+    Plugin,
+    PreBindPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    ReservePlugin,
+    ScorePlugin,
+)
+from kubesched.scheduler.framework.registry import Registry, merge
+from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.plugins.registry import in_tree_registry
+from tests.integration.embedded import Cluster, configuration, embedded, run
+from tests.integration.wrappers import node, pod
+
+EXTENSION_POINTS = {PreFilterPlugin: "preFilter", FilterPlugin: "filter", ScorePlugin: "score", ReservePlugin: "reserve",
+                    PreBindPlugin: "preBind", PermitPlugin: "permit"}
+
+
+def _injected(pod_info: PodInfo) -> Status:
+    return Status(Code.Error, f"injecting failure for pod {pod_info.name}")
+
+
+def _rejected(pod_info: PodInfo) -> Status:
+    return Status(Code.Unschedulable, f"reject pod {pod_info.name}")
+
+
+class FakePreFilter(PreFilterPlugin):
+    """Upstream's ``PreFilterPlugin``: counts its calls; fails or rejects when told to."""
+
+    name = "prefilter-plugin"
+
+    def __init__(self, fail: bool = False, reject: bool = False) -> None:
+        super().__init__(None, None)
+        self.fail, self.reject, self.calls = fail, reject, 0
+
+    def pre_filter(self, state: CycleState, pod_info: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
+        self.calls += 1
+        if self.fail:
+            return None, _injected(pod_info)
+        if self.reject:
+            return None, _rejected(pod_info)
+        return None, None
+
+
+class FakeFilter(FilterPlugin):
+    """Upstream's ``FilterPlugin``: counts its calls; rejects every node when told to."""
+
+    name = "filter-plugin"
+
+    def __init__(self, reject: bool = False) -> None:
+        super().__init__(None, None)
+        self.reject, self.calls = reject, 0
+
+    def filter(self, state: CycleState, pod_info: PodInfo, node_info: Any) -> Status | None:
+        self.calls += 1
+        return _rejected(pod_info) if self.reject else None
+
+
+class FakeScore(ScorePlugin):
+    """Upstream's ``ScorePlugin``: the first node it scores gets the maximum, the others 1."""
+
+    name = "score-plugin"
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__(None, None)
+        self.fail, self.calls, self.high_score_node = fail, 0, ""
+
+    def score(self, state: CycleState, pod_info: PodInfo, node_name: str) -> int | tuple[int, Status | None]:
+        self.calls += 1
+        if self.fail:
+            return 0, _injected(pod_info)
+        if self.calls == 1:
+            self.high_score_node = node_name
+            return MAX_NODE_SCORE
+        return 1
+
+
+class FakeScoreWithNormalize(ScorePlugin):
+    """Upstream's ``ScoreWithNormalizePlugin``: scores 10 everywhere and counts both calls."""
+
+    name = "score-with-normalize-plugin"
+
+    def __init__(self) -> None:
+        super().__init__(None, None)
+        self.calls = self.normalize_calls = 0
+
+    def score(self, state: CycleState, pod_info: PodInfo, node_name: str) -> int | tuple[int, Status | None]:
+        self.calls += 1
+        return 10
+
+    def normalize_score(self, state: CycleState, pod_info: PodInfo, scores: list[NodeScore]) -> Status | None:
+        self.normalize_calls += 1
+        return None
+
+
+class FakeReserve(ReservePlugin):
+    """Upstream's ``ReservePlugin``: counts Reserve and Unreserve calls; Reserve fails when told to."""
+
+    name = "reserve-plugin"
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__(None, None)
+        self.fail = fail
+        self.reserve_calls = self.unreserve_calls = 0
+
+    def reserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status | None:
+        self.reserve_calls += 1
+        return _injected(pod_info) if self.fail else None
+
+    def unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
+        self.unreserve_calls += 1
+
+
+class FakePreBind(PreBindPlugin):
+    """Upstream's ``PreBindPlugin``: fails or rejects when told to, but lets a pod it has already
+    seen through when ``succeed_on_retry``."""
+
+    name = "prebind-plugin"
+
+    def __init__(self, fail: bool = False, reject: bool = False, succeed_on_retry: bool = False) -> None:
+        super().__init__(None, None)
+        self.fail, self.reject, self.succeed_on_retry = fail, reject, succeed_on_retry
+        self.calls = 0
+        self.seen: set[str] = set()
+
+    def pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status | None:
+        self.calls += 1
+        if pod_info.uid in self.seen and self.succeed_on_retry:
+            return None
+        self.seen.add(pod_info.uid)
+        if self.fail:
+            return _injected(pod_info)
+        if self.reject:
+            return _rejected(pod_info)
+        return None
+
+
+class FakePermit(PermitPlugin):
+    """Upstream's ``PermitPlugin`` in its reject and timeout modes: rejects the pod, or makes it
+    wait 3 s (and so time out)."""
+
+    name = "permit-plugin"
+
+    def __init__(self, reject: bool = False, timeout: bool = False) -> None:
+        super().__init__(None, None)
+        self.reject, self.timeout = reject, timeout
+        self.calls = 0
+
+    def permit(self, state: CycleState, pod_info: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        self.calls += 1
+        if self.reject:
+            return _rejected(pod_info), 0
+        if self.timeout:
+            return Status(Code.Wait), 3
+        return None, 0
+
+
+def _registry_and_config(*plugins: Plugin, profiles: Sequence[dict[str, Any]] = ()) -> tuple[Registry, SchedulerConfiguration]:
+    """Upstream's ``initRegistryAndConfig``: each plugin enabled, in the default profile, at the
+    extension points it implements (unless ``profiles`` say otherwise)."""
+    registry = merge(in_tree_registry(), {p.name: _factory(p) for p in plugins})
+    if not profiles:
+        points: dict[str, list[dict[str, str]]] = {}
+        for p in plugins:
+            for kind, point in EXTENSION_POINTS.items():
+                if isinstance(p, kind):
+                    points.setdefault(point, []).append({"name": p.name})
+        profiles = [{"schedulerName": "default-scheduler",
+                     "plugins": {point: {"enabled": names} for point, names in points.items()}}]
+    return registry, configuration(*profiles, registry=registry)
+
+
+def _factory(plugin: Plugin) -> Callable[[Any, Any], Plugin]:
+    def build(_args: Any, handle: Any) -> Plugin:
+        plugin.handle = handle
+        return plugin
+
+    return build
+
+
+P = TypeVar("P", bound=Plugin)
+
+
+def named(cls: type[P], name: str) -> type[P]:
+    """``cls`` under another plugin name (upstream's test plugins take their name as a field)."""
+    return type(name, (cls,), {"name": name})
+
+
+def _nodes(count: int) -> list[dict[str, Any]]:
+    return [node(f"test-node-{i}", capacity={"cpu": "500m", "memory": "500"}) for i in range(count)]
+
+
+def _scheduling_error(cluster: Cluster, name: str = "test-pod") -> Callable[[], bool]:
+    """``testutils.PodSchedulingError``: PodScheduled=False with a reason other than Unschedulable."""
+    def check() -> bool:
+        c = cluster.condition(name)
+        return c.get("status") == "False" and c.get("reason") not in (None, "", "Unschedulable")
+
+    return check
+
+
+async def _outcome(cluster: Cluster, want: str, name: str = "test-pod") -> str:
+    """Wait for the outcome ``want`` (scheduled, unschedulable, error) and return the node or reason."""
+    if want == "scheduled":
+        return await cluster.scheduled(name)
+    if want == "unschedulable":
+        await cluster.unschedulable(name)
+        return "Unschedulable"
+    await cluster.wait_for(f"a scheduling error for {name}", _scheduling_error(cluster, name))
+    return str(cluster.condition(name).get("reason"))
+
+
+def _attempt(plugins: Sequence[Plugin], nodes: int, want: str, profiles: Sequence[dict[str, Any]] = ()) -> str:
+    """Schedule ``test-pod`` with ``plugins`` on ``nodes`` nodes and check the ``want`` outcome
+    (scheduled, unschedulable, error); returns the node or the condition's reason."""
+    registry, config = _registry_and_config(*plugins, profiles=profiles)
+
+    async def scenario() -> str:
+        async with embedded(config, _nodes(nodes), registry=registry) as cluster:
+            cluster.create(pod("test-pod"))
+            return await _outcome(cluster, want)
+
+    outcome = run(scenario)
+    expected = {"error": {"SchedulerError"}, "unschedulable": {"Unschedulable"}}.get(
+        want, {n["metadata"]["name"] for n in _nodes(nodes)})
+    assert outcome in expected, f"{outcome!r} is not the {want} outcome"
+    return outcome
+
+
+# --- TestPreFilterPlugin ------------------------------------------------------------------------------
+@pytest.mark.parametrize(("fail", "reject", "want"), [
+    pytest.param(False, False, "scheduled", id="disable fail and reject flags"),
+    pytest.param(True, False, "error", id="enable fail and disable reject flags"),
+    pytest.param(False, True, "unschedulable", id="disable fail and enable reject flags"),
+])
+def test_pre_filter_plugin(fail: bool, reject: bool, want: str) -> None:
+    plugin = FakePreFilter(fail, reject)
+    _attempt([plugin], 2, want)
+    assert plugin.calls > 0
+
+
+# --- TestScorePlugin, TestNormalizeScorePlugin --------------------------------------------------------
+@pytest.mark.parametrize("fail", [pytest.param(True, id="fail score plugin"), pytest.param(False, id="do not fail score plugin")])
+def test_score_plugin(fail: bool) -> None:
+    """A failing Score fails the attempt with an error; otherwise the pod lands on the node the
+    plugin scored highest (the in-tree scores tie on identical empty nodes)."""
+    plugin = FakeScore(fail)
+    outcome = _attempt([plugin], 10, "error" if fail else "scheduled")
+    if not fail:
+        assert outcome == plugin.high_score_node
+    assert plugin.calls > 0
+
+
+def test_normalize_score_plugin() -> None:
+    plugin = FakeScoreWithNormalize()
+    _attempt([plugin], 10, "scheduled")
+    assert plugin.calls > 0
+    assert plugin.normalize_calls > 0
+
+
+# --- TestReservePluginReserve -------------------------------------------------------------------------
+@pytest.mark.parametrize("fail", [pytest.param(True, id="fail reserve plugin"),
+                                  pytest.param(False, id="do not fail reserve plugin")])
+def test_reserve_plugin_reserve(fail: bool) -> None:
+    plugin = FakeReserve(fail=fail)
+    _attempt([plugin], 2, "error" if fail else "scheduled")
+    assert plugin.reserve_calls > 0
+
+
+# --- TestPrebindPlugin --------------------------------------------------------------------------------
+@pytest.mark.parametrize(("fail", "reject", "succeed_on_retry", "with_unschedulable_pod", "want"), [
+    pytest.param(False, False, False, False, "scheduled", id="disable fail and reject flags"),
+    pytest.param(True, False, False, False, "error", id="enable fail and disable reject flags"),
+    pytest.param(False, True, False, False, "unschedulable", id="disable fail and enable reject flags"),
+    pytest.param(True, True, False, False, "error", id="enable fail and reject flags"),
+    pytest.param(True, False, True, False, "scheduled", id="fail on 1st try but succeed on retry"),
+    pytest.param(True, False, False, True, "error", id="failure on preBind moves unschedulable pods"),
+])
+def test_prebind_plugin(fail: bool, reject: bool, succeed_on_retry: bool, with_unschedulable_pod: bool, want: str) -> None:
+    """PreBind outcomes; a second profile whose Filter plugin rejects everything holds an
+    unschedulable pod, which a PreBind failure of the first profile's pod moves back to be tried
+    again (its Filter plugin, registering no events, is requeued by any)."""
+    pre_bind = FakePreBind(fail, reject, succeed_on_retry)
+    filter_plugin = FakeFilter(reject=with_unschedulable_pod)
+    profiles = [{"schedulerName": "default-scheduler", "plugins": {"preBind": {"enabled": [{"name": pre_bind.name}]}}},
+                {"schedulerName": "2nd-scheduler", "plugins": {"filter": {"enabled": [{"name": filter_plugin.name}]}}}]
+    registry, config = _registry_and_config(pre_bind, filter_plugin, profiles=profiles)
+
+    async def scenario() -> int:
+        async with embedded(config, _nodes(2), registry=registry) as cluster:
+            if with_unschedulable_pod:
+                cluster.create(pod("unschedulable-pod", schedulerName="2nd-scheduler"))
+                await cluster.unschedulable("unschedulable-pod")
+            cluster.create(pod("test-pod"))
+            await _outcome(cluster, want)
+            if with_unschedulable_pod:
+                await cluster.wait_for("the unschedulable pod to be retried", lambda: filter_plugin.calls >= 2 * 2, timeout=15)
+            return pre_bind.calls
+
+    assert run(scenario) > 0
+
+
+# --- TestUnReserveReservePlugins ----------------------------------------------------------------------
+@pytest.mark.parametrize(("fails", "fail_index"), [
+    pytest.param([("failedReservePlugin1", True), ("succeedReservePlugin", False), ("failedReservePlugin2", True)], 0,
+                 id="The first Reserve plugin fails"),
+    pytest.param([("succeedReservePlugin1", False), ("failedReservePlugin1", True), ("succeedReservePlugin2", False)], 1,
+                 id="The middle Reserve plugin fails"),
+    pytest.param([("succeedReservePlugin1", False), ("succeedReservePlugin2", False), ("failedReservePlugin1", True)], 2,
+                 id="The last Reserve plugin fails"),
+    pytest.param([("succeedReservePlugin1", False), ("succeedReservePlugin2", False), ("succeedReservePlugin3", False)], -1,
+                 id="The Reserve plugins succeed"),
+])
+def test_un_reserve_reserve_plugins(fails: list[tuple[str, bool]], fail_index: int) -> None:
+    """Reserve runs in order up to the first failure; then every Reserve plugin's Unreserve runs
+    once (those that did not reserve too)."""
+    plugins = [named(FakeReserve, name)(fail) for name, fail in fails]
+    _attempt(plugins, 2, "error" if fail_index >= 0 else "scheduled")
+    if fail_index >= 0:
+        assert [p.reserve_calls for p in plugins] == [1 if i <= fail_index else 0 for i in range(len(plugins))]
+        assert [p.unreserve_calls for p in plugins] == [1] * len(plugins)
+    else:
+        assert [(p.reserve_calls, p.unreserve_calls) for p in plugins] == [(1, 0)] * len(plugins)
+
+
+# --- TestUnReservePermitPlugins, TestUnReservePreBindPlugins ------------------------------------------
+@pytest.mark.parametrize(("permit_name", "mode", "want"), [
+    pytest.param("rejectedPermitPlugin", {"reject": True}, "unschedulable",
+                 id="All Reserve plugins passed, but a Permit plugin was rejected"),
+    pytest.param("timeoutPermitPlugin", {"timeout": True}, "unschedulable",
+                 id="All Reserve plugins passed, but a Permit plugin timeout in waiting"),
+    pytest.param("succeedPermitPlugin", {}, "scheduled", id="The Permit plugin succeed"),
+])
+def test_un_reserve_permit_plugins(permit_name: str, mode: dict[str, bool], want: str) -> None:
+    """Each attempt a Permit plugin rejects (or lets time out) unreserves once. A rejected pod is
+    tried again at once here (its rejecting plugin registers no events, so any event requeues it,
+    and 1.35 pops backoffQ while activeQ is empty): upstream reads its counters right after the
+    first rejection and expects one call each; the translation compares them per attempt."""
+    permit = named(FakePermit, permit_name)(**mode)
+    reserve = named(FakeReserve, "reservePlugin")()
+    _attempt([permit, reserve], 2, want)
+    assert permit.calls >= 1
+    assert reserve.unreserve_calls == (permit.calls if want == "unschedulable" else 0)
+
+
+@pytest.mark.parametrize(("reject", "want"), [
+    pytest.param(True, "unschedulable", id="All Reserve plugins passed, but a PreBind plugin failed"),
+    pytest.param(False, "scheduled", id="All Reserve plugins passed, and PreBind plugin succeed"),
+])
+def test_un_reserve_pre_bind_plugins(reject: bool, want: str) -> None:
+    """Each attempt a PreBind plugin rejects unreserves once (compared per attempt, as above)."""
+    pre_bind = FakePreBind(reject=reject)
+    reserve = named(FakeReserve, "reservePlugin")()
+    _attempt([pre_bind, reserve], 2, want)
+    assert pre_bind.calls >= 1
+    assert reserve.unreserve_calls == (pre_bind.calls if reject else 0)
