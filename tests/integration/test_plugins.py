@@ -7,7 +7,7 @@ plugin was called.
 
 Upstream's ``initRegistryAndConfig`` adds the plugins to the default profile at the extension
 points they implement; ``initTestSchedulerForFrameworkTest`` starts the scheduler on ``n`` nodes
-named ``test-node-<i>``. The same here."""
+named ``test-node-<i>``, with no kubelet or controllers. The same here."""
 
 from __future__ import annotations
 
@@ -242,7 +242,7 @@ def _attempt(plugins: Sequence[Plugin], nodes: int, want: str, profiles: Sequenc
     registry, config = _registry_and_config(*plugins, profiles=profiles)
 
     async def scenario() -> str:
-        async with embedded(config, _nodes(nodes), registry=registry) as cluster:
+        async with embedded(config, _nodes(nodes), registry=registry, kubelet=False, controllers=False) as cluster:
             cluster.create(pod("test-pod"))
             return await _outcome(cluster, want)
 
@@ -313,7 +313,7 @@ def test_prebind_plugin(fail: bool, reject: bool, succeed_on_retry: bool, with_u
     registry, config = _registry_and_config(pre_bind, filter_plugin, profiles=profiles)
 
     async def scenario() -> int:
-        async with embedded(config, _nodes(2), registry=registry) as cluster:
+        async with embedded(config, _nodes(2), registry=registry, kubelet=False, controllers=False) as cluster:
             if with_unschedulable_pod:
                 cluster.create(pod("unschedulable-pod", schedulerName="2nd-scheduler"))
                 await cluster.unschedulable("unschedulable-pod")
