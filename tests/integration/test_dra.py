@@ -18,6 +18,7 @@ node with plain named devices; ``createPod`` gives the pod ``my-pod<suffix>`` th
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -307,3 +308,43 @@ def test_uses_all_resources() -> None:
     devices = run(scenario)
     assert len(devices) == total
     assert len(set(devices)) == total
+
+
+# --- ShareResourceClaimSequentially ----------------------------------------------------------------
+def test_share_resource_claim_sequentially() -> None:
+    """``TestDRA/all/ShareResourceClaimSequentially``: one ResourceClaim shared by as many pods as
+    ``status.reservedFor`` can hold (256) all get scheduled, to the node of the claim's device;
+    ten more stay pending while the claim is full, and are scheduled (together) once the first
+    pods are deleted. Upstream's driver publishes one network device per node; so does this."""
+    klass, driver = make_test_class()
+    slices = [resource_slice(f"worker-{i}", driver, "network-0") for i in range(8)]
+    shared = claim("external-claim", klass["metadata"]["name"])
+
+    def user(i: int) -> dict[str, Any]:
+        p = claim_pod(f"-{i:03d}", "external-claim")
+        p["spec"]["terminationGracePeriodSeconds"] = 0
+        return p
+
+    async def scenario() -> tuple[set[str], bool, set[str]]:
+        async with embedded(None, [*WORKERS, klass, *slices, shared]) as cluster:
+            first = [user(i) for i in range(256)]
+            cluster.create(*first)
+            for p in first:
+                await cluster.scheduled(p["metadata"]["name"], timeout=600)
+            nodes = {cluster.node_of(p["metadata"]["name"]) for p in first}
+            more = [user(i) for i in range(256, 266)]
+            cluster.create(*more)
+            await asyncio.sleep(60)
+            pending = all(not cluster.node_of(p["metadata"]["name"]) and cluster.condition(p["metadata"]["name"]).get("status") == "False"
+                          for p in more)
+            for p in first:
+                cluster.delete("Pod", p["metadata"]["name"], NAMESPACE)
+            for p in more:
+                await cluster.scheduled(p["metadata"]["name"], timeout=600)
+            return nodes, pending, {cluster.node_of(p["metadata"]["name"]) for p in more}
+
+    nodes, pending, later = run(scenario)
+    assert len(nodes) == 1
+    assert pending
+    # Once unused the claim may have been deallocated and allocated anew: one node, any of them.
+    assert len(later) == 1
