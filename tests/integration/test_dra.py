@@ -312,7 +312,7 @@ def test_uses_all_resources() -> None:
 
 # --- ShareResourceClaimSequentially ----------------------------------------------------------------
 def test_share_resource_claim_sequentially() -> None:
-    """``TestDRA/all/ShareResourceClaimSequentially``: one ResourceClaim shared by as many pods as
+    """``TestDRA/GA/ShareResourceClaimSequentially``: one ResourceClaim shared by as many pods as
     ``status.reservedFor`` can hold (256) all get scheduled, to the node of the claim's device;
     ten more stay pending while the claim is full, and are scheduled (together) once the first
     pods are deleted. Upstream's driver publishes one network device per node; so does this."""
