@@ -17,14 +17,17 @@ from typing import Any, TypeVar
 import pytest
 
 from kubesched.api.types import PodInfo
+from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.interface import (
     MAX_NODE_SCORE,
+    BindPlugin,
     FilterPlugin,
     NodeScore,
     PermitPlugin,
     Plugin,
+    PostBindPlugin,
     PreBindPlugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -39,7 +42,8 @@ from tests.integration.embedded import Cluster, configuration, embedded, run
 from tests.integration.wrappers import node, pod
 
 EXTENSION_POINTS = {PreFilterPlugin: "preFilter", FilterPlugin: "filter", ScorePlugin: "score", ReservePlugin: "reserve",
-                    PreBindPlugin: "preBind", PermitPlugin: "permit"}
+                    PreBindPlugin: "preBind", PermitPlugin: "permit", BindPlugin: "bind", PostBindPlugin: "postBind"}
+BIND_PLUGIN_ANNOTATION = "bindPluginName"
 
 
 def _injected(pod_info: PodInfo) -> Status:
@@ -124,9 +128,9 @@ class FakeReserve(ReservePlugin):
 
     name = "reserve-plugin"
 
-    def __init__(self, fail: bool = False) -> None:
+    def __init__(self, fail: bool = False, invocations: list[tuple[str, int]] | None = None) -> None:
         super().__init__(None, None)
-        self.fail = fail
+        self.fail, self.invocations = fail, invocations
         self.reserve_calls = self.unreserve_calls = 0
 
     def reserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status | None:
@@ -135,6 +139,8 @@ class FakeReserve(ReservePlugin):
 
     def unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
         self.unreserve_calls += 1
+        if self.invocations is not None:
+            self.invocations.append((self.name, self.unreserve_calls))
 
 
 class FakePreBind(PreBindPlugin):
@@ -162,18 +168,20 @@ class FakePreBind(PreBindPlugin):
 
 
 class FakePermit(PermitPlugin):
-    """Upstream's ``PermitPlugin`` in its reject and timeout modes: rejects the pod, or makes it
-    wait 3 s (and so time out)."""
+    """Upstream's ``PermitPlugin`` in its fail, reject and timeout modes: an Error, a rejection, or
+    a 3 s wait (which times out)."""
 
     name = "permit-plugin"
 
-    def __init__(self, reject: bool = False, timeout: bool = False) -> None:
+    def __init__(self, reject: bool = False, timeout: bool = False, fail: bool = False) -> None:
         super().__init__(None, None)
-        self.reject, self.timeout = reject, timeout
+        self.reject, self.timeout, self.fail = reject, timeout, fail
         self.calls = 0
 
     def permit(self, state: CycleState, pod_info: PodInfo, node_name: str) -> tuple[Status | None, float]:
         self.calls += 1
+        if self.fail:
+            return _injected(pod_info), 0
         if self.reject:
             return _rejected(pod_info), 0
         if self.timeout:
@@ -181,9 +189,47 @@ class FakePermit(PermitPlugin):
         return None, 0
 
 
+class FakeBind(BindPlugin):
+    """Upstream's ``BindPlugin``: answers a preset status; on success it binds the pod itself
+    through the API, marking the binding with its name."""
+
+    def __init__(self, status: Status | None = None, invocations: list[tuple[str, int]] | None = None) -> None:
+        super().__init__(None, None)
+        self.status, self.invocations = status, invocations
+        self.calls = 0
+        self.store: ObjectStore | None = None
+
+    def bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status | None:
+        self.calls += 1
+        if self.invocations is not None:
+            self.invocations.append((self.name, self.calls))
+        if self.status is None or self.status.is_success():
+            assert self.store is not None, "the test gives the plugin the cluster's store"
+            self.store.bind(pod_info.namespace, pod_info.name, node_name, uid=pod_info.uid,
+                            annotations={BIND_PLUGIN_ANNOTATION: self.name})
+        return self.status
+
+
+class FakePostBind(PostBindPlugin):
+    """Upstream's ``PostBindPlugin``: counts its calls."""
+
+    name = "postbind-plugin"
+
+    def __init__(self, invocations: list[tuple[str, int]] | None = None) -> None:
+        super().__init__(None, None)
+        self.invocations = invocations
+        self.calls = 0
+
+    def post_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
+        self.calls += 1
+        if self.invocations is not None:
+            self.invocations.append((self.name, self.calls))
+
+
 def _registry_and_config(*plugins: Plugin, profiles: Sequence[dict[str, Any]] = ()) -> tuple[Registry, SchedulerConfiguration]:
     """Upstream's ``initRegistryAndConfig``: each plugin enabled, in the default profile, at the
-    extension points it implements (unless ``profiles`` say otherwise)."""
+    extension points it implements, DefaultBinder disabled when there is a Bind plugin (unless
+    ``profiles`` say otherwise)."""
     registry = merge(in_tree_registry(), {p.name: _factory(p) for p in plugins})
     if not profiles:
         points: dict[str, list[dict[str, str]]] = {}
@@ -191,8 +237,11 @@ def _registry_and_config(*plugins: Plugin, profiles: Sequence[dict[str, Any]] = 
             for kind, point in EXTENSION_POINTS.items():
                 if isinstance(p, kind):
                     points.setdefault(point, []).append({"name": p.name})
-        profiles = [{"schedulerName": "default-scheduler",
-                     "plugins": {point: {"enabled": names} for point, names in points.items()}}]
+        plugin_sets: dict[str, dict[str, Any]] = {point: {"enabled": names} for point, names in points.items()}
+        if "bind" in plugin_sets:
+            # As upstream: DefaultBinder would bind before the test's Bind plugin.
+            plugin_sets["bind"]["disabled"] = [{"name": "DefaultBinder"}]
+        profiles = [{"schedulerName": "default-scheduler", "plugins": plugin_sets}]
     return registry, configuration(*profiles, registry=registry)
 
 
@@ -380,3 +429,104 @@ def test_un_reserve_pre_bind_plugins(reject: bool, want: str) -> None:
     _attempt([pre_bind, reserve], 2, want)
     assert pre_bind.calls >= 1
     assert reserve.unreserve_calls == (pre_bind.calls if reject else 0)
+
+
+# --- TestUnReserveBindPlugins -------------------------------------------------------------------------
+@pytest.mark.parametrize("bind_name", [
+    pytest.param("SucceedBindPlugin", id="All Reserve plugins passed, and Bind plugin succeed"),
+    pytest.param("FailedBindPlugin", id="All Reserve plugins passed, but a Bind plugin failed"),
+])
+def test_un_reserve_bind_plugins(bind_name: str) -> None:
+    """Upstream's two cases both bind (its "failed" plugin has no failing status set): the pod
+    is scheduled, the Bind plugin called once, and nothing unreserved."""
+    bind = named(FakeBind, bind_name)()
+    reserve = named(FakeReserve, "reservePlugin")()
+    registry, config = _registry_and_config(bind, reserve)
+
+    async def scenario() -> str:
+        async with embedded(config, _nodes(2), registry=registry, kubelet=False, controllers=False) as cluster:
+            bind.store = cluster.store
+            cluster.create(pod("test-pod"))
+            await cluster.scheduled("test-pod")
+            return str(cluster.pod("test-pod")["metadata"].get("annotations", {}).get(BIND_PLUGIN_ANNOTATION, ""))
+
+    assert run(scenario) == bind_name
+    assert (bind.calls, reserve.unreserve_calls) == (1, 0)
+
+
+# --- TestBindPlugin -----------------------------------------------------------------------------------
+SKIP, SUCCESS = Status(Code.Skip), None
+
+
+@pytest.mark.parametrize(("statuses", "bound_by", "want_invocations"), [
+    pytest.param([SKIP, SKIP], "", [("bind-plugin-1", 1), ("bind-plugin-2", 1), ("mock-post-bind-plugin", 1)],
+                 id="bind plugins skipped to bind the pod and scheduler bond the pod"),
+    pytest.param([SKIP, SUCCESS], "bind-plugin-2", [("bind-plugin-1", 1), ("bind-plugin-2", 1), ("mock-post-bind-plugin", 1)],
+                 id="bindplugin2 succeeded to bind the pod"),
+    pytest.param([SUCCESS, SUCCESS], "bind-plugin-1", [("bind-plugin-1", 1), ("mock-post-bind-plugin", 1)],
+                 id="bindplugin1 succeeded to bind the pod"),
+    pytest.param([Status(Code.Error, "failed to bind"), SUCCESS], None, [("bind-plugin-1", 1), ("mock-reserve-plugin", 1)],
+                 id="bind plugin fails to bind the pod"),
+])
+def test_bind_plugin(statuses: list[Status | None], bound_by: str | None, want_invocations: list[tuple[str, int]]) -> None:
+    """Bind plugins run in order until one does not Skip; DefaultBinder, listed last, binds when
+    both skip; PostBind follows a binding, Unreserve a failed one (and the pod gets a scheduling
+    error). ``bound_by``: the plugin expected to bind ("" for DefaultBinder, None for no binding)."""
+    invocations: list[tuple[str, int]] = []
+    binds = [named(FakeBind, f"bind-plugin-{i}")(status, invocations) for i, status in enumerate(statuses, 1)]
+    reserve = named(FakeReserve, "mock-reserve-plugin")(invocations=invocations)
+    post_bind = named(FakePostBind, "mock-post-bind-plugin")(invocations)
+    registry, config = _registry_and_config(reserve, post_bind, *binds, profiles=[{
+        "schedulerName": "default-scheduler", "plugins": {
+            "multiPoint": {"disabled": [{"name": "DefaultBinder"}]},
+            "reserve": {"enabled": [{"name": reserve.name}]},
+            "bind": {"enabled": [*[{"name": b.name} for b in binds], {"name": "DefaultBinder"}],
+                     "disabled": [{"name": "DefaultBinder"}]},
+            "postBind": {"enabled": [{"name": post_bind.name}]}}}])
+
+    async def scenario() -> str | None:
+        async with embedded(config, _nodes(2), registry=registry, kubelet=False, controllers=False) as cluster:
+            for b in binds:
+                b.store = cluster.store
+            cluster.create(pod("test-pod"))
+            if bound_by is None:
+                await _outcome(cluster, "error")
+                return None
+            await cluster.scheduled("test-pod")
+            await cluster.wait_for("PostBind", lambda: post_bind.calls == 1)
+            return str(cluster.pod("test-pod")["metadata"].get("annotations", {}).get(BIND_PLUGIN_ANNOTATION, ""))
+
+    assert run(scenario) == bound_by
+    assert invocations[:len(want_invocations)] == want_invocations
+    if bound_by is not None:
+        assert reserve.unreserve_calls == 0
+    else:
+        assert post_bind.calls == 0
+
+
+# --- TestPostBindPlugin -------------------------------------------------------------------------------
+@pytest.mark.parametrize("pre_bind_fail", [pytest.param(True, id="plugin preBind fail"),
+                                           pytest.param(False, id="plugin preBind do not fail")])
+def test_post_bind_plugin(pre_bind_fail: bool) -> None:
+    pre_bind = FakePreBind(fail=pre_bind_fail)
+    post_bind = FakePostBind()
+    _attempt([pre_bind, post_bind], 2, "error" if pre_bind_fail else "scheduled")
+    assert (post_bind.calls == 0) if pre_bind_fail else (post_bind.calls > 0)
+
+
+# --- TestPermitPlugin ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(("fail", "reject", "timeout", "want"), [
+    pytest.param(False, False, False, "scheduled", id="disable fail, reject and timeout flags"),
+    pytest.param(True, False, False, "error", id="enable fail, disable reject and timeout flags"),
+    pytest.param(False, True, False, "unschedulable", id="disable fail and timeout, enable reject flags"),
+    pytest.param(True, True, False, "error", id="enable fail and reject, disable timeout flags"),
+    pytest.param(False, False, True, "unschedulable", id="disable fail and reject, disable timeout flags"),
+    pytest.param(False, False, True, "unschedulable", id="disable fail and reject, enable timeout flags"),
+])
+def test_permit_plugin(fail: bool, reject: bool, timeout: bool, want: str) -> None:
+    """An Error from Permit fails the attempt; a rejection or a timed-out wait leaves the pod
+    unschedulable. (Upstream's "disable fail and reject, disable timeout flags" sets the timeout
+    flag, as its name does not say; translated as written.)"""
+    permit = FakePermit(reject=reject, timeout=timeout, fail=fail)
+    _attempt([permit], 2, want)
+    assert permit.calls > 0
