@@ -29,8 +29,10 @@ from kubesched.scheduler.framework.interface import (
     Plugin,
     PostBindPlugin,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
 )
@@ -41,7 +43,7 @@ from kubesched.scheduler.plugins.registry import in_tree_registry
 from tests.integration.embedded import Cluster, configuration, embedded, run
 from tests.integration.wrappers import node, pod
 
-EXTENSION_POINTS = {PreFilterPlugin: "preFilter", FilterPlugin: "filter", ScorePlugin: "score", ReservePlugin: "reserve",
+EXTENSION_POINTS = {PreEnqueuePlugin: "preEnqueue", PreScorePlugin: "preScore", PreFilterPlugin: "preFilter", FilterPlugin: "filter", ScorePlugin: "score", ReservePlugin: "reserve",
                     PreBindPlugin: "preBind", PermitPlugin: "permit", BindPlugin: "bind", PostBindPlugin: "postBind"}
 BIND_PLUGIN_ANNOTATION = "bindPluginName"
 
@@ -73,17 +75,47 @@ class FakePreFilter(PreFilterPlugin):
 
 
 class FakeFilter(FilterPlugin):
-    """Upstream's ``FilterPlugin``: counts its calls; rejects every node when told to."""
+    """Upstream's ``FilterPlugin``: counts its calls; fails or rejects every node when told to."""
 
     name = "filter-plugin"
 
-    def __init__(self, reject: bool = False) -> None:
+    def __init__(self, reject: bool = False, fail: bool = False) -> None:
         super().__init__(None, None)
-        self.reject, self.calls = reject, 0
+        self.reject, self.fail, self.calls = reject, fail, 0
 
     def filter(self, state: CycleState, pod_info: PodInfo, node_info: Any) -> Status | None:
         self.calls += 1
+        if self.fail:
+            return _injected(pod_info)
         return _rejected(pod_info) if self.reject else None
+
+
+class FakePreScore(PreScorePlugin):
+    """Upstream's ``PreScorePlugin``: counts its calls; fails when told to."""
+
+    name = "prescore-plugin"
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__(None, None)
+        self.fail, self.calls = fail, 0
+
+    def pre_score(self, state: CycleState, pod_info: PodInfo, nodes: NodeBatch) -> Status | None:
+        self.calls += 1
+        return _injected(pod_info) if self.fail else None
+
+
+class FakePreEnqueue(PreEnqueuePlugin):
+    """Upstream's ``PreEnqueuePlugin``: admits pods, or keeps them out as unresolvable."""
+
+    name = "enqueue-plugin"
+
+    def __init__(self, admit: bool) -> None:
+        super().__init__(None, None)
+        self.admit, self.calls = admit, 0
+
+    def pre_enqueue(self, pod_info: PodInfo) -> Status | None:
+        self.calls += 1
+        return None if self.admit else Status(Code.UnschedulableAndUnresolvable, "not ready for scheduling")
 
 
 class FakeScore(ScorePlugin):
@@ -173,10 +205,13 @@ class FakePermit(PermitPlugin):
 
     name = "permit-plugin"
 
-    def __init__(self, reject: bool = False, timeout: bool = False, fail: bool = False) -> None:
+    def __init__(self, reject: bool = False, timeout: bool = False, fail: bool = False,
+                 wait_and_reject: bool = False, wait_and_allow: bool = False) -> None:
         super().__init__(None, None)
         self.reject, self.timeout, self.fail = reject, timeout, fail
+        self.wait_and_reject, self.wait_and_allow = wait_and_reject, wait_and_allow
         self.calls = 0
+        self.waiting_pod = self.rejecting_pod = self.allowing_pod = ""
 
     def permit(self, state: CycleState, pod_info: PodInfo, node_name: str) -> tuple[Status | None, float]:
         self.calls += 1
@@ -186,7 +221,25 @@ class FakePermit(PermitPlugin):
             return _rejected(pod_info), 0
         if self.timeout:
             return Status(Code.Wait), 3
+        if self.wait_and_reject or self.wait_and_allow:
+            return self._co_schedule(pod_info)
         return None, 0
+
+    def _co_schedule(self, pod_info: PodInfo) -> tuple[Status | None, float]:
+        """The first pod waits (30 s); the next one rejects it (and itself) or allows it."""
+        if self.waiting_pod in ("", pod_info.name):
+            self.waiting_pod = pod_info.name
+            return Status(Code.Wait), 30
+        if self.wait_and_reject:
+            self.rejecting_pod = pod_info.name
+            self.framework.iterate_waiting_pods(lambda wp: wp.reject(self.name, f"reject pod {wp.pod.name}"))
+            return _rejected(pod_info), 0
+        self.allowing_pod = pod_info.name
+        self.allow_all_pods()
+        return None, 0
+
+    def allow_all_pods(self) -> None:
+        self.framework.iterate_waiting_pods(lambda wp: wp.allow(self.name))
 
 
 class FakeBind(BindPlugin):
@@ -530,3 +583,99 @@ def test_permit_plugin(fail: bool, reject: bool, timeout: bool, want: str) -> No
     permit = FakePermit(reject=reject, timeout=timeout, fail=fail)
     _attempt([permit], 2, want)
     assert permit.calls > 0
+
+
+# --- TestMultiplePermitPlugins --------------------------------------------------------------------------
+def test_multiple_permit_plugins() -> None:
+    """Two Permit plugins make the pod wait: it waits on both, on one once the first allows it,
+    and is scheduled once both have."""
+    first, second = named(FakePermit, "permit-plugin-1")(timeout=True), named(FakePermit, "permit-plugin-2")(timeout=True)
+    registry, config = _registry_and_config(first, second)
+
+    async def scenario() -> tuple[list[str], list[str], str]:
+        async with embedded(config, _nodes(2), registry=registry, kubelet=False, controllers=False) as cluster:
+            cluster.create(pod("test-pod"))
+            uid = cluster.pod("test-pod")["metadata"]["uid"]
+            await cluster.wait_for("the pod to wait", lambda: first.framework.get_waiting_pod(uid) is not None)
+            waiting = first.framework.get_waiting_pod(uid)
+            assert waiting is not None
+            both = sorted(waiting.pending_plugins())
+            first.allow_all_pods()
+            one = waiting.pending_plugins()
+            second.allow_all_pods()
+            return both, one, await cluster.scheduled("test-pod")
+
+    both, one, where = run(scenario)
+    assert both == ["permit-plugin-1", "permit-plugin-2"]
+    assert one == ["permit-plugin-2"]
+    assert where.startswith("test-node-")
+    assert first.calls > 0 and second.calls > 0
+
+
+# --- TestCoSchedulingWithPermitPlugin ------------------------------------------------------------------
+@pytest.mark.parametrize(("wait_reject", "wait_allow"), [
+    pytest.param(True, False, id="having wait reject true and wait allow false"),
+    pytest.param(False, True, id="having wait reject false and wait allow true"),
+])
+def test_co_scheduling_with_permit_plugin(wait_reject: bool, wait_allow: bool) -> None:
+    """The first of two pods waits at Permit; the second rejects both or allows the first and
+    passes: both unschedulable, or both scheduled."""
+    permit = FakePermit(wait_and_reject=wait_reject, wait_and_allow=wait_allow)
+    registry, config = _registry_and_config(permit)
+
+    async def scenario() -> None:
+        async with embedded(config, _nodes(2), registry=registry, kubelet=False, controllers=False) as cluster:
+            cluster.create(pod("pod-a"), pod("pod-b"))
+            for name in ("pod-a", "pod-b"):
+                await _outcome(cluster, "unschedulable" if wait_reject else "scheduled", name)
+
+    run(scenario)
+    other = permit.rejecting_pod if wait_reject else permit.allowing_pod
+    assert {permit.waiting_pod, other} == {"pod-a", "pod-b"}
+    assert permit.calls > 0
+
+
+# --- TestFilterPlugin, TestPreScorePlugin ---------------------------------------------------------------
+@pytest.mark.parametrize("fail", [pytest.param(True, id="fail filter plugin"), pytest.param(False, id="do not fail filter plugin")])
+def test_filter_plugin(fail: bool) -> None:
+    """On the one node: an Error from Filter fails the attempt; otherwise Filter runs once."""
+    plugin = FakeFilter(fail=fail)
+    _attempt([plugin], 1, "error" if fail else "scheduled")
+    assert plugin.calls >= 1 if fail else plugin.calls == 1
+
+
+@pytest.mark.parametrize("fail", [pytest.param(True, id="fail preScore plugin"),
+                                  pytest.param(False, id="do not fail preScore plugin")])
+def test_pre_score_plugin(fail: bool) -> None:
+    plugin = FakePreScore(fail)
+    _attempt([plugin], 2, "error" if fail else "scheduled")
+    assert plugin.calls > 0
+
+
+# --- TestPreEnqueuePlugin -------------------------------------------------------------------------------
+@pytest.mark.parametrize(("gates", "admit"), [
+    pytest.param([], True, id="pod is admitted to enqueue"),
+    pytest.param(["foo"], False, id="pod is not admitted to enqueue"),
+])
+def test_pre_enqueue_plugin(gates: list[str], admit: bool) -> None:
+    """An admitted pod is scheduled (PreEnqueue ran); a gated one is reported SchedulingGated and
+    never reaches PreFilter."""
+    enqueue, pre_filter = FakePreEnqueue(admit), FakePreFilter()
+    registry, config = _registry_and_config(enqueue, pre_filter)
+    spec: dict[str, Any] = {"schedulingGates": [{"name": g} for g in gates]} if gates else {}
+
+    async def scenario() -> str:
+        async with embedded(config, _nodes(1), registry=registry, kubelet=False, controllers=False) as cluster:
+            cluster.create(pod("p", **spec))
+            if admit:
+                return await cluster.scheduled("p", timeout=10)
+            await cluster.wait_for("the pod to be gated", lambda: cluster.condition("p").get("reason") == "SchedulingGated",
+                                   timeout=10)
+            return ""
+
+    where = run(scenario)
+    if admit:
+        assert where == "test-node-0"
+        assert enqueue.calls > 0
+    else:
+        assert pre_filter.calls == 0
