@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kubesched.api.kinds import POD
 from kubesched.api.types import PodInfo
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import SchedulerConfiguration
@@ -679,3 +680,127 @@ def test_pre_enqueue_plugin(gates: list[str], admit: bool) -> None:
         assert enqueue.calls > 0
     else:
         assert pre_filter.calls == 0
+
+
+# --- TestPreemptWithPermitPlugin ------------------------------------------------------------------------
+class CountingFilter(FakeFilter):
+    """Upstream's FilterPlugin with ``numCalledPerPod``: how often each pod was tried."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.per_pod: dict[str, int] = {}
+
+    def filter(self, state: CycleState, pod_info: PodInfo, node_info: Any) -> Status | None:
+        self.per_pod[pod_info.name] = self.per_pod.get(pod_info.name, 0) + 1
+        return super().filter(state, pod_info, node_info)
+
+
+def _priority_pod(name: str, priority: str, cpu: str, memory: str) -> dict[str, Any]:
+    p = pod(name, requests={"cpu": cpu, "memory": memory}, priorityClassName=priority)
+    p["spec"]["terminationGracePeriodSeconds"] = 0
+    return p
+
+
+PRIORITY_CLASSES = [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+                    for n, v in (("low", 100), ("high", 300))]
+
+
+@pytest.mark.parametrize(("running", "preemptor_priority", "delete_waiting", "max_waiting_calls"), [
+    pytest.param(True, "high", False, 2, id="waiting pod is not physically deleted upon preemption"),
+    pytest.param(False, "high", False, 1, id="rejecting a waiting pod to trigger retrying unschedulable pods immediately, "
+                                             "but the waiting pod itself won't be retried"),
+    pytest.param(False, "low", True, 1, id="deleting a waiting pod to trigger retrying unschedulable pods immediately"),
+])
+def test_preempt_with_permit_plugin(running: bool, preemptor_priority: str, delete_waiting: bool,
+                                    max_waiting_calls: int) -> None:
+    """A pod waiting at Permit is a preemption victim like a bound one, but is only rejected (it
+    leaves the waiting pods, not the API server); rejecting or deleting it lets the preemptor,
+    400m on a 500m node, be scheduled."""
+    permit = FakePermit(wait_and_allow=True)
+    permit.waiting_pod = "waiting-pod"
+    counting = CountingFilter()
+    registry, config = _registry_and_config(permit, counting, profiles=[{"schedulerName": "default-scheduler", "plugins": {
+        "permit": {"enabled": [{"name": permit.name}]},
+        "filter": {"enabled": [{"name": counting.name}, {"name": "NodeResourcesFit"}],
+                   "disabled": [{"name": "NodeResourcesFit"}]}}}])
+
+    async def scenario() -> tuple[str, bool, bool, int]:
+        objects = [*PRIORITY_CLASSES, node("test-node-0", capacity={"pods": "32", "cpu": "500m", "memory": "500"})]
+        async with embedded(config, objects, registry=registry, kubelet=False, controllers=False) as cluster:
+            if running:
+                cluster.create(_priority_pod("running-pod", "low", "200m", "200"))
+                await cluster.scheduled("running-pod")
+            cluster.create(_priority_pod("waiting-pod", "low", "200m", "200"))
+            await cluster.wait_for("the pod to wait", lambda: _waiting(permit) > 0)
+            cluster.create(_priority_pod("preemptor-pod", preemptor_priority, "400m", "400"))
+            if delete_waiting:
+                cluster.delete("Pod", "waiting-pod", "default")
+            where = await cluster.scheduled("preemptor-pod")
+            await cluster.wait_for("no pod to wait", lambda: _waiting(permit) == 0)
+            return where, cluster.exists("waiting-pod"), running and cluster.exists("running-pod"), counting.per_pod["waiting-pod"]
+
+    where, waiting_exists, running_exists, waiting_calls = run(scenario)
+    assert where == "test-node-0"
+    assert waiting_exists is not delete_waiting
+    assert not running_exists
+    assert waiting_calls <= max_waiting_calls
+    assert permit.calls > 0
+
+
+def _waiting(permit: FakePermit) -> int:
+    found: list[str] = []
+    permit.framework.iterate_waiting_pods(lambda wp: found.append(wp.pod.name))
+    return len(found)
+
+
+# --- TestActivatePods -----------------------------------------------------------------------------------
+class JobPlugin(PreFilterPlugin, PostBindPlugin):
+    """Upstream's ``JobPlugin``: executors wait (unresolvable) until a driver pod exists; the
+    driver's PostBind activates them. It reads pods from the cluster, as upstream's lister does."""
+
+    name = "job plugin"
+
+    def __init__(self) -> None:
+        super().__init__(None, None)
+        self.store: ObjectStore | None = None
+        self.pods_activated = False
+
+    def _pods(self, label: str) -> list[dict[str, Any]]:
+        assert self.store is not None, "the test gives the plugin the cluster's store"
+        return [p for p in self.store.iter_all(POD)
+                if label in ((p.get("metadata") or {}).get("labels") or {})]
+
+    def pre_filter(self, state: CycleState, pod_info: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
+        if not self._pods("driver"):
+            return None, Status(Code.UnschedulableAndUnresolvable, "unable to find driver pod")
+        return None, None
+
+    def post_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
+        if "driver" not in pod_info.labels:
+            return
+        executors = self._pods("executor")
+        if executors:
+            for p in executors:
+                state.pods_to_activate[f"{p['metadata']['namespace']}/{p['metadata']['name']}"] = PodInfo(p)
+            self.pods_activated = True
+
+
+def test_activate_pods() -> None:
+    """Two executors wait for their driver; once it is bound its PostBind activates them, and
+    all three are scheduled."""
+    job = JobPlugin()
+    registry, config = _registry_and_config(job, profiles=[{"schedulerName": "default-scheduler", "plugins": {
+        "preFilter": {"enabled": [{"name": job.name}]}, "postBind": {"enabled": [{"name": job.name}]}}}])
+
+    async def scenario() -> list[str]:
+        async with embedded(config, _nodes(1), registry=registry, kubelet=False, controllers=False) as cluster:
+            job.store = cluster.store
+            executors = [pod(f"executor-{i}", labels={"executor": ""}) for i in (1, 2)]
+            cluster.create(*executors)
+            for p in executors:
+                await cluster.unschedulable(p["metadata"]["name"])
+            cluster.create(pod("driver", labels={"driver": ""}))
+            return [await cluster.scheduled(n) for n in ("executor-1", "executor-2", "driver")]
+
+    assert run(scenario) == ["test-node-0"] * 3
+    assert job.pods_activated
