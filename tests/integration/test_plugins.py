@@ -1,5 +1,5 @@
-"""Upstream's test/integration/scheduler/plugins/plugins_test.go, end to end on the embedded
-cluster: out-of-tree plugins at PreFilter, Score (with NormalizeScore), Reserve, PreBind and
+"""Upstream's test/integration/scheduler/plugins/plugins_test.go (and rescheduling_test.go's
+TestReScheduling, which uses the same kind of plugins), end to end on the embedded cluster: out-of-tree plugins at PreFilter, Score (with NormalizeScore), Reserve, PreBind and
 Permit, each behaving as upstream's test plugin of that name (succeed, fail with an Error, reject
 as Unschedulable, wait), and the outcomes upstream checks: the pod scheduled, unschedulable, or
 failed with a scheduling error (PodScheduled=False, reason SchedulerError), and how often each
@@ -21,9 +21,11 @@ from kubesched.api.types import PodInfo
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.scheduler.framework.interface import (
     MAX_NODE_SCORE,
     BindPlugin,
+    EnqueueExtensions,
     FilterPlugin,
     NodeScore,
     PermitPlugin,
@@ -804,3 +806,85 @@ def test_activate_pods() -> None:
 
     assert run(scenario) == ["test-node-0"] * 3
     assert job.pods_activated
+
+
+# --- TestReScheduling (test/integration/scheduler/rescheduling_test.go) ---------------------------------
+class _RejectOnce:
+    """rescheduling_test.go's plugins: the first call rejects (or every call fails, with an
+    Error code); Node/Add events requeue the pods they rejected."""
+
+    def __init__(self, code: Code) -> None:
+        self.code, self.calls = code, 0
+
+    def verdict(self, what: str) -> Status | None:
+        self.calls += 1
+        if self.code == Code.Error:
+            return Status(Code.Error, f"failed to {what}")
+        if self.code == Code.Unschedulable and self.calls <= 1:
+            return Status(Code.Unschedulable, f"reject to {what}")
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(Resource.Node, ActionType.Add), lambda pod, old, new: QueueingHint.Queue)]
+
+
+class ReschedulingPermit(_RejectOnce, PermitPlugin, EnqueueExtensions):
+    name = "permit"
+
+    def __init__(self, code: Code) -> None:
+        _RejectOnce.__init__(self, code)
+        PermitPlugin.__init__(self, None, None)
+
+    def permit(self, state: CycleState, pod_info: PodInfo, node_name: str) -> tuple[Status | None, float]:
+        return self.verdict("permit"), 0
+
+
+class ReschedulingReserve(_RejectOnce, ReservePlugin, EnqueueExtensions):
+    name = "reserve"
+
+    def __init__(self, code: Code) -> None:
+        _RejectOnce.__init__(self, code)
+        ReservePlugin.__init__(self, None, None)
+
+    def reserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status | None:
+        return self.verdict("reserve")
+
+    def unreserve(self, state: CycleState, pod_info: PodInfo, node_name: str) -> None:
+        return None
+
+
+NEW_NODE = node("fake-node")
+UNRELATED_POD = pod("test-pod-2")
+
+
+@pytest.mark.parametrize(("plugin_class", "code", "action", "first", "want"), [
+    pytest.param(ReschedulingPermit, Code.Unschedulable, NEW_NODE, "unschedulable", "scheduled",
+                 id="Rescheduling pod rejected by Permit Plugin"),
+    pytest.param(ReschedulingPermit, Code.Unschedulable, UNRELATED_POD, "unschedulable", "unschedulable",
+                 id="Rescheduling pod rejected by Permit Plugin with unrelated event"),
+    pytest.param(ReschedulingPermit, Code.Error, NEW_NODE, "error", "error", id="Rescheduling pod failed by Permit Plugin"),
+    pytest.param(ReschedulingReserve, Code.Unschedulable, NEW_NODE, "unschedulable", "scheduled",
+                 id="Rescheduling pod rejected by Reserve Plugin"),
+    pytest.param(ReschedulingReserve, Code.Unschedulable, UNRELATED_POD, "unschedulable", "unschedulable",
+                 id="Rescheduling pod rejected by Reserve Plugin with unrelated event"),
+    pytest.param(ReschedulingReserve, Code.Error, NEW_NODE, "error", "error", id="Rescheduling pod failed by Reserve Plugin"),
+])
+def test_re_scheduling(plugin_class: type[ReschedulingPermit] | type[ReschedulingReserve], code: Code,
+                       action: dict[str, Any], first: str, want: str) -> None:
+    """A pod rejected at Reserve or Permit is tried again when a Node is added (the event its
+    plugin registers), and scheduled; an unrelated event (another pod) leaves it pending; a plugin
+    that always fails keeps failing. Upstream runs each case with SchedulerAsyncAPICalls on and
+    off; kubesched has one behaviour, so each runs once."""
+    plugin = plugin_class(code)
+    registry, config = _registry_and_config(plugin)
+
+    async def scenario() -> str:
+        async with embedded(config, _nodes(2), registry=registry, kubelet=False, controllers=False) as cluster:
+            cluster.create(pod("test-pod"))
+            await _outcome(cluster, first)
+            cluster.create(action)
+            if want == "unschedulable":
+                await cluster.stays_pending("test-pod", seconds=5)
+            return await _outcome(cluster, want)
+
+    run(scenario)
