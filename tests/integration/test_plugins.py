@@ -1,9 +1,9 @@
-"""Upstream's test/integration/scheduler/plugins/plugins_test.go (and rescheduling_test.go's
-TestReScheduling, which uses the same kind of plugins), end to end on the embedded cluster: out-of-tree plugins at PreFilter, Score (with NormalizeScore), Reserve, PreBind and
-Permit, each behaving as upstream's test plugin of that name (succeed, fail with an Error, reject
-as Unschedulable, wait), and the outcomes upstream checks: the pod scheduled, unschedulable, or
-failed with a scheduling error (PodScheduled=False, reason SchedulerError), and how often each
-plugin was called.
+"""Upstream's test/integration/scheduler/plugins/plugins_test.go, and rescheduling_test.go's
+TestReScheduling (which uses the same kind of plugins), end to end on the embedded cluster:
+out-of-tree plugins at every extension point from PreEnqueue to PostBind, each behaving as
+upstream's test plugin of that name (succeed, fail with an Error, reject as Unschedulable, wait),
+and the outcomes upstream checks: the pod scheduled, unschedulable, or failed with a scheduling
+error (PodScheduled=False, reason SchedulerError), and how often each plugin was called.
 
 Upstream's ``initRegistryAndConfig`` adds the plugins to the default profile at the extension
 points they implement; ``initTestSchedulerForFrameworkTest`` starts the scheduler on ``n`` nodes
