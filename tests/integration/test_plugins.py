@@ -11,6 +11,7 @@ named ``test-node-<i>``, with no kubelet or controllers. The same here."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -31,6 +32,8 @@ from kubesched.scheduler.framework.interface import (
     PermitPlugin,
     Plugin,
     PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
@@ -40,13 +43,14 @@ from kubesched.scheduler.framework.interface import (
     ScorePlugin,
 )
 from kubesched.scheduler.framework.registry import Registry, merge
-from kubesched.scheduler.framework.status import Code, Status
+from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch
 from kubesched.scheduler.plugins.registry import in_tree_registry
 from tests.integration.embedded import Cluster, configuration, embedded, run
 from tests.integration.wrappers import node, pod
 
-EXTENSION_POINTS = {PreEnqueuePlugin: "preEnqueue", PreScorePlugin: "preScore", PreFilterPlugin: "preFilter", FilterPlugin: "filter", ScorePlugin: "score", ReservePlugin: "reserve",
+EXTENSION_POINTS = {PreEnqueuePlugin: "preEnqueue", PreScorePlugin: "preScore", PreFilterPlugin: "preFilter", FilterPlugin: "filter",
+                    PostFilterPlugin: "postFilter", ScorePlugin: "score", ReservePlugin: "reserve",
                     PreBindPlugin: "preBind", PermitPlugin: "permit", BindPlugin: "bind", PostBindPlugin: "postBind"}
 BIND_PLUGIN_ANNOTATION = "bindPluginName"
 
@@ -345,6 +349,11 @@ def _attempt(plugins: Sequence[Plugin], nodes: int, want: str, profiles: Sequenc
     """Schedule ``test-pod`` with ``plugins`` on ``nodes`` nodes and check the ``want`` outcome
     (scheduled, unschedulable, error); returns the node or the condition's reason."""
     registry, config = _registry_and_config(*plugins, profiles=profiles)
+    return _attempt_with(registry, config, nodes, want)
+
+
+def _attempt_with(registry: Registry, config: SchedulerConfiguration, nodes: int, want: str) -> str:
+    """``_attempt`` for a registry and configuration built by the caller."""
 
     async def scenario() -> str:
         async with embedded(config, _nodes(nodes), registry=registry, kubelet=False, controllers=False) as cluster:
@@ -888,3 +897,62 @@ def test_re_scheduling(plugin_class: type[ReschedulingPermit] | type[Reschedulin
             return await _outcome(cluster, want)
 
     run(scenario)
+
+
+# --- TestPostFilterPlugin -------------------------------------------------------------------------------
+class FakePostFilter(PostFilterPlugin):
+    """Upstream's ``PostFilterPlugin``: runs the Filter plugins on every node and the Score plugins
+    through the framework (results ignored), then succeeds, fails, rejects or rejects as
+    unresolvable."""
+
+    name = "postfilter-plugin"
+
+    def __init__(self, reject: bool = False, unresolvable: bool = False) -> None:
+        super().__init__(None, None)
+        self.reject, self.unresolvable, self.calls = reject, unresolvable, 0
+
+    def post_filter(self, state: CycleState, pod_info: PodInfo, statuses: Any) -> tuple[PostFilterResult | None, Status | None]:
+        self.calls += 1
+        table = self.framework.snapshot
+        for info in table.infos:
+            self.framework.run_filters_on_node_info(state, pod_info, info)
+        with contextlib.suppress(StatusError):  # upstream's plugin ignores what RunScorePlugins returns
+            self.framework.run_score(state, pod_info, table.all_rows())
+        if self.reject:
+            return None, Status(Code.Unschedulable, f"injecting unschedulable for pod {pod_info.name}")
+        if self.unresolvable:
+            return None, Status(Code.UnschedulableAndUnresolvable, f"injecting unresolvable for pod {pod_info.name}")
+        return None, Status(Code.Success, f"make room for pod {pod_info.name} to be schedulable")
+
+
+@pytest.mark.parametrize(("nodes", "reject_filter", "fail_score", "post_filters", "filter_calls", "score_calls",
+                          "post_filters_per_attempt"), [
+    pytest.param(30, False, False, ({}, {}), 30, 30, 0, id="Filter passed and Score success"),
+    pytest.param(1, True, False, ({}, {}), 2, 1, 1, id="Filter failed and PostFilter passed"),
+    pytest.param(1, True, False, ({"reject": True}, {}), 2, 1, 2, id="Filter failed and PostFilter failed"),
+    pytest.param(1, True, True, ({"reject": True}, {}), 2, 1, 2, id="Score failed and PostFilter failed"),
+    pytest.param(1, True, False, ({"unresolvable": True}, {}), 2, 0, 1, id="Filter failed and first PostFilter broken"),
+    pytest.param(1, True, False, ({"reject": True}, {"reject": True, "unresolvable": True}), 2, 0, 2,
+                 id="Filter failed and second PostFilter broken"),
+])
+def test_post_filter_plugin(nodes: int, reject_filter: bool, fail_score: bool, post_filters: tuple[dict[str, bool], dict[str, bool]],
+                            filter_calls: int, score_calls: int, post_filters_per_attempt: int) -> None:
+    """PostFilter plugins run in order until one succeeds or rejects as unresolvable. Upstream
+    counts PostFilter calls right after the first failed attempt; a pod rejected by a plugin that
+    registers no events is tried again at once here (see TestUnReservePermitPlugins), so the
+    counts are checked per attempt: the first PostFilter plugin runs once per attempt, the second
+    as often when the first only rejects. Filter and Score counts are lower bounds, as upstream's."""
+    filter_plugin, score = FakeFilter(reject=reject_filter), FakeScore(fail_score)
+    first = FakePostFilter(**post_filters[0])
+    second = named(FakePostFilter, "postfilter-plugin2")(**post_filters[1])
+    registry, config = _registry_and_config(filter_plugin, score, first, second, profiles=[{
+        "schedulerName": "default-scheduler", "plugins": {
+            "filter": {"enabled": [{"name": filter_plugin.name}]},
+            "score": {"enabled": [{"name": score.name}], "disabled": [{"name": "*"}]},
+            "postFilter": {"enabled": [{"name": first.name}, {"name": second.name}], "disabled": [{"name": "*"}]}}}])
+    _attempt_with(registry, config, nodes, "unschedulable" if reject_filter else "scheduled")
+    assert filter_plugin.calls >= filter_calls if reject_filter else filter_plugin.calls == filter_calls
+    assert score.calls >= score_calls if reject_filter else score.calls == score_calls
+    attempts = first.calls
+    assert (attempts >= 1) if reject_filter else attempts == 0
+    assert first.calls + second.calls == attempts * post_filters_per_attempt
