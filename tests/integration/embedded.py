@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -37,12 +38,16 @@ POLL = 0.1
 
 
 def configuration(*profiles: Mapping[str, Any], gates: Mapping[str, bool] | None = None,
-                  registry: Registry | None = None) -> SchedulerConfiguration:
-    """A v1 KubeSchedulerConfiguration with ``profiles`` (none: the default profile), defaulted and
+                  registry: Registry | None = None,
+                  extenders: Iterable[Mapping[str, Any]] = (), **fields: Any) -> SchedulerConfiguration:
+    """A v1 KubeSchedulerConfiguration with ``profiles`` (none: the default profile),
+    ``extenders`` and other top-level ``fields`` (``podInitialBackoffSeconds``, ...), defaulted and
     validated as a file would be (against ``registry`` when out-of-tree plugins are named)."""
-    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration"}
+    doc: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "KubeSchedulerConfiguration", **fields}
     if profiles:
         doc["profiles"] = [dict(p) for p in profiles]
+    if extenders:
+        doc["extenders"] = [dict(e) for e in extenders]
     return load_dict(doc, registry=registry, feature_gates=gates, source="integration test")
 
 
@@ -65,6 +70,23 @@ class Cluster:
 
     store: ObjectStore
     scheduler: Scheduler
+    #: The scheduling loop (``Scheduler.run``) while it runs.
+    runner: asyncio.Task | None = None
+
+    async def stop_scheduling(self) -> None:
+        """Stop the scheduling loop; the queue, its timers and the event handlers go on. Upstream's
+        queueing tests run such a scheduler and call ``ScheduleOne`` by hand."""
+        if self.runner is not None:
+            self.runner.cancel()
+            await asyncio.gather(self.runner, return_exceptions=True)
+            self.runner = None
+
+    def requeued(self) -> set[str]:
+        """Names of the pods waiting in activeQ or backoffQ (upstream ``PodsInActiveQ`` and
+        ``PodsInBackoffQ``): those moved out of the unschedulable pool."""
+        pending, _summary = self.scheduler.queue.pending_pods()
+        unschedulable = {p.uid for p in self.scheduler.queue.unschedulable_pods()}
+        return {p.name for p in pending if p.uid not in unschedulable}
 
     def create(self, *objects: Mapping[str, Any]) -> None:
         for obj in objects:
@@ -144,26 +166,29 @@ def _kind(name: str) -> Any:
 
 @asynccontextmanager
 async def embedded(config: SchedulerConfiguration | None = None, objects: Iterable[Mapping[str, Any]] = (), *,
-                   gates: Mapping[str, bool] | None = None, registry: Registry | None = None) -> AsyncIterator[Cluster]:
+                   gates: Mapping[str, bool] | None = None, registry: Registry | None = None,
+                   controllers: bool = True, kubelet: bool = True) -> AsyncIterator[Cluster]:
     """A cluster holding ``objects`` with a scheduler running ``config`` (default: the default
-    profile) and the fake cluster components."""
+    profile) and the fake cluster components. Without ``controllers`` (PV binding, claims,
+    disruption budgets, garbage collection) and ``kubelet`` (node status and leases, pod phases)
+    objects change only as the test changes them, as in upstream's tests that start just an API
+    server and a scheduler."""
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, VIRTUAL_EPOCH)
     feature_gates = FeatureGates(dict(gates or {}))
     store = ObjectStore(clock, seed=1, auto_create_namespaces=True, feature_gates=feature_gates)
-    cluster_components = start_components(store, SIMULATION_COMPONENTS)
+    cluster_components = start_components(store, dataclasses.replace(SIMULATION_COMPONENTS, controllers=controllers, kubelet=kubelet))
     sched = Scheduler(MemoryClient(store), config or configuration(gates=gates), registry=registry, clock=clock, seed=1,
                       feature_gates=feature_gates)
     cluster = Cluster(store, sched)
     cluster.create(*objects)
     await sched.start()
-    runner = loop.create_task(sched.run())
+    cluster.runner = loop.create_task(sched.run())
     try:
         yield cluster
     finally:
         await sched.stop()
-        runner.cancel()
-        await asyncio.gather(runner, return_exceptions=True)
+        await cluster.stop_scheduling()
         await cluster_components.stop()
 
 

@@ -9,6 +9,7 @@ asynchronously, as with SchedulerAsyncPreemption on, its default in 1.35), so ea
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -17,7 +18,13 @@ from kubesched.api.apierrors import Forbidden
 from kubesched.api.kinds import POD
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.framework.cycle_state import CycleState
-from kubesched.scheduler.framework.interface import FilterPlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult
+from kubesched.scheduler.framework.interface import (
+    FilterPlugin,
+    PreBindPlugin,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreFilterResult,
+)
 from kubesched.scheduler.framework.registry import merge
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeBatch
@@ -370,3 +377,149 @@ def test_read_write_once_pod_preemption(existing: list[dict[str, Any]], preempto
             return {n for n in names if not cluster.exists(n)}, await cluster.scheduled("preemptor-pod")
 
     assert run(scenario) == (victims, "node1")
+
+
+def _all_gone(cluster: Any, names: list[str]) -> bool:
+    return not any(cluster.exists(n) for n in names)
+
+
+# --- TestPreemptionRaces -------------------------------------------------------------------------------
+def test_preemption_races() -> None:
+    """Upstream case "ensures that other pods are not scheduled while preemptor is being marked as
+    nominated" (its name ends with the Kubernetes issue it guards against), five rounds: two
+    medium pods run, the preemptor (4900m of 5000m) evicts one, and twenty medium pods created
+    right after it never take the room it freed."""
+    node1 = node("node1", capacity={"pods": "100", "cpu": "5000m", "memory": "5000"})
+
+    def medium(name: str) -> dict[str, Any]:
+        p = _pod(name, "medium", labels={"pod": name})
+        p["spec"]["terminationGracePeriodSeconds"] = 0
+        return p
+
+    async def scenario() -> list[tuple[str, bool, int]]:
+        rounds = []
+        async with embedded(None, [*LOW_HIGH, node1]) as cluster:
+            for _ in range(5):
+                nominated: list[str] = []
+
+                def watch(_rv: int, kind: object, event: Any, seen: list[str] = nominated) -> None:
+                    if kind == POD and event.object["metadata"]["name"] == "preemptor-pod":
+                        seen.append((event.object.get("status") or {}).get("nominatedNodeName") or "")
+
+                cluster.store.write_hooks.append(watch)
+                for i in range(2):
+                    cluster.create(medium(f"rpod-{i}"))
+                for i in range(2):
+                    await cluster.scheduled(f"rpod-{i}")
+                cluster.create(_pod("preemptor-pod", "high", "4900m", "4900"))
+                for i in range(20):
+                    cluster.create(medium(f"ppod-{i}"))
+                where = await cluster.scheduled("preemptor-pod", timeout=60)
+                scheduled = sum(1 for i in range(20) if cluster.node_of(f"ppod-{i}"))
+                rounds.append((where, "node1" in nominated, scheduled))
+                cluster.store.write_hooks.remove(watch)
+                for name in ["preemptor-pod", *[f"ppod-{i}" for i in range(20)]]:
+                    cluster.delete("Pod", name, "default")
+                names = ["preemptor-pod", "rpod-0", "rpod-1", *[f"ppod-{i}" for i in range(20)]]
+                for name in names:
+                    if cluster.exists(name):
+                        cluster.delete("Pod", name, "default")
+                await cluster.wait_for("the round's pods to go", partial(_all_gone, cluster, names))
+        return rounds
+
+    assert run(scenario) == [("node1", True, 0)] * 5
+
+
+# --- TestNominatedNodeCleanUp --------------------------------------------------------------------------
+class AlwaysFail(PreBindPlugin):
+    """Upstream's ``alwaysFail``: PreBind fails Unschedulable unless the pod's name says not to."""
+
+    name = "alwaysFailPlugin"
+
+    def pre_bind(self, state: CycleState, pod_info: PodInfo, node_name: str) -> Status | None:
+        return None if "do-not-fail-me" in pod_info.name else Status(Code.Unschedulable)
+
+
+def _cpu_pod(name: str, priority: str, cpu: str) -> dict[str, Any]:
+    return pod(name, requests={"cpu": cpu}, priorityClassName=priority)
+
+
+CLEANUP_CASES = [
+    pytest.param("5", [[_cpu_pod(f"low-{i}", "low", "1") for i in range(1, 5)], [_cpu_pod("medium", "medium", "4")],
+                       [_cpu_pod("high", "high", "3")]], ["scheduled", "nominated", "nominated"], False, [], False,
+                 id="mid-priority pod preempts low-priority pod, followed by a high-priority pod with another preemption"),
+    pytest.param("2", [[_cpu_pod("low", "low", "1")], [_cpu_pod("medium", "medium", "2")], [_cpu_pod("high", "high", "1")]],
+                 ["scheduled", "nominated", "scheduled"], False, ["low"], False,
+                 id="mid-priority pod preempts low-priority pod, followed by a high-priority pod without additional preemption"),
+    pytest.param("1", [[_cpu_pod("low", "low", "1")], [_cpu_pod("medium", "medium", "1")]], ["scheduled", "nominated"],
+                 True, ["low"], False, id="mid-priority pod preempts low-priority pod, followed by a node deletion"),
+    pytest.param("1", [[_cpu_pod("low-do-not-fail-me", "low", "1")], [_cpu_pod("medium", "medium", "1")]],
+                 ["scheduled", "nominated"], False, ["low-do-not-fail-me"], True,
+                 id="mid-priority pod preempts low-priority pod, but failed the scheduling unexpectedly"),
+]
+
+
+@pytest.mark.parametrize(("cpu", "batches", "checks", "delete_node", "delete_pods", "failing_pre_bind"), CLEANUP_CASES)
+def test_nominated_node_clean_up(cpu: str, batches: list[list[dict[str, Any]]], checks: list[str], delete_node: bool,
+                                 delete_pods: list[str], failing_pre_bind: bool) -> None:
+    """The medium pod's ``status.nominatedNodeName`` is set by its preemption and cleared again
+    when a higher-priority pod takes the room, when its node goes, or when its binding cycle
+    fails."""
+    registry = merge(in_tree_registry(), {AlwaysFail.name: lambda args, handle: AlwaysFail(args, handle)})
+    profile: dict[str, Any] = {"schedulerName": "default-scheduler"}
+    if failing_pre_bind:
+        profile["plugins"] = {"preBind": {"enabled": [{"name": AlwaysFail.name}]}}
+    config = configuration(profile, registry=registry)
+
+    async def scenario() -> str:
+        async with embedded(config, [*LOW_HIGH, node("fake-node", capacity={"cpu": cpu})], registry=registry) as cluster:
+            nominated: set[str] = set()
+
+            def watch(_rv: int, kind: object, event: Any) -> None:
+                if kind == POD and (event.object.get("status") or {}).get("nominatedNodeName"):
+                    nominated.add(event.object["metadata"]["name"])
+
+            cluster.store.write_hooks.append(watch)
+            for batch, check in zip(batches, checks):
+                cluster.create(*batch)
+                for p in batch:
+                    name = p["metadata"]["name"]
+                    if check == "scheduled":
+                        await cluster.scheduled(name)
+                    else:
+                        await cluster.wait_for(f"{name} to be nominated", partial(set.__contains__, nominated, name))
+            if delete_node:
+                cluster.delete("Node", "fake-node")
+            for name in delete_pods:
+                if cluster.exists(name):
+                    cluster.delete("Pod", name, "default")
+            await cluster.wait_for("the medium pod's nomination to be cleared",
+                                   lambda: not (cluster.pod("medium").get("status") or {}).get("nominatedNodeName"))
+            return str((cluster.pod("medium").get("status") or {}).get("nominatedNodeName") or "")
+
+    assert run(scenario) == ""
+
+
+# --- TestPreferNominatedNode ---------------------------------------------------------------------------
+@pytest.mark.parametrize(("existing", "preemptor", "running_node"), [
+    pytest.param([_on_node("low-pod1", "low", "node-2")], _pod("preemptor-pod", "high", "500m", "200"), "node-1",
+                 id="nominated node released all resource, preemptor is scheduled to the nominated node"),
+    pytest.param([_on_node("low-pod", "low", "node-1")], _pod("preemptor-pod1", "high", "500m", "200"), "node-2",
+                 id="nominated node cannot pass all the filters, preemptor should find a different node"),
+])
+def test_prefer_nominated_node(existing: list[dict[str, Any]], preemptor: dict[str, Any], running_node: str) -> None:
+    """A pod that already carries ``status.nominatedNodeName: node-1`` (upstream sets it in a
+    wrapped NextPod; here it is written right after the pod is created, before the scheduler
+    sees it) runs there when node-1 passes the filters, and elsewhere when it does not."""
+    nodes = [node(f"node-{i}", capacity={"pods": "32", "cpu": "500m", "memory": "500"}) for i in (1, 2)]
+    name = preemptor["metadata"]["name"]
+
+    async def scenario() -> str:
+        async with embedded(None, [*LOW_HIGH, *nodes, *existing]) as cluster:
+            for p in existing:
+                await cluster.scheduled(p["metadata"]["name"])
+            cluster.create(preemptor)
+            cluster.mutate("Pod", name, lambda p: p.setdefault("status", {}).update(nominatedNodeName="node-1"), "default")
+            return await cluster.scheduled(name)
+
+    assert run(scenario) == running_node

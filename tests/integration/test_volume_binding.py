@@ -1,7 +1,7 @@
 """Upstream's test/integration/volumescheduling/volume_binding_test.go (TestVolumeBinding,
-TestVolumeBindingRescheduling), end to end on the embedded cluster with its fake PV controller and
-provisioner standing in for kube-controller-manager's. Each upstream case is a parametrized id
-named as upstream names it."""
+TestVolumeBindingRescheduling, TestPVAffinityConflict, TestVolumeProvision, TestCapacity), end to
+end on the embedded cluster with its fake PV controller and provisioner standing in for
+kube-controller-manager's. Each upstream case is a parametrized id named as upstream names it."""
 
 from __future__ import annotations
 
@@ -141,3 +141,125 @@ def test_volume_binding_rescheduling(new: dict[str, Any], initial: list[dict[str
             return await cluster.scheduled(name)
 
     assert run(scenario) in {"node-1", "node-2"}
+
+
+# --- TestPVAffinityConflict ----------------------------------------------------------------------------
+@pytest.mark.parametrize("marker", [pytest.param("affinity", id="markNodeAffinity"),
+                                    pytest.param("selector", id="markNodeSelector")])
+def test_pv_affinity_conflict(marker: str) -> None:
+    """A pod whose claim is bound to a local volume on node-1 but which is pinned to node-2 (by
+    node affinity, or by node selector) is unschedulable, and the message names both causes with
+    1.35's reasons: the pod's node affinity/selector and the PersistentVolume's node affinity."""
+    nodes = [node(f"node-{i}", {HOSTNAME: f"node-{i}"}) for i in (1, 2, 3)]
+    pin: dict[str, Any] = ({"nodeSelector": {HOSTNAME: "node-2"}} if marker == "selector" else {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": ["node-2"]}]}]}}}})
+    local = pod("local-pod-1", volumes=[{"name": "vol0", "persistentVolumeClaim": {"claimName": "local-pvc"}}], **pin)
+
+    async def scenario() -> tuple[str, str]:
+        async with embedded(None, [*CLASSES, *nodes, local_pv("local-pv", "immediate", "node-1"),
+                                   claim("local-pvc", "immediate")]) as cluster:
+            await cluster.wait_for("the claim to bind", lambda: _phase(cluster, "PersistentVolumeClaim", "local-pvc") == "Bound")
+            cluster.create(local)
+            message = await cluster.unschedulable("local-pod-1")
+            return str((cluster.pod("local-pod-1").get("status") or {}).get("phase")), message
+
+    phase, message = run(scenario)
+    assert phase == "Pending"
+    assert "node(s) didn't match Pod's node affinity/selector" in message
+    assert "node(s) didn't match PersistentVolume's node affinity" in message
+
+
+# --- TestVolumeProvision, TestCapacity -----------------------------------------------------------------
+#: Upstream's ``provisionerPluginName``: its dynamic classes' provisioner, and the CSIDriver's name.
+PROVISIONER = "mock-provisioner.kubernetes.io"
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+
+
+def dynamic_classes() -> list[dict[str, Any]]:
+    """``makeDynamicProvisionerStorageClass`` for "immediate", "wait" and "topomismatch" (wait,
+    allowed only on node-2's hostname)."""
+    mismatch = storage_class("topomismatch", "WaitForFirstConsumer", PROVISIONER)
+    mismatch["allowedTopologies"] = [{"matchLabelExpressions": [{"key": HOSTNAME, "values": ["node-2"]}]}]
+    return [storage_class("immediate", "Immediate", PROVISIONER), storage_class("wait", "WaitForFirstConsumer", PROVISIONER),
+            mismatch]
+
+
+def _provisioned(cluster: Cluster, name: str) -> bool:
+    pvc = cluster.get("PersistentVolumeClaim", name, "default")
+    return SELECTED_NODE in ((pvc.get("metadata") or {}).get("annotations") or {})
+
+
+@pytest.mark.parametrize(("new", "pvs", "bound", "provisioned", "unbound", "should_fail"), [
+    pytest.param(claim_pod("pod-pvc-canprovision", "pvc-canprovision"), [], [], [claim("pvc-canprovision", "wait")], [], False,
+                 id="wait provisioned"),
+    pytest.param(claim_pod("pod-pvc-topomismatch", "pvc-topomismatch"), [], [], [], [claim("pvc-topomismatch", "topomismatch")],
+                 True, id="topolgy unsatisfied"),
+    pytest.param(claim_pod("pod-pvc-canbind-or-provision", "pvc-w-canbind", "pvc-canprovision"),
+                 [local_pv("pv-w-canbind", "wait", "node-1")], [claim("pvc-w-canbind", "wait")],
+                 [claim("pvc-canprovision", "wait")], [], False, id="wait one bound, one provisioned"),
+    pytest.param(claim_pod("pod-i-pv-prebound-w-provisioned", "pvc-i-pv-prebound", "pvc-canprovision"),
+                 [local_pv("pv-i-prebound", "immediate", "node-1", "pvc-i-pv-prebound")], [claim("pvc-i-pv-prebound", "immediate")],
+                 [claim("pvc-canprovision", "wait")], [], False, id="one immediate pv prebound, one wait provisioned"),
+    pytest.param(claim_pod("pod-w-pv-prebound-w-provisioned", "pvc-w-pv-prebound", "pvc-canprovision"),
+                 [local_pv("pv-w-prebound", "wait", "node-1", "pvc-w-pv-prebound")], [claim("pvc-w-pv-prebound", "wait")],
+                 [claim("pvc-canprovision", "wait")], [], False, id="wait one pv prebound, one provisioned"),
+    pytest.param(claim_pod("pod-i-unbound", "pvc-controller-provisioned"), [], [claim("pvc-controller-provisioned", "immediate")],
+                 [], [], False, id="immediate provisioned by controller"),
+])
+def test_volume_provision(new: dict[str, Any], pvs: list[dict[str, Any]], bound: list[dict[str, Any]],
+                          provisioned: list[dict[str, Any]], unbound: list[dict[str, Any]], should_fail: bool) -> None:
+    """On one node, with dynamically provisioning classes: claims bind to matching volumes or get
+    volumes provisioned for the chosen node (``volume.kubernetes.io/selected-node``); a class whose
+    topology excludes the node leaves the pod unschedulable and its claim Pending. (Upstream also
+    ran these with CSIStorageCapacity off; the gate is gone in 1.35.)"""
+
+    async def scenario() -> tuple[dict[str, str], dict[str, bool], dict[str, str]]:
+        async with embedded(None, [*dynamic_classes(), NODES[0], *pvs, *bound, *provisioned, *unbound]) as cluster:
+            cluster.create(new)
+            name = new["metadata"]["name"]
+            await (cluster.unschedulable(name) if should_fail else cluster.scheduled(name))
+            claims = [c["metadata"]["name"] for c in [*bound, *provisioned, *unbound]]
+            phases = {c: _phase(cluster, "PersistentVolumeClaim", c) for c in claims}
+            selected = {c["metadata"]["name"]: _provisioned(cluster, c["metadata"]["name"]) for c in provisioned}
+            return phases, selected, {v["metadata"]["name"]: _phase(cluster, "PersistentVolume", v["metadata"]["name"]) for v in pvs}
+
+    phases, selected, volumes = run(scenario)
+    assert phases == {**{c["metadata"]["name"]: "Bound" for c in [*bound, *provisioned]},
+                      **{c["metadata"]["name"]: "Pending" for c in unbound}}
+    assert all(selected.values())
+    assert set(volumes.values()) <= {"Bound"}
+
+
+@pytest.mark.parametrize(("capacity_supported", "have_capacity"), [
+    pytest.param(False, False, id="baseline"),
+    pytest.param(True, False, id="out of space"),
+    pytest.param(True, True, id="with space"),
+    pytest.param(False, True, id="ignored"),
+])
+def test_capacity(capacity_supported: bool, have_capacity: bool) -> None:
+    """With a CSIDriver that publishes storage capacity, a WaitForFirstConsumer claim is
+    provisioned only where a CSIStorageCapacity has room (6Gi for the 5Gi claim): without one the
+    pod is unschedulable and the claim Pending. Capacity objects of a driver that does not publish
+    capacity are ignored."""
+    objects: list[dict[str, Any]] = [*dynamic_classes(), NODES[0], claim("pvc-canprovision", "wait")]
+    if capacity_supported:
+        objects.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": PROVISIONER},
+                        "spec": {"storageCapacity": True}})
+    if have_capacity:
+        objects.append({"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity",
+                        "metadata": {"name": "foo-capacity", "namespace": "default"}, "storageClassName": "wait",
+                        "nodeTopology": {}, "capacity": "6Gi"})
+    should_fail = capacity_supported and not have_capacity
+
+    async def scenario() -> tuple[str, bool]:
+        async with embedded(None, objects) as cluster:
+            cluster.create(claim_pod("pod-pvc-canprovision", "pvc-canprovision"))
+            if should_fail:
+                await cluster.unschedulable("pod-pvc-canprovision")
+            else:
+                await cluster.scheduled("pod-pvc-canprovision")
+            return _phase(cluster, "PersistentVolumeClaim", "pvc-canprovision"), _provisioned(cluster, "pvc-canprovision")
+
+    phase, selected = run(scenario)
+    assert (phase, selected) == (("Pending", False) if should_fail else ("Bound", True))

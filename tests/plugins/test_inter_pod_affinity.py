@@ -801,6 +801,11 @@ POD_HINT_CASES = [
      pod(node="n", labels={"service": "bbb"}), pod(node="n", labels=S1), SKIPQ),
     ("delete a pod which doesn't match pod's anti-affinity", TARGET_ANTI, pod(node="n", labels={"aaa": "a"}), None, SKIPQ),
     ("delete a pod which matches pod's anti-affinity", TARGET_ANTI, pod(node="n", labels=S1), None, Q),
+    # The deleted pod's own anti-affinity may have kept the target pod away (upstream's 1.35 fix of this hint).
+    ("delete a pod whose anti-affinity matches the target pod", pod("p", labels=S1),
+     pod("q", node="n", aff=affinity(anti=[term("region", In("service", "securityscan"))])), None, Q),
+    ("delete a pod whose anti-affinity doesn't match the target pod", pod("p", labels={"aaa": "a"}),
+     pod("q", node="n", aff=affinity(anti=[term("region", In("service", "securityscan"))])), None, SKIPQ),
 ]
 
 

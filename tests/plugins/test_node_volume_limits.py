@@ -291,10 +291,11 @@ INLINE_EBS = {"name": "v", "awsElasticBlockStore": {"volumeID": "test"}}
     (pod_with_claims("p", "not-yet-created", namespace="ns1"), EBS_DETACHED, QueueingHint.Queue),
     (pod_with("p", INLINE_EBS, namespace="ns1"), PV_DETACHED, QueueingHint.QueueSkip),
     (pod_with("p", namespace="ns1"), PV_DETACHED, QueueingHint.QueueSkip),
+    (pod_with("p", INLINE_EBS, namespace="ns1"), _va({"persistentVolumeName": "pv1"}, EBS), QueueingHint.Queue),
 ], ids=["claim of the detached PV", "inline volume of the detached driver", "inline volume of another driver",
         "inline and claim volumes, inline detached", "inline and claim volumes, PV detached",
         "claim bound to another PV: the slot is the driver's", "claim not created yet",
-        "inline volume, PV detached", "no volumes"])
+        "inline volume, PV detached", "no volumes", "inline volume, a PV of its driver detached"])
 def test_hint_after_volume_attachment_deleted_queues_pods_with_claims_or_the_detached_inline_driver(pod, va, want):
     assert NodeVolumeLimits.is_schedulable_after_volume_attachment_deleted(pod, va, None) == want
 

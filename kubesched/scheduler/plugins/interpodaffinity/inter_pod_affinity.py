@@ -356,7 +356,14 @@ class InterPodAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
             return QueueingHint.QueueSkip
         if new is not None:
             return QueueingHint.Queue if matches_all(terms, PodInfo(new)) else QueueingHint.QueueSkip
-        return QueueingHint.Queue if matches_all(anti_terms, PodInfo(old)) else QueueingHint.QueueSkip
+        deleted = PodInfo(old)
+        if matches_all(anti_terms, deleted):
+            return QueueingHint.Queue
+        # The deleted pod's own required anti-affinity may have been what kept the target pod away.
+        try:
+            return QueueingHint.Queue if matches_all(deleted.required_anti_affinity_terms, target) else QueueingHint.QueueSkip
+        except InvalidSelector:
+            return QueueingHint.Queue
 
     @staticmethod
     def _after_node_change(pod: dict, old: Any, new: Any) -> QueueingHint:

@@ -540,12 +540,11 @@ class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     def is_schedulable_after_volume_attachment_deleted(pod: dict, old: Any, new: Any) -> QueueingHint:
         """A detach frees a slot of the attacher's driver: queue a pod with any ``persistentVolumeClaim``
         volume (its driver is not worth resolving here), or with an inline migratable volume whose CSI
-        driver is the one of the detached inline volume."""
+        driver is the attacher (whatever the attachment's source: upstream compares the attacher)."""
         volumes = spec(pod).get("volumes") or []
         if any(vol.get("persistentVolumeClaim") is not None for vol in volumes):
             return QueueingHint.Queue
-        source = spec(old or {}).get("source") or {}
-        driver = ((source.get("inlineVolumeSpec") or {}).get("csi") or {}).get("driver")
+        driver = spec(old or {}).get("attacher")
         for vol in volumes:
             plugin = inline_plugin(vol)
             if plugin is None:
