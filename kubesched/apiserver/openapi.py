@@ -15,6 +15,8 @@ The definitions are converted to each format as kube-apiserver writes it: Swagge
 ``type``, ``#/definitions/...`` references beside their description), OpenAPI 3.0 for v3
 (``#/components/schemas/...`` references wrapped in ``allOf`` when they carry a description), both
 closed over every reference. Documents are built once per server: the table of kinds does not change.
+They describe the alpha kinds too, whether or not their feature gate is on (discovery and the
+resource paths follow the gates).
 """
 
 from __future__ import annotations
@@ -300,7 +302,7 @@ def _info() -> dict[str, str]:
 def v2_spec() -> dict[str, Any]:
     """``/openapi/v2`` as a JSON object: every served kind's paths and the definitions they use."""
     spelling = _Spelling(v3=False)
-    kinds = [kind for gv_kinds in group_versions().values() for kind in gv_kinds]
+    kinds = [kind for gv_kinds in group_versions(frozenset()).values() for kind in gv_kinds]
     paths: dict[str, Any] = {}
     for kind in kinds:
         paths.update(_paths(spelling, kind))
@@ -322,7 +324,7 @@ def v2_protobuf() -> bytes:
 @cache
 def group_version_document(group_version: str) -> bytes | None:
     """``/openapi/v3/api/v1`` or ``/openapi/v3/apis/<group>/<version>``; None for an unserved one."""
-    kinds = group_versions().get(group_version)
+    kinds = group_versions(frozenset()).get(group_version)
     if kinds is None:
         return None
     spelling = _Spelling(v3=True)
@@ -347,7 +349,7 @@ def _url(group_version: str) -> str:
 def root_document() -> bytes:
     """``/openapi/v3``: each group-version's document URL, with the hash that makes it cacheable."""
     paths = {}
-    for gv in group_versions():
+    for gv in group_versions(frozenset()):
         body = group_version_document(gv) or b""
         paths[_url(gv)] = {"serverRelativeURL": f"/openapi/v3/{_url(gv)}?hash={etag(body)}"}
     return orjson.dumps({"paths": paths})
