@@ -12,10 +12,10 @@ from __future__ import annotations
 import platform
 from functools import cache
 
-from kubesched.api.kinds import KINDS, Kind, unserved_kinds
+from kubesched.api.kinds import KINDS, Kind
 
-#: What a server with no feature gates set hides: every alpha kind.
-ALPHA_KINDS = unserved_kinds(None)
+#: Every kind shown (what the OpenAPI documents describe; servers pass the kinds their gates hide).
+ALL_KINDS: frozenset[str] = frozenset()
 
 
 def _kinds(hidden: frozenset[str]) -> list[Kind]:
@@ -46,7 +46,7 @@ SUBRESOURCES: dict[str, tuple[str, str, str | None, list[str]]] = {
 }
 
 
-def group_versions(hidden: frozenset[str] = ALPHA_KINDS) -> dict[str, list[Kind]]:
+def group_versions(hidden: frozenset[str] = ALL_KINDS) -> dict[str, list[Kind]]:
     """``group/version`` (``v1`` for core) -> its kinds, in table order."""
     out: dict[str, list[Kind]] = {}
     for kind in _kinds(hidden):
@@ -77,7 +77,7 @@ def _subresource_entries(kind: Kind) -> list[dict]:
 
 
 @cache
-def resource_list(group_version: str, hidden: frozenset[str] = ALPHA_KINDS) -> dict | None:
+def resource_list(group_version: str, hidden: frozenset[str] = ALL_KINDS) -> dict | None:
     """The ``APIResourceList`` of ``/api/v1`` or ``/apis/<group>/<version>``."""
     kinds = group_versions(hidden).get(group_version)
     if kinds is None:
@@ -111,11 +111,11 @@ def _groups(hidden: frozenset[str]) -> list[str]:
 
 
 @cache
-def api_group_list(hidden: frozenset[str] = ALPHA_KINDS) -> dict:
+def api_group_list(hidden: frozenset[str] = ALL_KINDS) -> dict:
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_entry(g, hidden) for g in _groups(hidden)]}
 
 
-def api_group(group: str, hidden: frozenset[str] = ALPHA_KINDS) -> dict | None:
+def api_group(group: str, hidden: frozenset[str] = ALL_KINDS) -> dict | None:
     if group not in _groups(hidden):
         return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, hidden)}
@@ -156,7 +156,7 @@ def _aggregated_group(group: str, hidden: frozenset[str]) -> dict:
 
 
 @cache
-def aggregated(legacy: bool, hidden: frozenset[str] = ALPHA_KINDS) -> dict:
+def aggregated(legacy: bool, hidden: frozenset[str] = ALL_KINDS) -> dict:
     """``/api`` (legacy=True: the core group only) or ``/apis`` as an ``APIGroupDiscoveryList``."""
     items = [_aggregated_group("", hidden)] if legacy else [_aggregated_group(g, hidden) for g in _groups(hidden)]
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}

@@ -302,7 +302,7 @@ def _info() -> dict[str, str]:
 def v2_spec() -> dict[str, Any]:
     """``/openapi/v2`` as a JSON object: every served kind's paths and the definitions they use."""
     spelling = _Spelling(v3=False)
-    kinds = [kind for gv_kinds in group_versions(frozenset()).values() for kind in gv_kinds]
+    kinds = [kind for gv_kinds in group_versions().values() for kind in gv_kinds]
     paths: dict[str, Any] = {}
     for kind in kinds:
         paths.update(_paths(spelling, kind))
@@ -324,7 +324,7 @@ def v2_protobuf() -> bytes:
 @cache
 def group_version_document(group_version: str) -> bytes | None:
     """``/openapi/v3/api/v1`` or ``/openapi/v3/apis/<group>/<version>``; None for an unserved one."""
-    kinds = group_versions(frozenset()).get(group_version)
+    kinds = group_versions().get(group_version)
     if kinds is None:
         return None
     spelling = _Spelling(v3=True)
@@ -349,7 +349,7 @@ def _url(group_version: str) -> str:
 def root_document() -> bytes:
     """``/openapi/v3``: each group-version's document URL, with the hash that makes it cacheable."""
     paths = {}
-    for gv in group_versions(frozenset()):
+    for gv in group_versions():
         body = group_version_document(gv) or b""
         paths[_url(gv)] = {"serverRelativeURL": f"/openapi/v3/{_url(gv)}?hash={etag(body)}"}
     return orjson.dumps({"paths": paths})

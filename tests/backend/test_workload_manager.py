@@ -23,7 +23,7 @@ def member(name: str, node: str | None = None, key: str = "") -> PodInfo:
 
 def states(manager: WorkloadManager, ref: dict[str, Any] = REF) -> tuple[set[str], set[str], set[str], set[str]]:
     group = manager.pod_group_info("default", ref)
-    return group.all_pods(), set(group.unscheduled_pods()), group.assumed_pods(), group.assigned_pods()
+    return group.all_pods(), set(group.unscheduled_pods()), set(group.assumed_pods()), group.assigned_pods()
 
 
 @pytest.mark.parametrize(("pods", "expected"), [

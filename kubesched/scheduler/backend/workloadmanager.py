@@ -27,35 +27,36 @@ DEADLINE_RESOLUTION = 1e-6
 
 
 class PodGroupState:
-    """One pod group's pods, by state (upstream ``podGroupInfo``)."""
+    """One pod group's pods, by state (upstream ``podGroupInfo``). The states are insertion-ordered
+    (dicts used as sets), so the pods a Permit allows or activates go in a reproducible order."""
 
     def __init__(self, clock: Clock, timeout: float) -> None:
         self._clock = clock
         self._timeout = timeout
         self._pods: dict[str, PodInfo] = {}
-        self._unscheduled: set[str] = set()
-        self._assumed: set[str] = set()
-        self._assigned: set[str] = set()
+        self._unscheduled: dict[str, None] = {}
+        self._assumed: dict[str, None] = {}
+        self._assigned: dict[str, None] = {}
         #: When the current attempt to gather the gang at Permit times out (clock seconds), if any.
         self._deadline: float | None = None
 
     def add_pod(self, pod: PodInfo) -> None:
         self._pods[pod.uid] = pod
-        (self._assigned if pod.node_name else self._unscheduled).add(pod.uid)
+        (self._assigned if pod.node_name else self._unscheduled)[pod.uid] = None
 
     def update_pod(self, old: PodInfo, new: PodInfo) -> None:
         """A binding moves the pod to the assigned ones."""
         self._pods[new.uid] = new
         if not old.node_name and new.node_name:
-            self._assigned.add(new.uid)
-            self._unscheduled.discard(new.uid)
-            self._assumed.discard(new.uid)
+            self._assigned[new.uid] = None
+            self._unscheduled.pop(new.uid, None)
+            self._assumed.pop(new.uid, None)
 
     def delete_pod(self, uid: str) -> bool:
         """Forget the pod; True when the group has no pod left."""
         self._pods.pop(uid, None)
         for pods in (self._unscheduled, self._assumed, self._assigned):
-            pods.discard(uid)
+            pods.pop(uid, None)
         return not self._pods
 
     def all_pods(self) -> set[str]:
@@ -64,8 +65,8 @@ class PodGroupState:
     def unscheduled_pods(self) -> dict[str, PodInfo]:
         return {self._pods[uid].name: self._pods[uid] for uid in self._unscheduled}
 
-    def assumed_pods(self) -> set[str]:
-        return set(self._assumed)
+    def assumed_pods(self) -> list[str]:
+        return list(self._assumed)
 
     def assigned_pods(self) -> set[str]:
         return set(self._assigned)
@@ -79,12 +80,12 @@ class PodGroupState:
         return self._deadline - now
 
     def assume_pod(self, uid: str) -> None:
-        self._assumed.add(uid)
-        self._unscheduled.discard(uid)
+        self._assumed[uid] = None
+        self._unscheduled.pop(uid, None)
 
     def forget_pod(self, uid: str) -> None:
-        self._unscheduled.add(uid)
-        self._assumed.discard(uid)
+        self._unscheduled[uid] = None
+        self._assumed.pop(uid, None)
 
 
 class WorkloadManager:

@@ -40,7 +40,7 @@ def pod_group_key(namespace: str, ref: Mapping[str, Any]) -> PodGroupKey:
 
 
 class PodGroupInfo(Protocol):
-    """The runtime state of one pod group (upstream ``fwk.PodGroupInfo``). Sets hold pod UIDs."""
+    """The runtime state of one pod group (upstream ``fwk.PodGroupInfo``), by pod UID."""
 
     def all_pods(self) -> set[str]:
         """Every pod of the group the scheduler knows, whatever its state."""
@@ -50,8 +50,8 @@ class PodGroupInfo(Protocol):
         """The pods neither assumed nor assigned, by name (what ``Handle.activate`` takes)."""
         ...
 
-    def assumed_pods(self) -> set[str]:
-        """The pods past Reserve in this scheduler, waiting to bind."""
+    def assumed_pods(self) -> list[str]:
+        """The pods past Reserve in this scheduler, waiting to bind, in the order they got there."""
         ...
 
     def assigned_pods(self) -> set[str]:

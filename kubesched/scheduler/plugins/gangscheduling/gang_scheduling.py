@@ -118,7 +118,7 @@ class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin, EnqueueExten
         if group is None:
             return error, 0
         assumed = group.assumed_pods()
-        if len(assumed | group.assigned_pods()) < min_count:
+        if len(group.assigned_pods().union(assumed)) < min_count:
             # Pods of the gang that wait for this one to be scheduled are tried next.
             self.framework.activate(group.unscheduled_pods())
             return Status(Code.Wait, "waiting for minCount pods from a gang to be waiting on permit"), group.scheduling_timeout()
