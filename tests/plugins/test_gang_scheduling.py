@@ -186,3 +186,13 @@ def test_waiting_pods_share_one_deadline_per_gang() -> None:
     assert group.scheduling_timeout() == pytest.approx(200)
     clock.step(250)
     assert group.scheduling_timeout() == pytest.approx(300)
+
+
+def test_gang_pod_without_a_workload_manager_gets_an_error_naming_the_gate() -> None:
+    """GangScheduling on with GenericWorkload off: no pod group is tracked, and the pod says why."""
+    refs = [PluginRef("PrioritySort"), PluginRef("GangScheduling"), PluginRef("DefaultBinder")]
+    ctx = HandleContext(clock=ManualClock(), snapshot=lambda: NodeTable.from_infos([]), informers=_Informers([WORKLOAD]))
+    pl = Framework(in_tree_registry(), Profile(plugins=Plugins(multi_point=PluginSet(refs))), ctx).plugins["GangScheduling"]
+    status = pl.pre_enqueue(PodInfo(P1))  # type: ignore[attr-defined]
+    assert status is not None and status.code == Code.Error
+    assert "the GenericWorkload feature gate is off" in status.message()

@@ -133,10 +133,11 @@ class GangScheduling(PreEnqueuePlugin, ReservePlugin, PermitPlugin, EnqueueExten
         return self.framework.objects(WORKLOAD_KIND).get(f"{namespace}/{ref.get('name')}")
 
     def _group(self, pod: PodInfo, ref: Mapping[str, Any]) -> tuple[PodGroupInfo | None, Status | None]:
-        """The pod's group state, or the Error status saying the scheduler does not track it."""
+        """The pod's group state, or the Error status saying the scheduler does not track it (no
+        pod of the group known, or no workload manager at all: GenericWorkload is off)."""
         try:
             return self.framework.workload_manager.pod_group_info(pod.namespace, ref), None
-        except LookupError as e:
+        except (LookupError, RuntimeError) as e:
             return None, Status.from_error(e)
 
 
