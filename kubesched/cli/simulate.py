@@ -275,7 +275,7 @@ def state_objects(result: SimulationResult) -> list[dict]:
         if kind.kind in RUNTIME_KINDS:
             continue
         objects += [o for o in result.store.iter_all(kind) if not created_by_the_server(o)]
-    ordered, _ = creation_order([*objects, *result.ignored])
+    ordered, _ = creation_order([*objects, *result.ignored], result.store.feature_gates)
     return ordered + [o for o in result.ignored if o not in ordered]
 
 
