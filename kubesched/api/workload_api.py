@@ -36,6 +36,16 @@ def drop_disabled_workload_ref(pod: dict[str, Any], old: Mapping[str, Any] | Non
     del spec["workloadRef"]
 
 
+def drop_disabled_template_workload_ref(obj: dict[str, Any], old: Mapping[str, Any] | None,
+                                        gates: Mapping[str, bool] | None) -> None:
+    """``DropDisabledTemplateFields`` for a controller's ``spec.template`` (Deployment, ReplicaSet,
+    StatefulSet, DaemonSet, ReplicationController): as for a pod."""
+    template = (obj.get("spec") or {}).get("template")
+    if isinstance(template, dict):
+        old_template = ((old or {}).get("spec") or {}).get("template") if old is not None else None
+        drop_disabled_workload_ref(template, old_template if isinstance(old_template, Mapping) else None, gates)
+
+
 def validate_workload_ref(ref: Mapping[str, Any], path: str) -> list[FieldError]:
     """``spec.workloadRef``: the Workload's name is a DNS subdomain, the pod group and the replica
     key (when set) DNS labels."""

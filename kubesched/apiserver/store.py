@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid, NotFound
-from kubesched.api.defaults import default_namespace, set_defaults, validate_spec
+from kubesched.api.defaults import WORKLOADS, default_namespace, set_defaults, validate_spec
 from kubesched.api.errors import FieldError
 from kubesched.api.kinds import EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, Kind, kind_for, served
 from kubesched.api.meta import json_copy, set_condition
@@ -29,7 +29,7 @@ from kubesched.api.schema_validation import DecodeError, decode
 from kubesched.api.timeutil import parse_time
 from kubesched.api.validation import validate
 from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
-from kubesched.api.workload_api import drop_disabled_workload_ref, validate_workload_update
+from kubesched.api.workload_api import drop_disabled_template_workload_ref, drop_disabled_workload_ref, validate_workload_update
 from kubesched.apiserver import admission
 from kubesched.utils.clock import Clock, RealClock, rfc3339
 
@@ -422,6 +422,8 @@ class ObjectStore:
 
     def _admit_create(self, kind: Kind, obj: dict) -> None:
         """The mutating admission of a create (the object may have only a generateName yet)."""
+        if (kind.group, kind.kind) in WORKLOADS:
+            drop_disabled_template_workload_ref(obj, None, self.feature_gates)
         if kind == POD:
             drop_disabled_workload_ref(obj, None, self.feature_gates)
             admission.default_pod_status(obj, self.feature_gates)
@@ -430,6 +432,8 @@ class ObjectStore:
             admission.admit_default_toleration_seconds(obj)
 
     def _admit_update(self, kind: Kind, new: dict, current: dict) -> None:
+        if (kind.group, kind.kind) in WORKLOADS:
+            drop_disabled_template_workload_ref(new, current, self.feature_gates)
         if kind == POD:
             drop_disabled_workload_ref(new, current, self.feature_gates)
             admission.keep_priority(new, current)

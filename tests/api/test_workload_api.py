@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kubesched.api.validation import validate
-from kubesched.api.workload_api import drop_disabled_workload_ref, validate_workload_update
+from kubesched.api.workload_api import drop_disabled_template_workload_ref, drop_disabled_workload_ref, validate_workload_update
 from tests.integration.wrappers import pod, pod_group, workload
 
 ON = {"GenericWorkload": True}
@@ -74,3 +74,14 @@ def test_workload_ref_dropped_while_the_gate_is_off(gates: dict | None, old: dic
     new = pod("p", workloadRef=dict(REF))
     drop_disabled_workload_ref(new, old, gates)
     assert ("workloadRef" in new["spec"]) is kept
+
+
+@pytest.mark.parametrize(("gates", "kept"), [
+    pytest.param(ON, True, id="kept in a template with the gate on"),
+    pytest.param({"GenericWorkload": False}, False, id="dropped from a new template with the gate off"),
+])
+def test_workload_ref_in_a_controller_template(gates: dict, kept: bool) -> None:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                  "spec": {"template": {"spec": {"workloadRef": dict(REF), "containers": []}}}}
+    drop_disabled_template_workload_ref(deployment, None, gates)
+    assert ("workloadRef" in deployment["spec"]["template"]["spec"]) is kept
