@@ -6,6 +6,7 @@ discovery documents, so a kind is added in one place.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ class Kind:
     subresources: tuple[str, ...] = ()
     #: The verbs served when not the full set (review kinds are create-only and never stored).
     verbs: tuple[str, ...] = ()
+    #: The feature gate an alpha kind is served behind (off by default); "" for every other kind.
+    feature_gate: str = ""
 
     @property
     def api_version(self) -> str:
@@ -51,6 +54,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("DaemonSet", "apps", "v1", "daemonsets", True, ("ds",), ("all",), ("status",)),
     Kind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True, ("pdb",), (), ("status",)),
     Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False, ("pc",)),
+    Kind("Workload", "scheduling.k8s.io", "v1alpha1", "workloads", True, feature_gate="GenericWorkload"),
     Kind("StorageClass", "storage.k8s.io", "v1", "storageclasses", False, ("sc",)),
     Kind("CSINode", "storage.k8s.io", "v1", "csinodes", False),
     Kind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", False),
@@ -108,6 +112,17 @@ def known_kind(kind: str) -> Kind:
 def kind_for_resource(group: str, resource: str) -> Kind | None:
     """The Kind that serves ``resource`` in API group ``group``, or None when kubesched does not."""
     return _BY_RESOURCE.get((group, resource))
+
+
+def served(kind: Kind, gates: Mapping[str, bool] | None) -> bool:
+    """Whether an API server with ``gates`` serves ``kind``: an alpha kind only when its gate is on,
+    as kube-apiserver enables alpha APIs."""
+    return not kind.feature_gate or bool(gates and gates.get(kind.feature_gate))
+
+
+def unserved_kinds(gates: Mapping[str, bool] | None) -> frozenset[str]:
+    """``group/version`` ``Kind`` of every kind ``gates`` leave unserved (discovery omits them)."""
+    return frozenset(f"{k.api_version} {k.kind}" for k in KINDS if not served(k, gates))
 
 
 def object_key(obj: dict[str, Any]) -> str:

@@ -21,6 +21,8 @@ from kubesched.api.kinds import kind_for
 from kubesched.api.names import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors
 from kubesched.api.quantity import parse_quantity
 from kubesched.api.selectors import InvalidSelector, parse_label_selector, parse_node_selector
+from kubesched.api.workload_api import validate_workload as validate_workload_api
+from kubesched.api.workload_api import validate_workload_ref
 
 TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 TOLERATION_OPERATORS = ["Equal", "Exists"]
@@ -295,6 +297,8 @@ def _validate_pod_spec(spec: Mapping[str, Any], path: str, comparison_operators:
     policy = spec.get("preemptionPolicy")
     if policy is not None and policy not in ("PreemptLowerPriority", "Never"):
         errors.append(unsupported(f"{path}.preemptionPolicy", policy, ["Never", "PreemptLowerPriority"]))
+    if spec.get("workloadRef") is not None:
+        errors += validate_workload_ref(spec["workloadRef"], f"{path}.workloadRef")
     return errors
 
 
@@ -361,4 +365,5 @@ _BY_KIND: dict[str, Callable[[Mapping[str, Any]], list[FieldError]]] = {
     "StatefulSet": validate_workload,
     "DaemonSet": validate_workload,
     "ReplicationController": validate_workload,
+    "Workload": validate_workload_api,
 }

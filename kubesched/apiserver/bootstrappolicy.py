@@ -119,6 +119,9 @@ def _kube_scheduler_rules() -> list[dict]:
         rule(READ, STORAGE, "volumeattachments"),
         rule(READ_UPDATE, RESOURCE, "resourceclaims", "resourceclaims/status"),
         rule(READ, RESOURCE, "deviceclasses", "resourceslices"),
+        # Upstream grants this with GenericWorkload on; the roles here are built once, and the rule
+        # is inert while the alpha API is not served.
+        rule(READ, "scheduling.k8s.io", "workloads"),
     ]
 
 

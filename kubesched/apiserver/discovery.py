@@ -2,7 +2,9 @@
 legacy discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``) and aggregated
 discovery (``apidiscovery.k8s.io/v2``, which kubectl asks for first and falls back from).
 
-Documents are built once per server: the table does not change while it runs.
+Documents are built once per server: the table does not change while it runs. Alpha kinds whose
+feature gate is off are left out (``hidden``: their ``group/version Kind``), as kube-apiserver
+serves alpha APIs only when enabled.
 """
 
 from __future__ import annotations
@@ -11,6 +13,13 @@ import platform
 from functools import cache
 
 from kubesched.api.kinds import KINDS, Kind
+
+#: Every kind shown (what the OpenAPI documents describe; servers pass the kinds their gates hide).
+ALL_KINDS: frozenset[str] = frozenset()
+
+
+def _kinds(hidden: frozenset[str]) -> list[Kind]:
+    return [k for k in KINDS if f"{k.api_version} {k.kind}" not in hidden]
 
 VERSION = {
     "major": "1", "minor": "35", "emulationMajor": "1", "emulationMinor": "35", "minCompatibilityMajor": "1",
@@ -37,10 +46,10 @@ SUBRESOURCES: dict[str, tuple[str, str, str | None, list[str]]] = {
 }
 
 
-def group_versions() -> dict[str, list[Kind]]:
+def group_versions(hidden: frozenset[str] = ALL_KINDS) -> dict[str, list[Kind]]:
     """``group/version`` (``v1`` for core) -> its kinds, in table order."""
     out: dict[str, list[Kind]] = {}
-    for kind in KINDS:
+    for kind in _kinds(hidden):
         out.setdefault(kind.api_version, []).append(kind)
     return out
 
@@ -68,9 +77,9 @@ def _subresource_entries(kind: Kind) -> list[dict]:
 
 
 @cache
-def resource_list(group_version: str) -> dict | None:
+def resource_list(group_version: str, hidden: frozenset[str] = ALL_KINDS) -> dict | None:
     """The ``APIResourceList`` of ``/api/v1`` or ``/apis/<group>/<version>``."""
-    kinds = group_versions().get(group_version)
+    kinds = group_versions(hidden).get(group_version)
     if kinds is None:
         return None
     resources = []
@@ -82,8 +91,8 @@ def resource_list(group_version: str) -> dict | None:
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
 
-def _group_entry(group: str) -> dict:
-    versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in sorted({k.version for k in KINDS if k.group == group})]
+def _group_entry(group: str, hidden: frozenset[str]) -> dict:
+    versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in sorted({k.version for k in _kinds(hidden) if k.group == group})]
     return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
 
@@ -93,23 +102,23 @@ def api_versions() -> dict:
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]}
 
 
-def _groups() -> list[str]:
+def _groups(hidden: frozenset[str]) -> list[str]:
     seen: list[str] = []
-    for kind in KINDS:
+    for kind in _kinds(hidden):
         if kind.group and kind.group not in seen:
             seen.append(kind.group)
     return seen
 
 
 @cache
-def api_group_list() -> dict:
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_entry(g) for g in _groups()]}
+def api_group_list(hidden: frozenset[str] = ALL_KINDS) -> dict:
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group_entry(g, hidden) for g in _groups(hidden)]}
 
 
-def api_group(group: str) -> dict | None:
-    if group not in _groups():
+def api_group(group: str, hidden: frozenset[str] = ALL_KINDS) -> dict | None:
+    if group not in _groups(hidden):
         return None
-    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group)}
+    return {"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group, hidden)}
 
 
 # --- aggregated discovery ------------------------------------------------------------------------
@@ -136,9 +145,9 @@ def _aggregated_resource(kind: Kind) -> dict:
     return entry
 
 
-def _aggregated_group(group: str) -> dict:
+def _aggregated_group(group: str, hidden: frozenset[str]) -> dict:
     versions: dict[str, list[dict]] = {}
-    for kind in KINDS:
+    for kind in _kinds(hidden):
         if kind.group == group:
             versions.setdefault(kind.version, []).append(_aggregated_resource(kind))
     meta = {"name": group} if group else {"creationTimestamp": None}
@@ -147,9 +156,9 @@ def _aggregated_group(group: str) -> dict:
 
 
 @cache
-def aggregated(legacy: bool) -> dict:
+def aggregated(legacy: bool, hidden: frozenset[str] = ALL_KINDS) -> dict:
     """``/api`` (legacy=True: the core group only) or ``/apis`` as an ``APIGroupDiscoveryList``."""
-    items = [_aggregated_group("")] if legacy else [_aggregated_group(g) for g in _groups()]
+    items = [_aggregated_group("", hidden)] if legacy else [_aggregated_group(g, hidden) for g in _groups(hidden)]
     return {"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items}
 
 

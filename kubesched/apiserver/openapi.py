@@ -15,6 +15,8 @@ The definitions are converted to each format as kube-apiserver writes it: Swagge
 ``type``, ``#/definitions/...`` references beside their description), OpenAPI 3.0 for v3
 (``#/components/schemas/...`` references wrapped in ``allOf`` when they carry a description), both
 closed over every reference. Documents are built once per server: the table of kinds does not change.
+They describe the alpha kinds too, whether or not their feature gate is on (discovery and the
+resource paths follow the gates).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import yaml
 from aiohttp import web
 
 from kubesched.api.apierrors import APIError, BadRequest, Gone, NotFound, Timeout
-from kubesched.api.kinds import Kind, kind_for_resource
+from kubesched.api.kinds import Kind, kind_for_resource, served, unserved_kinds
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
 from kubesched.apiserver import bootstrappolicy, bounds, codec, discovery, kubeletproxy, metrics, openapi, openapi_proto, tables
 from kubesched.apiserver.authn import ANONYMOUS_USER, UserInfo
@@ -255,6 +255,8 @@ class APIServer:
             target = _parse_resource(parts)
             if target is None:
                 return self._discovery(request, parts)
+            if not served(target[0], self.store.feature_gates):
+                raise NotFoundPath()
             return await self._resource(request, user, *target)
         if head == "version":
             return _json(200, discovery.VERSION)
@@ -282,22 +284,23 @@ class APIServer:
 
     def _discovery(self, request: web.Request, parts: list[str]) -> web.StreamResponse:
         accept = request.headers.get("Accept", "")
+        hidden = unserved_kinds(self.store.feature_gates)
         if parts == ["api"] or parts == ["apis"]:
             wanted = discovery.wants_aggregated(accept)
             if wanted:
-                doc = dict(discovery.aggregated(parts == ["api"]))
+                doc = dict(discovery.aggregated(parts == ["api"], hidden))
                 doc["apiVersion"] = f"apidiscovery.k8s.io/{wanted}"
                 return web.Response(body=orjson.dumps(doc), headers={
                     "Content-Type": f"application/json;g=apidiscovery.k8s.io;v={wanted};as=APIGroupDiscoveryList"})
-            return _json(200, discovery.api_versions() if parts == ["api"] else discovery.api_group_list())
+            return _json(200, discovery.api_versions() if parts == ["api"] else discovery.api_group_list(hidden))
         if parts == ["api", "v1"]:
-            return _json(200, discovery.resource_list("v1"))
+            return _json(200, discovery.resource_list("v1", hidden))
         if parts[0] == "apis" and len(parts) == 2:
-            group = discovery.api_group(parts[1])
+            group = discovery.api_group(parts[1], hidden)
             if group is not None:
                 return _json(200, group)
         if parts[0] == "apis" and len(parts) == 3:
-            resources = discovery.resource_list(f"{parts[1]}/{parts[2]}")
+            resources = discovery.resource_list(f"{parts[1]}/{parts[2]}", hidden)
             if resources is not None:
                 return _json(200, resources)
         raise NotFoundPath()

@@ -20,15 +20,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kubesched.api.apierrors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid, NotFound
-from kubesched.api.defaults import default_namespace, set_defaults, validate_spec
+from kubesched.api.defaults import WORKLOADS, default_namespace, set_defaults, validate_spec
 from kubesched.api.errors import FieldError
-from kubesched.api.kinds import EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, Kind, kind_for
+from kubesched.api.kinds import EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, Kind, kind_for, served
 from kubesched.api.meta import json_copy, set_condition
 from kubesched.api.pod_update import validate_pod_update
 from kubesched.api.schema_validation import DecodeError, decode
 from kubesched.api.timeutil import parse_time
 from kubesched.api.validation import validate
 from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
+from kubesched.api.workload_api import drop_disabled_template_workload_ref, drop_disabled_workload_ref, validate_workload_update
 from kubesched.apiserver import admission
 from kubesched.utils.clock import Clock, RealClock, rfc3339
 
@@ -211,6 +212,9 @@ class ObjectStore:
     # --- writing ------------------------------------------------------------------------------
     def create(self, kind: Kind, obj: dict, namespace: str | None = None, *, dry_run: bool = False) -> dict:
         """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``)."""
+        if not served(kind, self.feature_gates):
+            raise NotFound(f"the server could not find the requested resource ({kind.api_version} {kind.kind} is served "
+                           f"only with the {kind.feature_gate} feature gate on)", kind=kind.resource, group=kind.group)
         _decode(kind, obj)
         meta = obj.setdefault("metadata", {})
         if kind.namespaced:
@@ -418,15 +422,20 @@ class ObjectStore:
 
     def _admit_create(self, kind: Kind, obj: dict) -> None:
         """The mutating admission of a create (the object may have only a generateName yet)."""
+        if (kind.group, kind.kind) in WORKLOADS:
+            drop_disabled_template_workload_ref(obj, None, self.feature_gates)
         if kind == POD:
+            drop_disabled_workload_ref(obj, None, self.feature_gates)
             admission.default_pod_status(obj, self.feature_gates)
             admission.apply_label_keys_to_selectors(obj, self.feature_gates)
             admission.admit_priority(obj, self._priority_class, self._global_default_priority_class())
             admission.admit_default_toleration_seconds(obj)
 
-    @staticmethod
-    def _admit_update(kind: Kind, new: dict, current: dict) -> None:
+    def _admit_update(self, kind: Kind, new: dict, current: dict) -> None:
+        if (kind.group, kind.kind) in WORKLOADS:
+            drop_disabled_template_workload_ref(new, current, self.feature_gates)
         if kind == POD:
+            drop_disabled_workload_ref(new, current, self.feature_gates)
             admission.keep_priority(new, current)
             admission.admit_default_toleration_seconds(new)
 
@@ -437,6 +446,8 @@ class ObjectStore:
             errors += validate_spec(kind, obj)
             if kind == POD and old is not None:
                 errors += validate_pod_update(obj, old)
+            if kind.feature_gate == "GenericWorkload" and old is not None:
+                errors += validate_workload_update(obj, old)
         if errors:
             raise Invalid.of(kind.kind, obj["metadata"].get("name", ""), errors, kind.group)
         if kind == PRIORITY_CLASS:

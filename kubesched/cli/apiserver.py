@@ -18,12 +18,16 @@ from kubesched.apiserver.security import SecurityOptions, warn_insecure
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.apiserver.store import ObjectStore
 from kubesched.cli.exitcodes import USAGE
+from kubesched.scheduler.features import FeatureGateError, FeatureGates, parse_flag
 from kubesched.utils.clock import RealClock
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("apiserver", help="serve a Kubernetes-compatible API (kubectl works against it)", description=__doc__)
     add_server_args(p)
+    p.add_argument("--feature-gates", default="", metavar="A=true,B=false",
+                   help="feature gates, as kube-apiserver's flag: alpha APIs (GenericWorkload: scheduling.k8s.io/v1alpha1 "
+                        "Workloads and pods' spec.workloadRef) are served only when their gate is on")
     p.set_defaults(func=run)
 
 
@@ -59,11 +63,15 @@ def security_from(args: argparse.Namespace) -> SecurityOptions:
 def run(args: argparse.Namespace) -> int:
     try:
         security = security_from(args)
+        gates = FeatureGates(parse_flag(args.feature_gates))
+    except FeatureGateError as e:
+        print(f"error: invalid --feature-gates: {e}", file=sys.stderr)
+        return USAGE
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return USAGE
     with server_errors(args):
-        asyncio.run(_serve(args, security))
+        asyncio.run(_serve(args, security, gates))
     return 0
 
 
@@ -86,13 +94,13 @@ def server_errors(args: argparse.Namespace) -> Iterator[None]:
         raise
 
 
-async def _serve(args: argparse.Namespace, security: SecurityOptions) -> None:
+async def _serve(args: argparse.Namespace, security: SecurityOptions, gates: FeatureGates) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    server = APIServer(ObjectStore(RealClock()), host=args.address, port=args.port, data=args.data, security=security)
+    server = APIServer(ObjectStore(RealClock(), feature_gates=gates), host=args.address, port=args.port, data=args.data, security=security)
     await server.start()
     try:
         print(f"kubesched API server listening on {server.url}")

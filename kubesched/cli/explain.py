@@ -60,7 +60,24 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     render_attempts(attempts, args.top, wide=args.output == "wide")
+    unbound = not_bound_line(attempts[-1], next((p for p in result.pods() if _pod_key(p) == key), None))
+    if unbound:
+        stdout_console().print(escape(unbound))
     return 0
+
+
+def _pod_key(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}"
+
+
+def not_bound_line(last: dict[str, Any], pod: dict[str, Any] | None) -> str:
+    """When the last cycle chose a node but the pod is not bound (a Permit plugin rejected it, as
+    gang scheduling does when its gang does not form, or binding failed): what the pod says now."""
+    if pod is None or not last.get("chosen") or (pod.get("spec") or {}).get("nodeName"):
+        return ""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    message = next((c.get("message") for c in conditions if c.get("type") == "PodScheduled" and c.get("message")), "")
+    return f"\nNot bound: the cycle chose {last['chosen']}, then {message or 'binding did not complete'}"
 
 
 def not_attempted(key: str, pods: list[str], removed: list[str]) -> KubeschedError:

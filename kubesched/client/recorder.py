@@ -92,6 +92,14 @@ class Broadcaster:
         self._task: asyncio.Task | None = None
         self._timers: list[asyncio.Task] = []
         self.written = 0
+        #: The last nanosecond stamp an event name took: names stay unique when several events
+        #: share an instant, as they do on a simulation's virtual clock.
+        self._last_stamp = 0
+
+    def name_stamp(self, wall: float) -> int:
+        """``wall`` in nanoseconds, moved past the previous stamp when it would repeat it."""
+        self._last_stamp = max(int(wall * 1e9), self._last_stamp + 1)
+        return self._last_stamp
 
     def recorder(self, controller: str) -> Recorder:
         return Recorder(self, controller, f"{controller}-{socket.gethostname()}")
@@ -213,7 +221,8 @@ class Recorder:
         event = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"name": f"{ref['name']}.{int(wall * 1e9):x}", "namespace": ref.get("namespace") or "default"},
+            "metadata": {"name": f"{ref['name']}.{self.broadcaster.name_stamp(wall):x}",
+                         "namespace": ref.get("namespace") or "default"},
             "eventTime": rfc3339_micro(wall),
             "reportingController": self.controller,
             "reportingInstance": self.instance,

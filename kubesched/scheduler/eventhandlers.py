@@ -33,6 +33,7 @@ KIND_OF_RESOURCE = {
     ev.Resource.ResourceClaim: "ResourceClaim",
     ev.Resource.ResourceSlice: "ResourceSlice",
     ev.Resource.DeviceClass: "DeviceClass",
+    ev.Resource.Workload: "Workload",
 }
 
 
@@ -62,7 +63,7 @@ class EventHandlers:
         informers.informer("Node").add_handler(Handler(self._node_added, self._node_updated, self._node_deleted))
         for resource in self.sched.registered_resources():
             kind = KIND_OF_RESOURCE.get(resource)
-            if kind is not None:
+            if kind is not None and kind in self.sched.watched_kinds():
                 informers.informer(kind).add_handler(self._generic_handler(resource))
 
     def resync(self, kind: str, obj: dict, *, present: bool) -> None:
@@ -87,6 +88,8 @@ class EventHandlers:
         return not _assigned(pod) and self._responsible(pod) and not _terminal(pod)
 
     def _pod_added(self, pod: dict, _initial: bool) -> None:
+        if self.sched.workload_manager is not None:  # before the cache and the queue read it
+            self.sched.workload_manager.add_pod(PodInfo(pod))
         if self._in_cache(pod):
             self._add_to_cache(pod)
         elif self._in_queue(pod):
@@ -95,9 +98,14 @@ class EventHandlers:
     def _add_to_queue(self, pod: dict) -> None:
         start = time.perf_counter()
         self.sched.queue.add(PodInfo(pod))
+        if self.sched.feature_gates.enabled("GangScheduling"):
+            # The new pod may complete a gang whose other pods wait in PreEnqueue.
+            self.sched.queue.move_all_to_active_or_backoff_queue(ev.EVENT_UNSCHEDULED_POD_ADD, None, pod)
         self._observe(ev.EVENT_UNSCHEDULED_POD_ADD, start)
 
     def _pod_updated(self, old: dict, new: dict) -> None:
+        if self.sched.workload_manager is not None:
+            self.sched.workload_manager.update_pod(PodInfo(old), PodInfo(new))
         old_cache, new_cache = self._in_cache(old), self._in_cache(new)
         if old_cache and new_cache:
             self._update_in_cache(old, new)
@@ -117,6 +125,8 @@ class EventHandlers:
             self._delete_from_queue(old)
 
     def _pod_deleted(self, pod: dict) -> None:
+        if self.sched.workload_manager is not None:
+            self.sched.workload_manager.delete_pod(PodInfo(pod))
         if self._in_cache(pod):
             self._delete_from_cache(pod)
         elif self._in_queue(pod):

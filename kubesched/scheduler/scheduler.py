@@ -20,6 +20,7 @@ from kubesched.client.interface import ClusterClient
 from kubesched.client.recorder import Broadcaster, EventSink
 from kubesched.scheduler.backend.cache import Cache
 from kubesched.scheduler.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, QueueProfile, SchedulingQueue
+from kubesched.scheduler.backend.workloadmanager import WorkloadManager
 from kubesched.scheduler.comparer import CacheComparer
 from kubesched.scheduler.config.args import NodeResourcesFitArgs
 from kubesched.scheduler.config.types import Profile, SchedulerConfiguration
@@ -54,6 +55,8 @@ WATCHED_KINDS = (
     "CSIDriver", "CSIStorageCapacity", "VolumeAttachment", "PodDisruptionBudget", "Service", "ReplicaSet",
     "StatefulSet", "ReplicationController", "ResourceClaim", "DeviceClass", "ResourceSlice",
 )
+#: Watched too when their feature gate is on, as kube-scheduler adds their informers.
+GATED_WATCHED_KINDS = {"Workload": "GenericWorkload"}
 
 
 #: Builds the scheduling algorithm from the global percentageOfNodesToScore, the run's random
@@ -118,10 +121,13 @@ class Scheduler:
         self._stopping = False
         #: Set once the informers synced and their handlers saw the initial lists (``/readyz``).
         self.handlers_synced = False
+        #: The pod groups of Workloads (upstream creates the manager only with GenericWorkload on).
+        self.workload_manager = WorkloadManager(self.clock) if self.feature_gates.enabled("GenericWorkload") else None
         base = HandleContext(clock=self.clock, snapshot=lambda: self.cache.table, client=client,
                              activator=self._activate, informers=self.informers, feature_gates=self.feature_gates,
                              metrics=self.metrics, parallelism=config.parallelism, rng=self.rng,
-                             preemption_observer=preemption_observer, extenders=tuple(self.extenders))
+                             preemption_observer=preemption_observer, extenders=tuple(self.extenders),
+                             workload_manager=self.workload_manager)
         registry = registry if registry is not None else in_tree_registry()
         options = FrameworkOptions(fast_paths=fast_paths, trusted_score_ranges=trusted_score_ranges(registry))
         self.frameworks: dict[str, Framework] = {}
@@ -161,6 +167,11 @@ class Scheduler:
         """Resources some profile's queueing hints are registered for (upstream ``unionedGVKs``)."""
         return {event.resource for profile in self.queue_profiles.values() for event in profile.hints}
 
+    def watched_kinds(self) -> tuple[str, ...]:
+        """What the informers watch with this run's feature gates."""
+        gated = tuple(kind for kind, gate in GATED_WATCHED_KINDS.items() if self.feature_gates.enabled(gate))
+        return WATCHED_KINDS + gated
+
     async def start(self) -> None:
         """Start informers, wait for them to sync, and start the queue's timers (not the loop)."""
         await self.start_informers()
@@ -169,7 +180,7 @@ class Scheduler:
     async def start_informers(self) -> None:
         """Informers, event handlers and the event broadcaster, until synced: what a standby replica
         runs too (upstream starts informers before leader election, so a new leader has a warm cache)."""
-        for kind in WATCHED_KINDS:
+        for kind in self.watched_kinds():
             self.informers.informer(kind)
         self.handlers.register()
         self.informers.start()

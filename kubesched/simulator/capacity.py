@@ -225,7 +225,7 @@ async def _capacity(objects: list[dict], templates: list[dict], config: Schedule
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates, keep_uids=True)
-    ordered, _ignored = creation_order(objects)
+    ordered, _ignored = creation_order(objects, gates)
     for obj in ordered:
         store.create(kind_for(obj["apiVersion"], obj["kind"]), obj)  # type: ignore[arg-type]
     components = start_components(store, SIMULATION_COMPONENTS)

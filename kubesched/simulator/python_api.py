@@ -22,6 +22,7 @@ from kubesched.api.errors import FileUnreadable, KubeschedError
 from kubesched.api.manifests import check_all, load
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.features import FeatureGates
 from kubesched.simulator.capacity import CapacityResult
 from kubesched.simulator.capacity import capacity as run_capacity
 from kubesched.simulator.compare import Comparison, pending_messages, placements
@@ -101,21 +102,26 @@ class Simulation:
 
 
 def simulate(objects_or_paths: Manifests, config: Config = None, seed: int = 0, *, explain: bool = True,
-             scenario: ScenarioSource = None) -> Simulation:
+             scenario: ScenarioSource = None, feature_gates: Mapping[str, bool] | None = None) -> Simulation:
     """Schedule the manifests on an embedded cluster, as ``kubesched simulate`` does. ``explain``
     records every attempt for ``Simulation.explain`` (turn it off for large inputs); a
-    ``scenario`` (a file, or a loaded ``Scenario``) changes the cluster on the virtual clock."""
-    objects, cfg, steps = manifests(objects_or_paths), configuration(config), scenario_of(scenario)
+    ``scenario`` (a file, or a loaded ``Scenario``) changes the cluster on the virtual clock;
+    ``feature_gates`` are ``--feature-gates`` (``{"GenericWorkload": True, "GangScheduling": True}``
+    for gang scheduling)."""
+    objects, steps, gates = manifests(objects_or_paths), scenario_of(scenario), FeatureGates(feature_gates)
+    cfg = configuration(config, gates)
     return _off_the_running_loop(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain,
-                                                                  scenario=steps)))
+                                                                  scenario=steps, feature_gates=gates)))
 
 
 async def simulate_async(objects_or_paths: Manifests, config: Config = None, seed: int = 0, *,
-                         explain: bool = True, scenario: ScenarioSource = None) -> Simulation:
+                         explain: bool = True, scenario: ScenarioSource = None,
+                         feature_gates: Mapping[str, bool] | None = None) -> Simulation:
     """``simulate`` for ``await``: the simulation runs in a worker thread, the caller's loop goes on."""
-    objects, cfg, steps = manifests(objects_or_paths), configuration(config), scenario_of(scenario)
+    objects, steps, gates = manifests(objects_or_paths), scenario_of(scenario), FeatureGates(feature_gates)
+    cfg = configuration(config, gates)
     return await asyncio.to_thread(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain,
-                                                                    scenario=steps)))
+                                                                    scenario=steps, feature_gates=gates)))
 
 
 def capacity(objects_or_paths: Manifests, pods: Manifests, config: Config = None, seed: int = 0, *,
@@ -168,10 +174,11 @@ def manifests(source: Manifests) -> list[dict]:
     return objects
 
 
-def configuration(config: Config) -> SchedulerConfiguration:
-    """A loaded configuration from any of the accepted forms (None: kube-scheduler's defaults)."""
+def configuration(config: Config, gates: FeatureGates | None = None) -> SchedulerConfiguration:
+    """A loaded configuration from any of the accepted forms (None: kube-scheduler's defaults),
+    defaulted with ``gates`` (the default profile follows them)."""
     if config is None:
-        return config_module.default_configuration()
+        return config_module.default_configuration(feature_gates=gates)
     if isinstance(config, SchedulerConfiguration):
         return config
     if isinstance(config, (str, Path)):
@@ -179,8 +186,8 @@ def configuration(config: Config) -> SchedulerConfiguration:
             text = Path(config).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise FileUnreadable("config", str(config), e if isinstance(e, OSError) else OSError(str(e))) from e
-        return config_module.load_text(text, source=str(config))
-    return config_module.load_dict(dict(config), source="config")
+        return config_module.load_text(text, source=str(config), feature_gates=gates)
+    return config_module.load_dict(dict(config), source="config", feature_gates=gates)
 
 
 def _label(config: Config, index: int) -> str:

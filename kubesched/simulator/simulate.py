@@ -10,10 +10,12 @@ which virtual time makes instant) went by without a pod created, bound or delete
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kubesched.api.kinds import EVENT, POD, kind_for
+from kubesched.api.kinds import served as served_with
 from kubesched.api.watch import DELETED, WatchEvent
 from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore, kind_of
@@ -23,7 +25,7 @@ from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.preemption_report import PreemptionObserver, PreemptionRecord
 from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.schedule_one import Attempt
-from kubesched.scheduler.scheduler import WATCHED_KINDS, Scheduler
+from kubesched.scheduler.scheduler import GATED_WATCHED_KINDS, WATCHED_KINDS, Scheduler
 from kubesched.simulator.components import ComponentOptions, Components, start_components
 from kubesched.simulator.nodestatus import LEASE_DURATION
 from kubesched.simulator.scenario import Scenario
@@ -37,7 +39,7 @@ from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 _ORDER = ("Namespace", "PriorityClass", "StorageClass", "CSIDriver", "PersistentVolume", "Node", "CSINode",
           "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "PersistentVolumeClaim", "ResourceClaimTemplate",
           "ResourceClaim", "Service", "PodDisruptionBudget", "ReplicationController", "ReplicaSet", "StatefulSet",
-          "Deployment", "Pod")
+          "Deployment", "Workload", "Pod")
 #: The longest a pod can sit in unschedulablePods before a retry: the maximum stay, plus up to one
 #: period of the flush that checks it, plus a second for the backoff flush to move it on.
 UNSCHEDULABLE_FLUSH = DEFAULT_POD_MAX_IN_UNSCHEDULABLE + UNSCHEDULABLE_FLUSH_PERIOD + 1.0
@@ -53,7 +55,7 @@ SIMULATION_COMPONENTS = ComponentOptions(collect_dangling=False, lease_renew_int
 #: give pods their priority) and the controllers (Deployments, ResourceClaimTemplates, and node
 #: Leases for the node lifecycle, on top of what the scheduler watches). Other objects are kept,
 #: not acted on.
-ACTED_ON = frozenset(WATCHED_KINDS) | {"Deployment", "Lease", "PriorityClass", "ResourceClaimTemplate"}
+ACTED_ON = frozenset(WATCHED_KINDS) | set(GATED_WATCHED_KINDS) | {"Deployment", "Lease", "PriorityClass", "ResourceClaimTemplate"}
 #: Why a served kind is not acted on, when there is more to say than "nothing reads it".
 NOT_ACTED_ON_BECAUSE = {
     "DaemonSet": "the simulation runs no DaemonSet controller, so its pods are not created",
@@ -186,16 +188,27 @@ def _key(obj: dict) -> str:
     return f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
 
 
-def creation_order(objects: Iterable[dict]) -> tuple[list[dict], list[dict]]:
-    """Objects the store serves, in creation order, and those it does not (kept for the report)."""
+def creation_order(objects: Iterable[dict], gates: Mapping[str, bool] | None = None) -> tuple[list[dict], list[dict]]:
+    """Objects the store serves with ``gates``, in creation order, and those it does not (kept for
+    the report: unknown kinds, and alpha kinds whose feature gate is off)."""
     rank = {k: i for i, k in enumerate(_ORDER)}
     served, ignored = [], []
     for index, obj in enumerate(objects):
-        if kind_for(obj.get("apiVersion", ""), obj.get("kind", "")) is None:
+        kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
+        if kind is None or not served_with(kind, gates):
             ignored.append(obj)
         else:
             served.append((rank.get(obj["kind"], len(_ORDER) - 1), index, obj))
     return [obj for _, _, obj in sorted(served, key=lambda t: (t[0], t[1]))], ignored
+
+
+def not_served_because(obj: Mapping[str, Any]) -> str:
+    """Why an object ``creation_order`` set aside is not served: its alpha gate is off, or kubesched
+    has no such kind."""
+    kind = kind_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+    if kind is not None and kind.feature_gate:
+        return f"kind {kind.api_version} {kind.kind} is served only with the {kind.feature_gate} feature gate on"
+    return f"kind {obj.get('apiVersion')} {obj.get('kind')} is not served by kubesched"
 
 
 #: ``progress(phase, done, total)``: how far a phase of the run has got.
@@ -236,7 +249,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates, keep_uids=True)
-    ordered, ignored = creation_order(objects)
+    ordered, ignored = creation_order(objects, gates)
     for index, obj in enumerate(ordered):
         store.create(kind_of(obj), obj)  # served: creation_order set the others aside
         if progress is not None and index % 1024 == 0:

@@ -30,7 +30,7 @@ SNAPSHOT_KINDS = (
     "Namespace", "PriorityClass", "StorageClass", "CSIDriver", "PersistentVolume", "Node", "CSINode",
     "CSIStorageCapacity", "DeviceClass", "ResourceSlice", "PersistentVolumeClaim", "ResourceClaimTemplate",
     "ResourceClaim", "Service", "PodDisruptionBudget", "ReplicationController", "ReplicaSet", "StatefulSet",
-    "Deployment", "DaemonSet", "Pod",
+    "Deployment", "DaemonSet", "Workload", "Pod",
 )
 #: Metadata the server sets on every write; a store reading the manifests sets its own.
 _PER_WRITE = ("resourceVersion", "managedFields", "selfLink")

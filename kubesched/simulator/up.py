@@ -83,10 +83,10 @@ class UpOptions:
 def create_objects(server: APIServer, objects: list[dict]) -> tuple[int, list[str]]:
     """Create manifests through the API server's create path, in dependency order; objects that
     already exist (a restart with ``--data``) are left as they are. Returns (created, problems)."""
-    from kubesched.simulator.simulate import creation_order
+    from kubesched.simulator.simulate import creation_order, not_served_because
 
-    ordered, ignored = creation_order(objects)
-    problems = [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: kind not served" for o in ignored]
+    ordered, ignored = creation_order(objects, server.store.feature_gates)
+    problems = [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: {not_served_because(o)}" for o in ignored]
     created = 0
     for obj in ordered:
         try:
@@ -104,7 +104,7 @@ class Cluster:
 
     def __init__(self, options: UpOptions) -> None:
         self.options = options
-        self.store = ObjectStore(RealClock(), seed=options.seed)
+        self.store = ObjectStore(RealClock(), seed=options.seed, feature_gates=options.feature_gates)
         self.server = APIServer(self.store, host=options.host, port=options.port, data=options.data,
                                 bookmark_interval=options.bookmark_interval, garbage_collect=not options.controllers,
                                 security=options.security)

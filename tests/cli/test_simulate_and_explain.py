@@ -63,3 +63,18 @@ GATED = {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
 def test_simulated_gated_pods_read_as_kubectl_shows_them(spec, conditions, status, reason):
     pod = {"metadata": {"name": "p"}, "spec": spec, "status": {"phase": "Pending", "conditions": conditions}}
     assert (pod_status(pod), pending_reason(pod, {"default-scheduler"})) == (status, reason)
+
+
+GANG = str(Path(__file__).resolve().parents[2] / "examples" / "gang-scheduling" / "cluster")
+
+
+@pytest.mark.parametrize(("pod", "line"), [
+    pytest.param("worker-0", "Not bound: the cycle chose node-b, then 0/1 nodes are available: 1 rejected due to timeout "
+                 "after waiting 5m0s at plugin GangScheduling.", id="a gang pod rejected at Permit says so after its cycle"),
+    pytest.param("server-0", None, id="a bound pod has no such line"),
+])
+def test_explain_says_when_the_chosen_node_was_not_bound(capsys, pod, line):
+    code, out, _ = run(capsys, "explain", "-f", GANG, "--feature-gates", "GenericWorkload=true,GangScheduling=true", pod)
+    assert code == 0
+    unbound = [text for text in out.splitlines() if text.startswith("Not bound:")]
+    assert unbound == ([line] if line else [])

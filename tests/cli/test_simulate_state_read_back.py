@@ -58,3 +58,25 @@ def test_a_given_uid_is_kept_only_when_asked(keep_uids, kept):
     created = store.create(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "given"},
                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
     assert (created["metadata"]["uid"] == "given") is kept
+
+
+GANG_GATES = ["--feature-gates", "GenericWorkload=true,GangScheduling=true"]
+
+
+@pytest.mark.parametrize(("gates", "workload_refs"), [
+    pytest.param(GANG_GATES, 6, id="with the gates on, Workloads are state and pods keep their workloadRef"),
+    pytest.param([], 0, id="with the gates off, Workloads are kept aside and pods lost their workloadRef"),
+])
+def test_the_printed_state_keeps_workloads(gates, workload_refs, tmp_path, capsys):
+    cluster = str(ROOT / "examples" / "gang-scheduling" / "cluster")
+    assert main(["simulate", "-f", cluster, "-o", "yaml", *gates]) == 0
+    state = yaml.safe_load(capsys.readouterr().out)
+    assert sorted(by_key(state, "Workload")) == ["default/inference", "default/training"]
+    assert sum("workloadRef" in pod["spec"] for pod in by_key(state, "Pod").values()) == workload_refs
+    saved = tmp_path / "state.yaml"
+    saved.write_text(yaml.safe_dump(state))
+    assert main(["simulate", "-f", str(saved), "-o", "yaml", *gates]) == 0
+    again = yaml.safe_load(capsys.readouterr().out)
+    assert by_key(again, "Workload").keys() == by_key(state, "Workload").keys()
+    assert {k: p["spec"].get("nodeName") for k, p in by_key(again, "Pod").items()} == \
+        {k: p["spec"].get("nodeName") for k, p in by_key(state, "Pod").items()}

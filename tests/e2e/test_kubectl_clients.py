@@ -66,7 +66,7 @@ def kubectl(request, tmp_path_factory) -> Iterator[Kubectl]:
     binary = CLIENT_DIR / f"kubectl.{request.param}"
     assert binary.exists(), f"{binary} is missing: the e2e tests drive each kubectl minor explicitly"
     workdir = tmp_path_factory.mktemp(f"kubectl-{request.param}")
-    up = Up(workdir)
+    up = Up(workdir, ["--feature-gates", "GenericWorkload=true"])  # every_kind.yaml holds an alpha Workload
     up.start()
     yield Kubectl(binary, up, workdir)
     up.stop()

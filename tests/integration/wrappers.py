@@ -100,3 +100,23 @@ def bound_claim(name: str, volume: str, modes: list[str], namespace: str = "defa
 
 def claim_volume(claim: str) -> list[dict[str, Any]]:
     return [{"name": "volume", "persistentVolumeClaim": {"claimName": claim}}]
+
+
+def pod_group(name: str, min_count: int | None = None) -> dict[str, Any]:
+    """``st.MakePodGroup().Name(name).MinCount(n)`` (a gang policy), or ``.BasicPolicy()`` without ``min_count``."""
+    policy: dict[str, Any] = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    return {"name": name, "policy": policy}
+
+
+def workload(name: str, *groups: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
+    """``st.MakeWorkload().Name(name).PodGroup(...)``: a ``scheduling.k8s.io/v1alpha1`` Workload."""
+    return {"apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+            "metadata": {"name": name, "namespace": namespace}, "spec": {"podGroups": list(groups)}}
+
+
+def workload_ref(name: str, group: str, replica_key: str = "") -> dict[str, Any]:
+    """A pod's ``spec.workloadRef`` (``st.MakePod().WorkloadRef(...)``)."""
+    ref = {"name": name, "podGroup": group}
+    if replica_key:
+        ref["podGroupReplicaKey"] = replica_key
+    return {"workloadRef": ref}

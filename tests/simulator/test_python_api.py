@@ -89,3 +89,8 @@ def test_only_the_documented_names_are_public():
     assert all(getattr(kubesched, name) is not None for name in kubesched.__all__)
     with pytest.raises(AttributeError, match="no attribute 'SimulationResult'"):
         kubesched.SimulationResult  # noqa: B018  (internal: reached through Simulation)
+
+
+def test_unknown_feature_gate_is_a_clear_error():
+    with pytest.raises(KubeschedError, match="unrecognized feature gate: GangSchedulin"):
+        kubesched.simulate([make_node("n1")], feature_gates={"GangSchedulin": True})

@@ -60,6 +60,7 @@ class Resource:
     ResourceClaim = "resource.k8s.io/ResourceClaim"
     ResourceSlice = "resource.k8s.io/ResourceSlice"
     DeviceClass = "resource.k8s.io/DeviceClass"
+    Workload = "scheduling.k8s.io/Workload"
     WildCard = "*"
 
 

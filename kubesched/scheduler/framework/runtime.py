@@ -56,6 +56,7 @@ from kubesched.scheduler.framework.interface import (
 from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.framework.status import Code, Status, StatusError, failed, is_success
 from kubesched.scheduler.framework.waiting_pods import WaitingPod, WaitingPods
+from kubesched.scheduler.framework.workloads import WorkloadManager
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 from kubesched.utils.clock import Clock
 
@@ -123,6 +124,9 @@ class HandleContext:
     preemption_observer: PreemptionObserver | None = None
     #: The configuration's extenders, non-ignorable ones first (upstream ``Handle.Extenders``).
     extenders: Sequence[Extender] = ()
+    #: The pod groups of Workloads; None unless the GenericWorkload gate is on (upstream
+    #: ``Handle.WorkloadManager``).
+    workload_manager: WorkloadManager | None = None
 
 
 @dataclass(frozen=True)
@@ -319,6 +323,14 @@ class Framework:
     @property
     def extenders(self) -> Sequence[Extender]:
         return self.ctx.extenders
+
+    @property
+    def workload_manager(self) -> WorkloadManager:
+        """The pod groups' state, for plugins that schedule Workloads' pods together."""
+        if self.ctx.workload_manager is None:
+            raise RuntimeError(f"profile {self.profile_name} was built without a workload manager "
+                               "(the GenericWorkload feature gate is off)")
+        return self.ctx.workload_manager
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         if self.ctx.nominator is None:

@@ -13,6 +13,7 @@ from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.plugins.defaultbinder import DefaultBinder
 from kubesched.scheduler.plugins.defaultpreemption import DefaultPreemption
 from kubesched.scheduler.plugins.dynamicresources import DynamicResources
+from kubesched.scheduler.plugins.gangscheduling import GangScheduling
 from kubesched.scheduler.plugins.imagelocality import ImageLocality
 from kubesched.scheduler.plugins.interpodaffinity import InterPodAffinity
 from kubesched.scheduler.plugins.nodeaffinity import NodeAffinity
@@ -34,6 +35,7 @@ IN_TREE_PLUGINS: tuple[type[Plugin], ...] = (
     DefaultBinder,
     DefaultPreemption,
     DynamicResources,
+    GangScheduling,
     ImageLocality,
     InterPodAffinity,
     NodeAffinity,

@@ -253,7 +253,10 @@ class SchedulingQueue:
 
         Events seen while it was in flight are replayed against its rejector plugins first, so an
         event that came during the attempt is not lost. The pod is ``done`` afterwards in any case.
+        A closed queue takes nothing back: the attempt ended because the scheduler is stopping.
         """
+        if self._closed:
+            return
         try:
             self._add_unschedulable(qpi, pod_scheduling_cycle)
         finally:
