@@ -1,7 +1,7 @@
 """The fault-injection run, bounded for CI: 300 pods, every fault of the cycle once (API server
 restarts with and without its data, dropped and stalled watches, 410 and too-large answers, leader
-kill -9 and SIGSTOP, invalid objects, failing and slow bindings). The full run is
-``python -m kubesched.bench.chaos`` (docs/reliability.md)."""
+kill -9 and SIGSTOP, invalid objects, failing and slow bindings). The full run is ``kubesched
+chaos`` (docs/reliability.md)."""
 
 from __future__ import annotations
 
@@ -21,4 +21,7 @@ def test_a_bounded_fault_injection_run_loses_nothing_and_never_double_drives(tmp
         "leader SIGSTOP past its lease, SIGCONT", "watches dropped", "watches stalled", "410 burst",
         "too large resource version burst", "invalid objects")), injected
     assert report["invalid objects rejected"] == opts.invalid_objects
-    assert len(report["failover after leader kill -9 (s)"]) == 1
+    # The failover is measured to the new leader's first accepted binding, through its acquisition.
+    [failover] = report["failover after leader kill -9 (s)"]
+    [acquired] = report["Lease taken after leader kill -9 (s)"]
+    assert failover is not None and acquired is not None and acquired <= failover, report

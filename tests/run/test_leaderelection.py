@@ -158,6 +158,28 @@ async def test_a_leader_that_cannot_renew_because_another_holder_took_the_lease_
     await a.task
 
 
+async def test_the_lease_watch_of_a_candidate_delivers_each_renewal_of_its_lease_and_no_other_lease(client):
+    """What a standby with ``watch_lease`` observes renewals through: a watch of its one Lease."""
+    ours, other = Candidate(client, "a").run(), Candidate(client, "b", lease="other").run()
+    await asyncio.wait_for(asyncio.gather(ours.started.wait(), other.started.wait()), 5)
+    lock = LeaseLock(client, "kube-system", "lock", "watcher")
+    watched: list[dict] = []
+
+    async def watch_three() -> None:
+        async for lease in lock.watch():
+            watched.append(lease)
+            if len(watched) == 3:
+                return
+
+    await asyncio.wait_for(watch_three(), 5)
+    assert {lease["metadata"]["name"] for lease in watched} == {"lock"}
+    renewals = [lease["spec"]["renewTime"] for lease in watched]
+    assert renewals == sorted(renewals) and len(set(renewals)) == 3
+    assert lock.lease is None  # updates are only ever made from what an attempt read
+    await ours.stop()
+    await other.stop()
+
+
 async def test_the_watchdog_fails_only_for_a_leader_that_has_not_renewed_past_its_lease_and_tolerance(client):
     a = Candidate(client, "a")
     assert a.elector.check() is None  # not leading: nothing to report
