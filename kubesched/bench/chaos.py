@@ -27,6 +27,7 @@ import logging
 import math
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -215,6 +216,19 @@ def proxied_kubeconfig(source: Path, target: Path, server: str) -> Path:
     return target
 
 
+def clear_workdir(workdir: Path) -> None:
+    """The working directory without what an earlier run left: its database (a durable API server
+    would start from the earlier run's pods, all bound already, and the checks would prove
+    nothing), the database's credentials, kubeconfigs and logs. Other files are left alone."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    for pattern in ("state.sqlite*", "*.log", "*.kubeconfig", "kubeconfig.yaml"):
+        for path in workdir.glob(pattern):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+
+
 # --- objects --------------------------------------------------------------------------------------------
 def node(name: str) -> dict:
     capacity = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": "110"}
@@ -246,7 +260,7 @@ class ChaosRun:
         self.rng = random.Random(opts.seed)
         self.faults = Faults()
         self.ledger = Ledger()
-        opts.workdir.mkdir(parents=True, exist_ok=True)
+        clear_workdir(opts.workdir)
         self.api_port = free_port()
         self.kubeconfig = opts.workdir / "kubeconfig.yaml"
         self.data = opts.workdir / "state.sqlite"

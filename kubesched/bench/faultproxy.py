@@ -1,5 +1,5 @@
 """An HTTP proxy between one ``kubesched run`` replica and the API server that injects faults and
-keeps a ledger of what went through it, for the fault-injection run (``kubesched.bench.chaos``).
+keeps a ledger of what went through it, for the fault-injection run (``kubesched chaos``).
 
 Faults, switched on and off by the run while replicas work:
 

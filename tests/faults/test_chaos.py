@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kubesched.bench.chaos import EXPECTED, ChaosOptions, ChaosRun, failures
+from kubesched.bench.chaos import EXPECTED, ChaosOptions, ChaosRun, clear_workdir, failures
 
 
 def test_a_bounded_fault_injection_run_loses_nothing_and_never_double_drives(tmp_path):
@@ -25,3 +25,15 @@ def test_a_bounded_fault_injection_run_loses_nothing_and_never_double_drives(tmp
     [failover] = report["failover after leader kill -9 (s)"]
     [acquired] = report["Lease taken after leader kill -9 (s)"]
     assert failover is not None and acquired is not None and acquired <= failover, report
+
+
+def test_a_rerun_in_the_same_workdir_starts_without_the_earlier_runs_database_and_logs(tmp_path):
+    """A durable API server started on an earlier run's database would hold its pods, bound
+    already: the run would check nothing."""
+    workdir = tmp_path / "chaos"
+    (workdir / "state.sqlite.credentials").mkdir(parents=True)
+    for name in ("state.sqlite", "state.sqlite-wal", "state.sqlite.credentials/tokens.csv", "replica-0.log",
+                 "replica-0.kubeconfig", "kubeconfig.yaml", "notes.txt"):
+        (workdir / name).write_text("from an earlier run")
+    clear_workdir(workdir)
+    assert sorted(p.name for p in workdir.iterdir()) == ["notes.txt"]
