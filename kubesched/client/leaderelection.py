@@ -44,7 +44,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.api.apierrors import APIError
+from kubesched.api.apierrors import APIError, Forbidden
 from kubesched.api.kinds import kind_for
 from kubesched.api.watch import ADDED, MODIFIED
 from kubesched.utils.clock import rfc3339_micro
@@ -275,13 +275,18 @@ class LeaderElector:
         return max(0.0, min(jittered, expires_in + EXPIRY_MARGIN))
 
     async def _watch(self) -> None:
-        """While a candidate: observe every change of the Lease as it happens. Any failure (a
-        dropped or refused watch, a 410) waits one retry period and watches again; the attempts'
-        own reads go on meanwhile, as with client-go."""
+        """While a candidate: observe every change of the Lease as it happens. A failure (a dropped
+        watch, a 410) waits one retry period and watches again; a forbidden watch (kube-scheduler's
+        own RBAC role grants only get and update on its Lease) is not tried again. Either way the
+        attempts' own reads go on, as with client-go."""
         while not self._stop.is_set():
             try:
                 async for lease in self.lock.watch():
                     self.observe(LeaderElectionRecord.from_spec(lease.get("spec")))
+            except Forbidden as e:
+                log.info("cannot watch lease %s (%s): observing it at each attempt only, as client-go does; grant "
+                         "watch on it for a prompt takeover", self.lock.describe(), e)
+                return
             except Exception as e:
                 log.debug("watch of lease %s ended: %s", self.lock.describe(), e or type(e).__name__)
             if await self._sleep(self.retry_period):
