@@ -276,6 +276,7 @@ class ChaosRun:
         #: that pods wait for the new leader whatever the size of the wave.
         self.held_back: list[str] = []
         self.lost_cluster_nodes: set[str] = set()
+        self.started = time.monotonic()
 
     # --- API server -------------------------------------------------------------------------------
     async def start_api(self, durable: bool) -> None:
@@ -331,6 +332,20 @@ class ChaosRun:
                 return next(r for r in self.replicas if r.name == write.replica)
         return None
 
+    async def current_leader(self) -> Replica | None:
+        """The replica leading now: its process is alive and renewed the Lease within the renew
+        deadline. After a fault that cost the leader its Lease (an API server restart on a loaded
+        machine) there may be none for a while: wait for the next one, a few leases at most."""
+        deadline = time.monotonic() + self.opts.lease_duration * 4
+        while time.monotonic() < deadline:
+            latest = next((w for w in reversed(self.ledger.lease_writes) if w.subject), None)
+            if latest is not None and time.monotonic() - latest.answered < self.opts.renew_deadline:
+                replica = next(r for r in self.replicas if r.name == latest.replica)
+                if replica.proc.alive():
+                    return replica
+            await asyncio.sleep(0.1)
+        return None
+
     # --- faults -------------------------------------------------------------------------------------
     def fault_cycle(self) -> list[tuple[str, Callable[[], Awaitable[None]]]]:
         return [
@@ -365,8 +380,9 @@ class ChaosRun:
         """``kill -9`` of the leader, then the takeover: the first acquisition of the Lease by
         another replica and its first accepted binding (of the pods held back for it, created
         right after the kill, if the wave's own pods were all bound already)."""
-        leader = self.leader()
-        if leader is None or not leader.proc.alive():
+        leader = await self.current_leader()
+        if leader is None:
+            log.warning("no replica leads: no leader to kill")
             return
         leader.held = True
         leader.proc.kill()
@@ -387,8 +403,9 @@ class ChaosRun:
         await creating
 
     async def _pause_leader(self) -> None:
-        leader = self.leader()
-        if leader is None or not leader.proc.alive():
+        leader = await self.current_leader()
+        if leader is None:
+            log.warning("no replica leads: no leader to pause")
             return
         leader.held = True
         leader.proc.send(signal.SIGSTOP)
@@ -522,18 +539,32 @@ class ChaosRun:
             holder = write.subject or holder
         return out
 
-    def binds_without_lease(self) -> tuple[int, int]:
+    def binds_without_lease(self) -> tuple[list[Write], int]:
         """Bindings accepted from a replica after another replica had acquired the Lease (that
-        acquisition answered before the binding was sent), and bindings in flight at a takeover."""
+        acquisition answered before the binding was sent), and how many bindings were in flight
+        at a takeover."""
         acquisitions = self._acquisitions()
-        definite = overlapping = 0
+        definite: list[Write] = []
+        overlapping = 0
         for bind in self.ledger.bindings:
             before = [a for a in acquisitions if a.answered < bind.sent]
             if before and before[-1].replica != bind.replica:
-                definite += 1
+                definite.append(bind)
             elif any(a.replica != bind.replica and bind.sent <= a.answered <= bind.answered for a in acquisitions):
                 overlapping += 1
         return definite, overlapping
+
+    def write_ledger(self) -> None:
+        """Every accepted binding and Lease write, with the replica that sent it and its times
+        (seconds since the start of the run), to ``<workdir>/ledger.json``: what the checks of
+        bindings and takeovers were computed from."""
+        def rows(writes: list[Write]) -> list[dict]:
+            return [{"replica": w.replica, "subject": w.subject, "sent": round(w.sent - self.started, 3),
+                     "answered": round(w.answered - self.started, 3)} for w in writes]
+
+        doc = {"bindings": rows(self.ledger.bindings), "lease writes": rows(self.ledger.lease_writes),
+               "leader kills": [round(f.killed - self.started, 3) for f in self.failovers]}
+        (self.opts.workdir / "ledger.json").write_text(json.dumps(doc, indent=1))
 
     async def check(self) -> dict[str, Any]:
         assert self.client is not None
@@ -547,6 +578,7 @@ class ChaosRun:
         failed = {(e.get("regarding") or {}).get("name") for e in events if e.get("reason") == "FailedScheduling"}
         unbound = [n for n, node_name in bound.items() if not node_name]
         definite, overlapping = self.binds_without_lease()
+        self.write_ledger()
         return {
             "pods created": len(self.created), "unschedulable by design": len(self.unschedulable),
             "lost (acknowledged, missing)": sum(1 for n in self.created if n not in by_name),
@@ -554,7 +586,7 @@ class ChaosRun:
             "bound twice": sum(1 for n, count in binds.items() if count > 1 and n.startswith("pod-")),
             "bound to a node that does not exist": sum(1 for n in bound.values() if n and n not in node_names),
             "nodes over capacity": over_capacity(nodes, pods),
-            "binds by a replica without the Lease": definite,
+            "binds by a replica without the Lease": len(definite),
             "binds in flight at a takeover": overlapping,
             "unbound without FailedScheduling": sum(1 for n in unbound if n not in failed),
             "cache == API": self.cache_matches(nodes, pods),
@@ -564,6 +596,8 @@ class ChaosRun:
             "failovers within the target": self.failovers_within_target(),
             "invalid objects rejected": self.rejected,
             "faults injected": dict(self.injected) | dict(self.faults.counts),
+            **({"binds without the Lease (first 5; all in ledger.json)": [
+                f"{w.replica} {w.subject} sent {w.sent - self.started:.3f}s" for w in definite[:5]]} if definite else {}),
             "replica exits": {r.name: r.exit_codes for r in self.replicas},
         }
 
@@ -590,7 +624,7 @@ class ChaosRun:
 
     # --- all of it ------------------------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
-        started = time.monotonic()
+        started = self.started = time.monotonic()
         await self.start_api(durable=False)
         await self.start_replicas()
         supervisor = asyncio.get_running_loop().create_task(self.supervise())
