@@ -465,6 +465,7 @@ class ChaosRun:
         await self.until(lambda: self._bound_count("lost-", 50), 60)
         self.lost_cluster_nodes = set(names)
         self.injected["API server kill -9 and restart without --data"] += 1
+        self.ledger.epoch += 1
         await self.restart_api(durable=True)  # a fresh database file: nothing of the old cluster
 
     async def _bound_count(self, prefix: str, want: int) -> bool:
@@ -533,7 +534,7 @@ class ChaosRun:
     # --- checks -------------------------------------------------------------------------------------
     def _acquisitions(self) -> list[Write]:
         holder, out = "", []
-        for write in sorted(self.ledger.lease_writes, key=lambda w: w.answered):
+        for write in sorted(self.ledger.lease_writes, key=lambda w: (w.order, w.answered)):
             if write.subject and write.subject != holder:
                 out.append(write)
             holder = write.subject or holder
@@ -560,7 +561,7 @@ class ChaosRun:
         bindings and takeovers were computed from."""
         def rows(writes: list[Write]) -> list[dict]:
             return [{"replica": w.replica, "subject": w.subject, "sent": round(w.sent - self.started, 3),
-                     "answered": round(w.answered - self.started, 3)} for w in writes]
+                     "answered": round(w.answered - self.started, 3), "order": list(w.order)} for w in writes]
 
         doc = {"bindings": rows(self.ledger.bindings), "lease writes": rows(self.ledger.lease_writes),
                "leader kills": [round(f.killed - self.started, 3) for f in self.failovers]}

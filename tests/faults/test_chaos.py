@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from kubesched.bench.chaos import EXPECTED, ChaosOptions, ChaosRun, clear_workdir, failures
+from kubesched.bench.faultproxy import Write
 
 
 def test_a_bounded_fault_injection_run_loses_nothing_and_never_double_drives(tmp_path):
@@ -37,3 +38,18 @@ def test_a_rerun_in_the_same_workdir_starts_without_the_earlier_runs_database_an
         (workdir / name).write_text("from an earlier run")
     clear_workdir(workdir)
     assert sorted(p.name for p in workdir.iterdir()) == ["notes.txt"]
+
+
+def test_a_late_answer_to_the_old_leaders_last_renewal_is_not_taken_for_an_acquisition(tmp_path):
+    """The API server applied the old leader's renewal (resourceVersion 6) before the new leader's
+    acquisition (7), but the answer reached the proxy after it: the new leader's bindings are
+    its own, and only the acquisition counts as a takeover."""
+    run = ChaosRun(ChaosOptions(workdir=tmp_path / "chaos"))
+    run.ledger.lease_writes += [
+        Write("replica-0", "old", sent=9.9, answered=10.0, order=(1, 5)),
+        Write("replica-1", "new", sent=10.4, answered=10.5, order=(1, 7)),
+        Write("replica-0", "old", sent=10.2, answered=11.0, order=(1, 6)),
+    ]
+    run.ledger.bindings.append(Write("replica-1", "default/pod-1", sent=11.5, answered=11.6))
+    assert [(w.replica, w.subject) for w in run._acquisitions()] == [("replica-0", "old"), ("replica-1", "new")]
+    assert run.binds_without_lease() == ([], 0)
