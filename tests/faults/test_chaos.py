@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from kubesched.bench.chaos import EXPECTED, ChaosOptions, ChaosRun, clear_workdir, failures
 from kubesched.bench.faultproxy import Write
+from kubesched.cli.main import main
 
 
 def test_a_bounded_fault_injection_run_loses_nothing_and_never_double_drives(tmp_path):
@@ -53,3 +56,17 @@ def test_a_late_answer_to_the_old_leaders_last_renewal_is_not_taken_for_an_acqui
     run.ledger.bindings.append(Write("replica-1", "default/pod-1", sent=11.5, answered=11.6))
     assert [(w.replica, w.subject) for w in run._acquisitions()] == [("replica-0", "old"), ("replica-1", "new")]
     assert run.binds_without_lease() == ([], 0)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--pods", "0"], "error: --pods must be at least 1, got 0"),
+    (["--rounds", "-1"], "error: --rounds must be at least 1, got -1"),
+    (["--fault-interval", "0"], "error: --fault-interval must be positive, got 0"),
+    (["--lease", "15,10"], "error: --lease: want three numbers of seconds separated by commas (DURATION,RENEW,RETRY), got '15,10'"),
+    (["--lease", "10,10,2"], "error: --lease 10,10,2: leaseDuration must be greater than renewDeadline"),
+    (["--lease", "15,2,2"], "error: --lease 15,2,2: renewDeadline must be greater than retryPeriod*JitterFactor"),
+])
+def test_kubesched_chaos_refuses_bad_options_naming_the_flag_before_starting_anything(argv, message, tmp_path, capsys):
+    assert main(["chaos", "--workdir", str(tmp_path / "chaos"), *argv]) == 1
+    assert capsys.readouterr().err.strip() == message
+    assert not (tmp_path / "chaos").exists()
