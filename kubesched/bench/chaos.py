@@ -1,4 +1,4 @@
-"""``python -m kubesched.bench.chaos``: the fault-injection run. ``kubesched apiserver`` and
+"""The fault-injection run behind ``kubesched chaos``. ``kubesched apiserver`` and
 ``kubesched run`` replicas as processes on loopback, each replica behind a fault-injecting proxy
 (``faultproxy``); pods are created while faults are injected, then, once the cluster is quiet,
 the run checks what must hold and prints the figures.
@@ -14,18 +14,20 @@ Checked after quiescence: every schedulable pod created is bound, exactly once (
 accepted one binding for it), to a node of the current cluster; no node holds more than its
 allocatable; no binding accepted from a replica after another replica acquired the Lease; the
 leader's cache equals the API server's state; every pod left unbound has a FailedScheduling event;
-and the failover time after each leader kill. Exit status 0 when every check holds.
+and the failover after each leader kill: from the ``kill -9`` to the first binding the API server
+accepted from the replica that took over (and, within it, to that replica's acquisition of the
+Lease). Exit status 0 when every check holds.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import logging
 import math
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -58,6 +60,21 @@ LEASE_NAME = "kubesched-chaos"
 #: Pods per node the run plans for (nodes allow 110).
 PODS_PER_NODE = 80
 NODE_CPU, NODE_MEMORY = "32", "64Gi"
+LEADER_KILL = "leader kill -9"
+
+
+@dataclass(frozen=True)
+class Failover:
+    """One leader ``kill -9`` and the takeover after it, on the proxies' monotonic clock."""
+
+    killed: float
+    #: When the new holder's acquisition of the Lease was answered (None: no takeover seen).
+    acquired: float | None
+    #: When the first binding from the new holder was answered (None: none seen).
+    first_binding: float | None
+
+    def seconds(self, until: float | None) -> float | None:
+        return None if until is None else round(until - self.killed, 2)
 
 
 @dataclass
@@ -199,6 +216,19 @@ def proxied_kubeconfig(source: Path, target: Path, server: str) -> Path:
     return target
 
 
+def clear_workdir(workdir: Path) -> None:
+    """The working directory without what an earlier run left: its database (a durable API server
+    would start from the earlier run's pods, all bound already, and the checks would prove
+    nothing), the database's credentials, kubeconfigs and logs. Other files are left alone."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    for pattern in ("state.sqlite*", "*.log", "*.kubeconfig", "kubeconfig.yaml"):
+        for path in workdir.glob(pattern):
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+
+
 # --- objects --------------------------------------------------------------------------------------------
 def node(name: str) -> dict:
     capacity = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": "110"}
@@ -230,7 +260,7 @@ class ChaosRun:
         self.rng = random.Random(opts.seed)
         self.faults = Faults()
         self.ledger = Ledger()
-        opts.workdir.mkdir(parents=True, exist_ok=True)
+        clear_workdir(opts.workdir)
         self.api_port = free_port()
         self.kubeconfig = opts.workdir / "kubeconfig.yaml"
         self.data = opts.workdir / "state.sqlite"
@@ -241,8 +271,12 @@ class ChaosRun:
         self.unschedulable: set[str] = set()
         self.rejected = 0
         self.injected: Counter[str] = Counter()
-        self.failovers: list[float] = []
+        self.failovers: list[Failover] = []
+        #: Pods of the current wave kept back for the leader kill, created right after it so
+        #: that pods wait for the new leader whatever the size of the wave.
+        self.held_back: list[str] = []
         self.lost_cluster_nodes: set[str] = set()
+        self.started = time.monotonic()
 
     # --- API server -------------------------------------------------------------------------------
     async def start_api(self, durable: bool) -> None:
@@ -298,11 +332,25 @@ class ChaosRun:
                 return next(r for r in self.replicas if r.name == write.replica)
         return None
 
+    async def current_leader(self) -> Replica | None:
+        """The replica leading now: its process is alive and renewed the Lease within the renew
+        deadline. After a fault that cost the leader its Lease (an API server restart on a loaded
+        machine) there may be none for a while: wait for the next one, a few leases at most."""
+        deadline = time.monotonic() + self.opts.lease_duration * 4
+        while time.monotonic() < deadline:
+            latest = next((w for w in reversed(self.ledger.lease_writes) if w.subject), None)
+            if latest is not None and time.monotonic() - latest.answered < self.opts.renew_deadline:
+                replica = next(r for r in self.replicas if r.name == latest.replica)
+                if replica.proc.alive():
+                    return replica
+            await asyncio.sleep(0.1)
+        return None
+
     # --- faults -------------------------------------------------------------------------------------
     def fault_cycle(self) -> list[tuple[str, Callable[[], Awaitable[None]]]]:
         return [
             ("watches dropped", self._drop_watches), ("watches stalled", self._stall_watches),
-            ("410 burst", lambda: self._burst("watch_gone")), ("leader kill -9", self._kill_leader),
+            ("410 burst", lambda: self._burst("watch_gone")), (LEADER_KILL, self._kill_leader),
             ("too large resource version burst", lambda: self._burst("watch_too_large")),
             ("API server kill -9 and restart with --data", lambda: self.restart_api(durable=True)),
             ("leader SIGSTOP past its lease, SIGCONT", self._pause_leader), ("invalid objects", self._invalid_flood),
@@ -329,24 +377,35 @@ class ChaosRun:
         setattr(self.faults, attribute, 0.0)
 
     async def _kill_leader(self) -> None:
-        leader = self.leader()
-        if leader is None or not leader.proc.alive():
+        """``kill -9`` of the leader, then the takeover: the first acquisition of the Lease by
+        another replica and its first accepted binding (of the pods held back for it, created
+        right after the kill, if the wave's own pods were all bound already)."""
+        leader = await self.current_leader()
+        if leader is None:
+            log.warning("no replica leads: no leader to kill")
             return
         leader.held = True
         leader.proc.kill()
         killed = time.monotonic()
-        deadline = killed + self.opts.lease_duration * 5
-        while time.monotonic() < deadline:
+        held_back, self.held_back = self.held_back, []
+        creating = asyncio.get_running_loop().create_task(self.create_pods(held_back))
+        deadline = killed + self.opts.lease_duration * 5 + 30
+        acquired = first_binding = None
+        while time.monotonic() < deadline and first_binding is None:
             taken = [w for w in self._acquisitions() if w.answered > killed and w.replica != leader.name]
             if taken:
-                self.failovers.append(taken[0].answered - killed)
-                break
+                acquired = taken[0].answered
+                first_binding = min((b.answered for b in self.ledger.bindings
+                                     if b.replica == taken[0].replica and b.answered > acquired), default=None)
             await asyncio.sleep(0.05)
+        self.failovers.append(Failover(killed, acquired, first_binding))
         leader.held = False
+        await creating
 
     async def _pause_leader(self) -> None:
-        leader = self.leader()
-        if leader is None or not leader.proc.alive():
+        leader = await self.current_leader()
+        if leader is None:
+            log.warning("no replica leads: no leader to pause")
             return
         leader.held = True
         leader.proc.send(signal.SIGSTOP)
@@ -406,6 +465,7 @@ class ChaosRun:
         await self.until(lambda: self._bound_count("lost-", 50), 60)
         self.lost_cluster_nodes = set(names)
         self.injected["API server kill -9 and restart without --data"] += 1
+        self.ledger.epoch += 1
         await self.restart_api(durable=True)  # a fresh database file: nothing of the old cluster
 
     async def _bound_count(self, prefix: str, want: int) -> bool:
@@ -435,10 +495,17 @@ class ChaosRun:
         faults = self.fault_cycle() * self.opts.rounds
         size = math.ceil(len(names) / len(faults))
         for k, (name, action) in enumerate(faults):
-            wave = asyncio.get_running_loop().create_task(self.create_pods(names[k * size:(k + 1) * size]))
+            wave_names = names[k * size:(k + 1) * size]
+            if name == LEADER_KILL:
+                keep = max(1, len(wave_names) // 10)
+                wave_names, self.held_back = wave_names[:-keep], wave_names[-keep:]
+            wave = asyncio.get_running_loop().create_task(self.create_pods(wave_names))
             await asyncio.sleep(self.opts.fault_interval / 2)
             await self.inject(name, action)
             await wave
+            if self.held_back:  # no leader to kill: the pods kept for it are created all the same
+                await self.create_pods(self.held_back)
+                self.held_back = []
             await asyncio.sleep(self.opts.fault_interval / 2)
         self._bind_faults(on=False)
         for replica in self.replicas:
@@ -467,24 +534,38 @@ class ChaosRun:
     # --- checks -------------------------------------------------------------------------------------
     def _acquisitions(self) -> list[Write]:
         holder, out = "", []
-        for write in sorted(self.ledger.lease_writes, key=lambda w: w.answered):
+        for write in sorted(self.ledger.lease_writes, key=lambda w: (w.order, w.answered)):
             if write.subject and write.subject != holder:
                 out.append(write)
             holder = write.subject or holder
         return out
 
-    def binds_without_lease(self) -> tuple[int, int]:
+    def binds_without_lease(self) -> tuple[list[Write], int]:
         """Bindings accepted from a replica after another replica had acquired the Lease (that
-        acquisition answered before the binding was sent), and bindings in flight at a takeover."""
+        acquisition answered before the binding was sent), and how many bindings were in flight
+        at a takeover."""
         acquisitions = self._acquisitions()
-        definite = overlapping = 0
+        definite: list[Write] = []
+        overlapping = 0
         for bind in self.ledger.bindings:
             before = [a for a in acquisitions if a.answered < bind.sent]
             if before and before[-1].replica != bind.replica:
-                definite += 1
+                definite.append(bind)
             elif any(a.replica != bind.replica and bind.sent <= a.answered <= bind.answered for a in acquisitions):
                 overlapping += 1
         return definite, overlapping
+
+    def write_ledger(self) -> None:
+        """Every accepted binding and Lease write, with the replica that sent it and its times
+        (seconds since the start of the run), to ``<workdir>/ledger.json``: what the checks of
+        bindings and takeovers were computed from."""
+        def rows(writes: list[Write]) -> list[dict]:
+            return [{"replica": w.replica, "subject": w.subject, "sent": round(w.sent - self.started, 3),
+                     "answered": round(w.answered - self.started, 3), "order": list(w.order)} for w in writes]
+
+        doc = {"bindings": rows(self.ledger.bindings), "lease writes": rows(self.ledger.lease_writes),
+               "leader kills": [round(f.killed - self.started, 3) for f in self.failovers]}
+        (self.opts.workdir / "ledger.json").write_text(json.dumps(doc, indent=1))
 
     async def check(self) -> dict[str, Any]:
         assert self.client is not None
@@ -498,6 +579,7 @@ class ChaosRun:
         failed = {(e.get("regarding") or {}).get("name") for e in events if e.get("reason") == "FailedScheduling"}
         unbound = [n for n, node_name in bound.items() if not node_name]
         definite, overlapping = self.binds_without_lease()
+        self.write_ledger()
         return {
             "pods created": len(self.created), "unschedulable by design": len(self.unschedulable),
             "lost (acknowledged, missing)": sum(1 for n in self.created if n not in by_name),
@@ -505,16 +587,27 @@ class ChaosRun:
             "bound twice": sum(1 for n, count in binds.items() if count > 1 and n.startswith("pod-")),
             "bound to a node that does not exist": sum(1 for n in bound.values() if n and n not in node_names),
             "nodes over capacity": over_capacity(nodes, pods),
-            "binds by a replica without the Lease": definite,
+            "binds by a replica without the Lease": len(definite),
             "binds in flight at a takeover": overlapping,
             "unbound without FailedScheduling": sum(1 for n in unbound if n not in failed),
             "cache == API": self.cache_matches(nodes, pods),
-            "failover after leader kill -9 (s)": [round(f, 2) for f in self.failovers],
+            "failover after leader kill -9 (s)": [f.seconds(f.first_binding) for f in self.failovers],
+            "Lease taken after leader kill -9 (s)": [f.seconds(f.acquired) for f in self.failovers],
             "failover target (s)": self.opts.lease_duration + self.opts.retry_period,
+            "failovers within the target": self.failovers_within_target(),
             "invalid objects rejected": self.rejected,
             "faults injected": dict(self.injected) | dict(self.faults.counts),
+            **({"binds without the Lease (first 5; all in ledger.json)": [
+                f"{w.replica} {w.subject} sent {w.sent - self.started:.3f}s" for w in definite[:5]]} if definite else {}),
             "replica exits": {r.name: r.exit_codes for r in self.replicas},
         }
+
+    def failovers_within_target(self) -> str:
+        """How many leader kills were followed by a binding of the new leader within
+        ``leaseDuration + retryPeriod`` ("n of m")."""
+        target = self.opts.lease_duration + self.opts.retry_period
+        met = sum(1 for f in self.failovers if f.first_binding is not None and f.first_binding - f.killed <= target)
+        return f"{met} of {len(self.failovers)}"
 
     def cache_matches(self, nodes: list[dict], pods: list[dict]) -> bool:
         leader = self.leader()
@@ -532,7 +625,7 @@ class ChaosRun:
 
     # --- all of it ------------------------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
-        started = time.monotonic()
+        started = self.started = time.monotonic()
         await self.start_api(durable=False)
         await self.start_replicas()
         supervisor = asyncio.get_running_loop().create_task(self.supervise())
@@ -591,44 +684,6 @@ def failures(report: dict[str, Any]) -> list[str]:
     return [f"{key}: {report[key]} (expected {want})" for key, want in EXPECTED.items() if report.get(key) != want]
 
 
-def print_report(report: dict[str, Any]) -> None:
-    width = max(len(k) for k in report)
-    for key, value in report.items():
-        print(f"{key:<{width}}  {value}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pods", type=int, default=10_000, help="pods to create (default 10000)")
-    parser.add_argument("--replicas", type=int, default=2, help="kubesched run replicas (default 2)")
-    parser.add_argument("--workdir", type=Path, default=Path("chaos-run"), help="logs, kubeconfigs and the database")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--fault-interval", type=float, default=5.0, help="seconds between injected faults (default 5)")
-    parser.add_argument("--rounds", type=int, default=1, help="times the fault cycle runs (default 1)")
-    parser.add_argument("--lease", default="15,10,2", metavar="DURATION,RENEW,RETRY",
-                        help="leaseDuration, renewDeadline and retryPeriod in seconds (default kube-scheduler's 15,10,2)")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    if args.pods < 1 or args.replicas < 1 or args.rounds < 1 or args.fault_interval <= 0:
-        parser.error("--pods, --replicas and --rounds must be at least 1 and --fault-interval positive")
-    try:
-        lease_duration, renew_deadline, retry_period = (float(v) for v in args.lease.split(","))
-    except ValueError:
-        parser.error(f"--lease: want three numbers of seconds separated by commas, got {args.lease!r}")
-    opts = ChaosOptions(pods=args.pods, replicas=args.replicas, workdir=args.workdir, seed=args.seed,
-                        fault_interval=args.fault_interval, rounds=args.rounds, lease_duration=lease_duration,
-                        renew_deadline=renew_deadline, retry_period=retry_period)
-    report = asyncio.run(ChaosRun(opts).run())
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print_report(report)
-    problems = failures(report)
-    for problem in problems:
-        print(f"FAILED {problem}", file=sys.stderr)
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def run(opts: ChaosOptions) -> dict[str, Any]:
+    """The whole run (blocking): its report, whose ``failures`` say which checks did not hold."""
+    return asyncio.run(ChaosRun(opts).run())

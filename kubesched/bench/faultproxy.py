@@ -1,5 +1,5 @@
 """An HTTP proxy between one ``kubesched run`` replica and the API server that injects faults and
-keeps a ledger of what went through it, for the fault-injection run (``kubesched.bench.chaos``).
+keeps a ledger of what went through it, for the fault-injection run (``kubesched chaos``).
 
 Faults, switched on and off by the run while replicas work:
 
@@ -58,6 +58,9 @@ class Write:
     subject: str
     sent: float
     answered: float
+    #: Where the API server put the write in its history: (the cluster's epoch, the resourceVersion
+    #: it answered). Lease writes are ordered by it: answers can arrive out of order.
+    order: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -65,6 +68,8 @@ class Ledger:
     bindings: list[Write] = field(default_factory=list)
     #: Lease writes: ``subject`` is the holder identity written ("" for a release).
     lease_writes: list[Write] = field(default_factory=list)
+    #: Incremented when the API server starts over without its data (resourceVersions start over).
+    epoch: int = 0
 
 
 class FaultProxy:
@@ -124,8 +129,11 @@ class FaultProxy:
         sent = time.monotonic()
         status, payload, content_type = await self._send(request, body)
         if status < 300 and "/leases/" in request.path and request.method in ("PUT", "POST"):
-            holder = ((orjson.loads(payload).get("spec") or {}).get("holderIdentity") or "")
-            self.ledger.lease_writes.append(Write(self.replica, holder, sent, time.monotonic()))
+            lease = orjson.loads(payload)
+            holder = (lease.get("spec") or {}).get("holderIdentity") or ""
+            version = str((lease.get("metadata") or {}).get("resourceVersion") or "0")
+            order = (self.ledger.epoch, int(version) if version.isdigit() else 0)
+            self.ledger.lease_writes.append(Write(self.replica, holder, sent, time.monotonic(), order))
         return web.Response(status=status, body=payload, headers={"Content-Type": content_type})
 
     def _bind_fault(self) -> str:

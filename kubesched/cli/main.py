@@ -14,14 +14,14 @@ import sys
 from collections.abc import Sequence
 
 from kubesched.api.errors import KubeschedError
-from kubesched.cli import apiserver, bench, capacity, compare, config_cmd, explain, logs, run, simulate, snapshot, up
+from kubesched.cli import apiserver, bench, capacity, chaos, compare, config_cmd, explain, logs, run, simulate, snapshot, up
 from kubesched.cli.common import unknown_plugin_message, version
 from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
 from kubesched.scheduler.framework.runtime import UnknownPlugin
 from kubesched.simulator.simulate import SimulationInterrupted
 
 #: Command modules, in help order; each has ``register(subparsers)`` which sets ``func`` on its parser.
-COMMANDS = (simulate, explain, capacity, compare, snapshot, config_cmd, apiserver, up, run, bench)
+COMMANDS = (simulate, explain, capacity, compare, snapshot, config_cmd, apiserver, up, run, bench, chaos)
 
 
 def build_parser() -> argparse.ArgumentParser:

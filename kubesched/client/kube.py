@@ -271,20 +271,25 @@ class KubeClient(ClusterClient):
                 return items, str(meta.get("resourceVersion", ""))
             params = {"limit": str(LIST_PAGE), "continue": meta["continue"]}
 
-    async def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[builtins.list[WatchEvent]]:
-        """Watch from ``resource_version`` with bookmarks; re-watch from the last version seen when the
-        server ends a stream. Raises ``Gone`` (relist), ``StreamBroken`` (watch again later) or the
-        API error of a refused watch."""
+    async def watch(self, kind: Kind, resource_version: str, *, namespace: str | None = None,
+                    field_selector: str = "") -> AsyncIterator[builtins.list[WatchEvent]]:
+        """Watch from ``resource_version`` with bookmarks (in ``namespace`` and matching
+        ``field_selector`` when given); re-watch from the last version seen when the server ends a
+        stream. Raises ``Gone`` (relist), ``StreamBroken`` (watch again later) or the API error of a
+        refused watch."""
         rv = resource_version
         loop = asyncio.get_running_loop()
+        path = resource_path(kind, namespace)
         while True:
             timeout = random.randint(*self.watch_timeout)
             params = {"watch": "true", "allowWatchBookmarks": "true", "timeoutSeconds": str(timeout)}
+            if field_selector:
+                params["fieldSelector"] = field_selector
             if rv:
                 params["resourceVersion"] = rv
             started, delivered = loop.time(), 0
             try:
-                async with self._open_watch(kind, params, timeout) as resp:
+                async with self._open_watch(kind, params, timeout, path) as resp:
                     async for batch in _event_batches(resp, kind):
                         for event in batch:
                             if event.type == ERROR:
@@ -300,11 +305,13 @@ class KubeClient(ClusterClient):
             return  # the informer checks the server is still the same one before it watches again
 
     @contextlib.asynccontextmanager
-    async def _open_watch(self, kind: Kind, params: dict[str, str], timeout: int) -> AsyncIterator[aiohttp.ClientResponse]:
-        """The streaming GET of a watch, after the rate limiter and credentials (a 401 is retried
-        once with fresh ones); raises the API error of a refused watch."""
+    async def _open_watch(self, kind: Kind, params: dict[str, str], timeout: int,
+                          path: str = "") -> AsyncIterator[aiohttp.ClientResponse]:
+        """The streaming GET of a watch (of ``path``, by default every object of ``kind``), after the
+        rate limiter and credentials (a 401 is retried once with fresh ones); raises the API error
+        of a refused watch."""
         session = await self.session()
-        path = resource_path(kind)
+        path = path or resource_path(kind)
         read_timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=timeout + 60)
         for attempt in range(2):
             await self._throttle("GET", path)

@@ -20,6 +20,15 @@ the Lease (kubectl, monitoring) see what they would see for kube-scheduler.
   once when it reads the Lease held by another replica.
 * ``stop()`` (SIGTERM) ends the loop and, with ``release_on_cancel``, writes an empty holder with a
   1-second duration so a standby takes over at its next retry instead of a whole lease later.
+* Prompt takeover, beyond client-go: with client-go's polling a standby observes a renewal only at
+  its next jittered retry (up to ``2.2 * retry_period`` late) and, once the lease has run out,
+  takes it only at its next jittered retry again, so a failover can take ``lease_duration + 4.4 *
+  retry_period``. Here a candidate (a) with ``watch_lease``, also watches its Lease, so a renewal
+  is observed when the API server applies it, and (b) makes its next attempt no later than the
+  moment the lease it observed runs out on its clock. The rule that decides a takeover is
+  unchanged (``lease_duration`` on the candidate's clock since it observed the last change, and
+  that observation is never earlier than the renewal started), so the fencing margin stays
+  ``lease_duration - renew_deadline``; a lost or stalled watch only falls back to polling.
 """
 
 from __future__ import annotations
@@ -31,12 +40,13 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kubesched.api.apierrors import APIError
+from kubesched.api.apierrors import APIError, Forbidden
 from kubesched.api.kinds import kind_for
+from kubesched.api.watch import ADDED, MODIFIED
 from kubesched.utils.clock import rfc3339_micro
 
 log = logging.getLogger(__name__)
@@ -47,6 +57,9 @@ JITTER_FACTOR = 1.2
 ELECTION_NAME = "kube-scheduler"
 #: How long past the lease a leader may go without renewing before ``check`` reports it unhealthy.
 WATCHDOG_TOLERANCE = 20.0
+#: Seconds an attempt timed for the expiry of a lease waits past it, so the lease has surely run out
+#: on the candidate's clock when the attempt checks (asyncio may wake a timer a clock tick early).
+EXPIRY_MARGIN = 0.01
 
 
 class LeaderElectionConfigError(ValueError):
@@ -114,6 +127,21 @@ class LeaseLock:
         lease = {**self.lease, "spec": record.to_spec()}
         self.lease = await self.client.update(LEASE, lease)
 
+    async def watch(self) -> AsyncIterator[dict]:
+        """The Lease each time the API server changes it (a watch on this one object, from its
+        current version); ends when the stream ends, raises what the watch raises. Nothing when the
+        Lease does not exist yet (the candidate's next attempt creates it). ``self.lease``, which
+        updates are made from, is left alone: only what an attempt read is ever written back."""
+        current = await self.client.get(LEASE, self.namespace, self.name)
+        if current is None:
+            return
+        version = str((current.get("metadata") or {}).get("resourceVersion") or "")
+        async for batch in self.client.watch(LEASE, version, namespace=self.namespace,
+                                             field_selector=f"metadata.name={self.name}"):
+            for event in batch:
+                if event.type in (ADDED, MODIFIED):
+                    yield event.object
+
     def record_event(self, message: str) -> None:
         if self.recorder is None or self.lease is None:
             return
@@ -133,7 +161,11 @@ class LeaderElector:
                  retry_period: float = 2.0, on_started_leading: Callable[[], None],
                  on_stopped_leading: Callable[[], None], on_new_leader: Callable[[str], None] | None = None,
                  release_on_cancel: bool = True, name: str = ELECTION_NAME, registry: Any = None,
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+                 watch_lease: bool = False, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time, rng: random.Random | None = None) -> None:
+        """``watch_lease``: a candidate also watches the Lease (its client's ``watch`` must take
+        ``namespace`` and ``field_selector``); ``clock``, ``wall`` and ``rng`` (the retry jitter)
+        are for tests."""
         validate_durations(lease_duration, renew_deadline, retry_period)
         if not lock.identity:
             raise LeaderElectionConfigError("Lock identity is empty")
@@ -146,8 +178,10 @@ class LeaderElector:
         self.on_new_leader = on_new_leader
         self.release_on_cancel = release_on_cancel
         self.name = name
+        self.watch_lease = watch_lease
         self.clock = clock
         self.wall = wall
+        self.rng = rng or random.Random()
         self.observed_record = LeaderElectionRecord()
         self.observed_raw: LeaderElectionRecord | None = None
         self.observed_time = 0.0
@@ -208,6 +242,15 @@ class LeaderElector:
     # --- loops ------------------------------------------------------------------------------------
     async def _acquire(self) -> bool:
         log.info("attempting to acquire leader lease %s...", self.lock.describe())
+        watcher = asyncio.get_running_loop().create_task(self._watch(), name="lease-watch") if self.watch_lease else None
+        try:
+            return await self._acquire_loop()
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+                await asyncio.gather(watcher, return_exceptions=True)
+
+    async def _acquire_loop(self) -> bool:
         while not self._stop.is_set():
             succeeded = await self._bounded_try(self.renew_deadline)
             self._report_transition()
@@ -217,9 +260,46 @@ class LeaderElector:
                 log.info("successfully acquired lease %s", self.lock.describe())
                 return True
             log.debug("failed to acquire lease %s", self.lock.describe())
-            if await self._sleep(self.retry_period * (1 + random.random() * JITTER_FACTOR)):
+            if await self._sleep(self.next_attempt_in()):
                 break
         return False
+
+    def next_attempt_in(self) -> float:
+        """Seconds until a candidate's next attempt: client-go's jittered retry period
+        (``wait.Jitter(retryPeriod, 1.2)``), cut short so the attempt comes right after the lease
+        this candidate observed runs out."""
+        jittered = self.retry_period * (1 + self.rng.random() * JITTER_FACTOR)
+        if not self.observed_record.holder_identity or self.is_leader():
+            return jittered
+        expires_in = self.observed_time + self.observed_record.lease_duration_seconds - self.clock()
+        return max(0.0, min(jittered, expires_in + EXPIRY_MARGIN))
+
+    async def _watch(self) -> None:
+        """While a candidate: observe every change of the Lease as it happens. A failure (a dropped
+        watch, a 410) waits one retry period and watches again; a forbidden watch (kube-scheduler's
+        own RBAC role grants only get and update on its Lease) is not tried again. Either way the
+        attempts' own reads go on, as with client-go."""
+        while not self._stop.is_set():
+            try:
+                async for lease in self.lock.watch():
+                    self.observe(LeaderElectionRecord.from_spec(lease.get("spec")))
+            except Forbidden as e:
+                log.info("cannot watch lease %s (%s): observing it at each attempt only, as client-go does; grant "
+                         "watch on it for a prompt takeover", self.lock.describe(), e)
+                return
+            except Exception as e:
+                log.debug("watch of lease %s ended: %s", self.lock.describe(), e or type(e).__name__)
+            if await self._sleep(self.retry_period):
+                return
+
+    def observe(self, record: LeaderElectionRecord) -> None:
+        """A record seen outside an attempt (the watch): a change restarts the lease on this
+        candidate's clock, exactly as when an attempt reads it."""
+        if record == self.observed_raw:
+            return
+        self._set_observed(record)
+        self.observed_raw = record
+        self._report_transition()
 
     async def _renew(self) -> None:
         try:

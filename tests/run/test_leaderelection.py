@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -156,6 +158,61 @@ async def test_a_leader_that_cannot_renew_because_another_holder_took_the_lease_
     assert not a.elector.stop_requested and not a.elector.is_leader() and a.leaders == ["a", "thief"]
     assert (await lease_spec(client))["holderIdentity"] == "thief"  # not released: it was not ours any more
     await a.task
+
+
+async def test_the_lease_watch_of_a_candidate_delivers_each_renewal_of_its_lease_and_no_other_lease(client):
+    """What a standby with ``watch_lease`` observes renewals through: a watch of its one Lease."""
+    ours, other = Candidate(client, "a").run(), Candidate(client, "b", lease="other").run()
+    await asyncio.wait_for(asyncio.gather(ours.started.wait(), other.started.wait()), 5)
+    lock = LeaseLock(client, "kube-system", "lock", "watcher")
+    watched: list[dict] = []
+
+    async def watch_three() -> None:
+        async for lease in lock.watch():
+            watched.append(lease)
+            if len(watched) == 3:
+                return
+
+    await asyncio.wait_for(watch_three(), 5)
+    assert {lease["metadata"]["name"] for lease in watched} == {"lock"}
+    renewals = [lease["spec"]["renewTime"] for lease in watched]
+    assert renewals == sorted(renewals) and len(set(renewals)) == 3
+    assert lock.lease is None  # updates are only ever made from what an attempt read
+    await ours.stop()
+    await other.stop()
+
+
+async def test_a_standby_whose_lease_watch_is_forbidden_falls_back_to_reading_it_at_each_attempt(caplog):
+    """kube-scheduler's bootstrap role grants get and update on its Lease, not watch: the standby
+    tries the watch once, then follows client-go's reads and still takes over."""
+    server = APIServer(ObjectStore(RealClock()), port=0)
+    await server.start()
+    scheduler = server.client(token=server.scheduler_token)
+    try:
+        leader = Candidate(scheduler, "a", lease="kube-scheduler").run()
+        await asyncio.wait_for(leader.started.wait(), 5)
+        standby = Candidate(scheduler, "b", lease="kube-scheduler")
+        standby.elector.watch_lease = True
+        watches = 0
+        watch = standby.elector.lock.watch
+
+        def counted() -> AsyncIterator[dict]:
+            nonlocal watches
+            watches += 1
+            return watch()
+
+        standby.elector.lock.watch = counted  # type: ignore[method-assign]
+        with caplog.at_level(logging.INFO, logger="kubesched.client.leaderelection"):
+            standby.run()
+            await asyncio.sleep(RETRY_PERIOD * 5)
+        assert watches == 1 and not standby.started.is_set() and standby.leaders == ["a"]
+        assert "cannot watch lease kube-system/kube-scheduler" in caplog.text and "forbidden" in caplog.text
+        await leader.stop()
+        await asyncio.wait_for(standby.started.wait(), 5)
+        await standby.stop()
+    finally:
+        await scheduler.close()
+        await server.stop()
 
 
 async def test_the_watchdog_fails_only_for_a_leader_that_has_not_renewed_past_its_lease_and_tolerance(client):

@@ -157,7 +157,8 @@ class SchedulerApp:
 
     def _elector(self, sched: Scheduler, le: Any, events: KubeClient) -> LeaderElector:
         """The elector, with its own client (request timeout = renew deadline, as upstream); its
-        transition events go through the event client."""
+        transition events go through the event client. A standby watches the Lease so that it
+        takes over right after the lease runs out (``leaderelection``'s prompt takeover)."""
         client = self._client("leader-election", timeout=le.renew_deadline)
         component = self.options.config.profiles[0].scheduler_name if self.options.config.profiles else "default-scheduler"
 
@@ -169,7 +170,7 @@ class SchedulerApp:
         return LeaderElector(lock, lease_duration=le.lease_duration, renew_deadline=le.renew_deadline,
                              retry_period=le.retry_period, on_started_leading=self._started_leading,
                              on_stopped_leading=self._stopped_leading, on_new_leader=self._new_leader,
-                             registry=sched.metrics.registry)
+                             registry=sched.metrics.registry, watch_lease=True)
 
     def _endpoints(self, sched: Scheduler) -> Endpoints:
         watchdog = [Check("leaderElection", self.elector.check)] if self.elector is not None else []
