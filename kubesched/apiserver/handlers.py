@@ -21,7 +21,7 @@ import orjson
 from kubesched.api import schema_validation
 from kubesched.api.apierrors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound
 from kubesched.api.events import core_to_v1, v1_to_core
-from kubesched.api.kinds import EVENT, NAMESPACE, Kind, kind_for, known_kind
+from kubesched.api.kinds import EVENT, NAMESPACE, CustomKind, Kind, kind_for, known_kind
 from kubesched.api.meta import json_copy
 from kubesched.apiserver import apply as ssa
 from kubesched.apiserver import bounds, codec, eviction, fieldvalidation, selectors, tables
@@ -39,6 +39,8 @@ SCALABLE = {"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"}
 OWNER_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "Job", "CronJob",
                "Service", "Node", "Namespace", "PersistentVolumeClaim", "ResourceClaim"}
 APPLY_PATCH = "application/apply-patch+yaml"
+#: Not served for custom resources (their schema has no patch strategies), as kube-apiserver.
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 
 class ServerError(APIError):
@@ -65,16 +67,22 @@ def method_not_allowed() -> MethodNotAllowed:
 
 class View:
     """A served kind and how its objects map to the stored ones (events.k8s.io events are stored
-    once, as core/v1 events, and converted on the way in and out)."""
+    once, as core/v1 events, and converted on the way in and out; a custom resource's objects are
+    stored at its storage version, and served at another by their ``apiVersion``, as the CRD
+    conversion strategy ``None`` converts)."""
 
-    __slots__ = ("converted", "kind", "store_kind")
+    __slots__ = ("api_version", "converted", "kind", "store_kind")
 
     def __init__(self, kind: Kind) -> None:
         self.kind = kind
         self.converted = kind == EVENTS_V1
         self.store_kind = EVENT if self.converted else kind
+        custom = isinstance(kind, CustomKind) and kind.version != kind.storage_version
+        self.api_version = kind.api_version if custom else None
 
     def out(self, obj: dict) -> dict:
+        if self.api_version is not None:
+            return {**obj, "apiVersion": self.api_version}
         return core_to_v1(obj) if self.converted else obj
 
     def into(self, obj: dict) -> dict:
@@ -268,7 +276,7 @@ class RestAPI:
 
     def create_object(self, obj: dict) -> dict:
         """Create ``obj`` as a POST would (defaulting included), for in-process callers."""
-        kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
+        kind = self.store.custom.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
         if kind is None:
             raise NotFound(f'no matches for kind "{obj.get("kind")}" in version "{obj.get("apiVersion")}"')
         view = View(kind)
@@ -316,7 +324,7 @@ class RestAPI:
         mode = fieldvalidation.directive(call.query, "PatchOptions")
         if media == APPLY_PATCH:
             return self._apply(call, mode)
-        if media not in PATCH_TYPES:
+        if media not in PATCH_TYPES or (isinstance(call.view.kind, CustomKind) and media == STRATEGIC_MERGE):
             raise UnsupportedPatch(media)
         body = codec.decode_body(call.body, media, duplicates=mode != fieldvalidation.IGNORE)
         dry = self._dry_run(call)
