@@ -200,7 +200,7 @@ def accepted_status(crd: Mapping[str, Any], conflict: str, now: str, old_status:
         conditions = [_condition(previous, "NamesAccepted", "False", "NameConflict", conflict, now),
                       _condition(previous, "Established", "False", "NotAccepted", "not all names are accepted", now)]
     else:
-        status["acceptedNames"] = dict(spec.get("names") or {})
+        status["acceptedNames"] = copy.deepcopy(dict(spec.get("names") or {}))
         conditions = [_condition(previous, "NamesAccepted", "True", "NoConflicts", "no conflicts found", now),
                       _condition(previous, "Established", "True", "InitialNamesAccepted", "the initial names have been accepted", now)]
     status["conditions"] = conditions

@@ -217,6 +217,8 @@ class ObjectStore:
         """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``)."""
         _decode(kind, obj)
         kind = self._custom_decode(kind, obj)
+        if isinstance(kind, CustomKind) and "status" in kind.subresources:
+            obj.pop("status", None)  # PrepareForCreate: the status is the status subresource's to write
         meta = obj.setdefault("metadata", {})
         if kind.namespaced:
             ns = meta.get("namespace") or namespace or "default"

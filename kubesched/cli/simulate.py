@@ -27,6 +27,7 @@ from kubesched.api.errors import KubeschedError
 from kubesched.api.kinds import EVENT, NODE
 from kubesched.cli.common import add_cluster_args, simulate_from_args, stdout_console
 from kubesched.cli.exitcodes import OK, PENDING
+from kubesched.simulator.crds import unserved_reason
 from kubesched.simulator.scenario import describe_seconds, load_scenario
 from kubesched.simulator.simulate import NOT_ACTED_ON_BECAUSE, ClusterWarning, SimulationResult, creation_order
 from kubesched.simulator.snapshot import created_by_the_server
@@ -213,14 +214,14 @@ def report_sections(result: SimulationResult) -> list[tuple[str, list[str]]]:
 
 def not_acted_on_lines(result: SimulationResult) -> list[str]:
     """One line per kind of object kept but not acted on: which objects, and why."""
-    unserved = {str(o.get("kind")): str(o.get("apiVersion")) for o in result.ignored}
+    unserved = {str(o.get("kind")): unserved_reason(o) for o in result.ignored}
     lines = []
     for kind, keys in sorted(result.not_acted_on().items()):
         shown = ", ".join(keys[:NAMES_SHOWN]) + (f" and {len(keys) - NAMES_SHOWN} more" if len(keys) > NAMES_SHOWN else "")
         if kind in NOT_ACTED_ON_BECAUSE:
             why = NOT_ACTED_ON_BECAUSE[kind]
         elif kind in unserved:
-            why = f"kind {unserved[kind]} {kind} is not served by kubesched"
+            why = unserved[kind]
         else:
             why = "nothing in the simulation reads this kind"
         lines.append(f"{kind} {shown}: {why}")

@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api.types import PodInfo
-from kubesched.client.informers import Handler
+from kubesched.client.informers import Handler, parse_custom_resource
 from kubesched.scheduler.framework import events as ev
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class EventHandlers:
         informers.informer("Pod").add_handler(Handler(self._pod_added, self._pod_updated, self._pod_deleted))
         informers.informer("Node").add_handler(Handler(self._node_added, self._node_updated, self._node_deleted))
         for resource in self.sched.registered_resources():
-            kind = KIND_OF_RESOURCE.get(resource)
+            kind = KIND_OF_RESOURCE.get(resource) or (resource if parse_custom_resource(resource) else None)
             if kind is not None:
                 informers.informer(kind).add_handler(self._generic_handler(resource))
 

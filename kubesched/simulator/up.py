@@ -48,6 +48,7 @@ from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.scheduler.serving.app import render_metrics
 from kubesched.simulator.components import ComponentOptions, Components, start_components
+from kubesched.simulator.crds import unserved_reason, with_plugin_crds
 from kubesched.simulator.explanations import ExplanationRecorder
 from kubesched.utils.clock import RealClock
 
@@ -81,7 +82,7 @@ def create_objects(server: APIServer, objects: list[dict]) -> tuple[int, list[st
     from kubesched.simulator.simulate import creation_order
 
     ordered, ignored = creation_order(objects)
-    problems = [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: kind not served" for o in ignored]
+    problems = [f"{o.get('kind')} {(o.get('metadata') or {}).get('name')}: {unserved_reason(o)}" for o in ignored]
     created = 0
     for obj in ordered:
         try:
@@ -126,6 +127,8 @@ class Cluster:
             kubelet=opts.kubelet, controllers=opts.controllers, termination_delay=opts.termination_delay))
         pods = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) == ("v1", "Pod")]
         others = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) != ("v1", "Pod")]
+        if opts.config is not None:
+            others = with_plugin_crds(others, opts.config, opts.registry)
         self.problems = create_objects(self.server, others)[1]
         if opts.scheduler:
             await self._start_scheduler()

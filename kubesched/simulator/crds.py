@@ -1,0 +1,97 @@
+"""CustomResourceDefinitions in the embedded cluster's inputs: the CRDs the enabled plugins need
+(a plugin class names its manifests in ``crds``), and the order and checks of custom resources
+among the user's manifests.
+
+A plugin declares the CRDs it reads, as paths relative to its module's package (or absolute)::
+
+    class Coscheduling(PermitPlugin, ...):
+        crds: ClassVar[tuple[str, ...]] = ("crds/scheduling.x-k8s.io_podgroups.yaml",)
+
+``simulate``, ``up``, ``capacity`` and ``compare`` install the CRDs of every plugin some profile
+enables before the user's manifests, unless the input defines a CRD of the same name (the user's
+wins). Against a real cluster (``run``) the CRDs are the cluster's business.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kubesched.api import crd as crdapi
+from kubesched.api.errors import KubeschedError
+from kubesched.api.kinds import CRD, kind_for
+from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.framework.registry import Registry
+
+
+class PluginCRDError(KubeschedError):
+    """A plugin names a CRD manifest that cannot be read."""
+
+
+def enabled_plugins(config: SchedulerConfiguration) -> list[str]:
+    """Every plugin some profile enables, at any extension point, in first-seen order."""
+    names: dict[str, None] = {}
+    for profile in config.profiles:
+        sets = [profile.plugins.multi_point, *profile.plugins.points.values()]
+        for plugin_set in sets:
+            for ref in plugin_set.enabled:
+                names.setdefault(ref.name, None)
+    return list(names)
+
+
+def plugin_crds(config: SchedulerConfiguration, registry: Registry | None) -> list[dict[str, Any]]:
+    """The CRD manifests of the plugins ``config`` enables, each once (by name)."""
+    found: dict[str, dict[str, Any]] = {}
+    for name in enabled_plugins(config):
+        factory = (registry or {}).get(name)
+        for path in getattr(factory, "crds", ()) or ():
+            for doc in _read(factory, path):
+                found.setdefault(str((doc.get("metadata") or {}).get("name")), doc)
+    return list(found.values())
+
+
+def _read(factory: object, path: str) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions of one manifest file a plugin names."""
+    try:
+        if Path(path).is_absolute():
+            text = Path(path).read_text()
+        else:
+            module = sys.modules[getattr(factory, "__module__", "")]
+            package = module.__package__ or module.__name__
+            text = importlib.resources.files(package).joinpath(path).read_text()
+        docs = [d for d in yaml.safe_load_all(text) if d]
+    except (OSError, KeyError, yaml.YAMLError) as e:
+        raise PluginCRDError(f"plugin {getattr(factory, 'name', factory)!s}: cannot read CRD manifest {path}: {e}") from None
+    crds = [d for d in docs if isinstance(d, dict) and is_crd(d)]
+    if len(crds) != len(docs):
+        raise PluginCRDError(f"plugin {getattr(factory, 'name', factory)!s}: {path} holds objects other than CustomResourceDefinitions")
+    return crds
+
+
+def is_crd(obj: Mapping[str, Any]) -> bool:
+    return (obj.get("apiVersion"), obj.get("kind")) == (CRD.api_version, CRD.kind)
+
+
+def with_plugin_crds(objects: list[dict[str, Any]], config: SchedulerConfiguration, registry: Registry | None) -> list[dict[str, Any]]:
+    """``objects`` after the plugins' CRDs that the input does not define itself."""
+    given = {(o.get("metadata") or {}).get("name") for o in objects if is_crd(o)}
+    return [c for c in plugin_crds(config, registry) if (c.get("metadata") or {}).get("name") not in given] + objects
+
+
+def custom_kinds_of(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    """``(apiVersion, kind)`` of every version the CRDs among ``objects`` serve."""
+    return {(k.api_version, k.kind) for o in objects if is_crd(o) for k in crdapi.served_kinds(o)}
+
+
+def unserved_reason(obj: Mapping[str, Any]) -> str:
+    """Why an object of the input is not created: its kind is neither built in nor defined by a
+    CRD of the input (for a kind in a domain-named group, most likely a missing CRD)."""
+    api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+    if kind_for(api_version, kind) is None and "." in api_version.partition("/")[0] and "/" in api_version:
+        return f"kind {api_version} {kind} is not served: no CustomResourceDefinition in the input defines it"
+    return f"kind {api_version} {kind} is not served by kubesched"
