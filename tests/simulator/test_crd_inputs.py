@@ -5,7 +5,7 @@ the objects through ``Framework.custom_objects`` and are told of their changes b
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -14,7 +14,7 @@ from kubesched.api.types import PodInfo
 from kubesched.scheduler.config import load_text
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
-from kubesched.scheduler.framework.interface import PreFilterPlugin, PreFilterResult
+from kubesched.scheduler.framework.interface import EnqueueExtensions, PreFilterPlugin, PreFilterResult
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeBatch
 from kubesched.scheduler.plugins.registry import in_tree_registry
@@ -28,18 +28,21 @@ GROUP, VERSION, PLURAL = "scheduling.x-k8s.io", "v1alpha1", "podgroups"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 
 
-class NeedsPodGroup(PreFilterPlugin):
+class NeedsPodGroup(PreFilterPlugin, EnqueueExtensions):
     """Rejects a pod whose PodGroup does not exist yet; a PodGroup added brings it back."""
 
     name = "NeedsPodGroup"
     crds: ClassVar[tuple[str, ...]] = ()
 
+    def __init__(self, args: object = None, handle: Any = None) -> None:
+        super().__init__(args, handle)
+        self.pod_groups = self.framework.custom_objects(GROUP, VERSION, PLURAL)  # synced with the other informers
+
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         group = pod.labels.get(GROUP_LABEL)
         if group is None:
             return None, None
-        lister = self.framework.custom_objects(GROUP, VERSION, PLURAL)
-        if lister.get(pod.namespace, group) is None:
+        if self.pod_groups.get(pod.namespace, group) is None:
             return None, Status(Code.UnschedulableAndUnresolvable, f'PodGroup "{group}" not found')
         return None, None
 
