@@ -324,8 +324,10 @@ class RestAPI:
         mode = fieldvalidation.directive(call.query, "PatchOptions")
         if media == APPLY_PATCH:
             return self._apply(call, mode)
-        if media not in PATCH_TYPES or (isinstance(call.view.kind, CustomKind) and media == STRATEGIC_MERGE):
+        if media not in PATCH_TYPES:
             raise UnsupportedPatch(media)
+        if isinstance(call.view.kind, CustomKind) and media == STRATEGIC_MERGE:
+            raise _unsupported_for_custom(media)
         body = codec.decode_body(call.body, media, duplicates=mode != fieldvalidation.IGNORE)
         dry = self._dry_run(call)
         current = self._get(call.view, call.namespace, call.name)
@@ -587,6 +589,14 @@ def check_options(obj: dict, group: str, kind: str) -> None:
         schema_validation.decode(obj, f"{group}/v1" if group else "v1", kind)
     except schema_validation.DecodeError as e:
         raise BadRequest(e.detail) from None
+
+
+def _unsupported_for_custom(media: str) -> UnsupportedPatch:
+    """The 415 of a strategic merge patch of a custom resource, listing what it accepts instead."""
+    error = UnsupportedPatch(media)
+    error.message = ("the body of the request was in an unknown format - accepted media types include: "
+                     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+    return error
 
 
 def _drop_owner(obj: dict, uid: str) -> None:
