@@ -83,6 +83,31 @@ def with_plugin_crds(objects: list[dict[str, Any]], config: SchedulerConfigurati
     return [c for c in plugin_crds(config, registry) if (c.get("metadata") or {}).get("name") not in given] + objects
 
 
+#: Who the scheduler of ``kubesched up`` is to the API server.
+SCHEDULER_USER = "system:kube-scheduler"
+PLUGIN_ROLE = "kubesched:plugin-custom-resources"
+
+
+def plugin_rbac(crds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A ClusterRole letting the scheduler read and write the custom resources of ``crds`` (their
+    status included) and its binding to ``system:kube-scheduler``: what scheduler-plugins'
+    install manifests grant its scheduler, for the CRDs ``up`` installs for the enabled plugins."""
+    if not crds:
+        return []
+    rules = []
+    for crd in crds:
+        spec = crd.get("spec") or {}
+        plural = (spec.get("names") or {}).get("plural", "")
+        rules.append({"apiGroups": [spec.get("group", "")], "resources": [plural],
+                      "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]})
+        rules.append({"apiGroups": [spec.get("group", "")], "resources": [f"{plural}/status"], "verbs": ["get", "update", "patch"]})
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": PLUGIN_ROLE}, "rules": rules}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": PLUGIN_ROLE},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": PLUGIN_ROLE},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": SCHEDULER_USER}]}
+    return [role, binding]
+
+
 def custom_kinds_of(objects: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
     """``(apiVersion, kind)`` of every version the CRDs among ``objects`` serve."""
     return {(k.api_version, k.kind) for o in objects if is_crd(o) for k in crdapi.served_kinds(o)}

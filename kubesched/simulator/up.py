@@ -48,7 +48,7 @@ from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.scheduler.serving.app import render_metrics
 from kubesched.simulator.components import ComponentOptions, Components, start_components
-from kubesched.simulator.crds import unserved_reason, with_plugin_crds
+from kubesched.simulator.crds import plugin_crds, plugin_rbac, unserved_reason, with_plugin_crds
 from kubesched.simulator.explanations import ExplanationRecorder
 from kubesched.utils.clock import RealClock
 
@@ -129,6 +129,7 @@ class Cluster:
         others = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) != ("v1", "Pod")]
         if opts.config is not None:
             others = with_plugin_crds(others, opts.config, opts.registry)
+            others += plugin_rbac(plugin_crds(opts.config, opts.registry))
         self.problems = create_objects(self.server, others)[1]
         if opts.scheduler:
             await self._start_scheduler()
