@@ -563,7 +563,7 @@ class RestAPI:
             self.collect(obj, policy)
 
     def _owner_exists(self, ref: Mapping, namespace: str | None) -> bool:
-        owner_kind = kind_for(ref.get("apiVersion", ""), ref.get("kind", ""))
+        owner_kind = self.store.custom.resolve(ref.get("apiVersion", ""), ref.get("kind", ""))
         if owner_kind is None:
             return False
         found = self.store.try_get(owner_kind, namespace if owner_kind.namespaced else None, ref.get("name", ""))

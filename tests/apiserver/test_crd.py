@@ -11,7 +11,9 @@ import aiohttp
 import orjson
 import pytest
 
+from kubesched.api.kinds import CRD, custom_resource_kind
 from kubesched.apiserver import APIServer
+from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 
 from .conftest import ADMIN_TOKEN
@@ -306,3 +308,17 @@ async def test_crds_and_their_objects_survive_a_restart_with_data(tmp_path, secu
                         assert (await resp.json())["spec"]["minMember"] == 2
         finally:
             await server.stop()
+
+
+async def test_the_scheduler_clients_read_and_write_status_of_custom_objects_by_group_version_plural(api, crd):
+    kind = custom_resource_kind(GROUP, "v1alpha1", "podgroups")
+    store = ObjectStore()
+    store.create(CRD, copy.deepcopy(PODGROUP_CRD))
+    for client in (api.kube_client(), MemoryClient(store)):
+        await client.create(kind, podgroup("alpha"))
+        items, _ = await client.list(kind)
+        changed = {**copy.deepcopy(items[0]), "status": {"phase": "Running"}}
+        updated = await client.update_status(kind, changed)
+        assert (updated["kind"], updated["status"]) == ("PodGroup", {"phase": "Running"})
+        assert (await client.get(kind, "default", "alpha"))["status"] == {"phase": "Running"}
+        await client.close()
