@@ -406,7 +406,7 @@ def _pattern(pattern: str) -> re.Pattern[str]:
 
 def _array(schema: Mapping[str, Any], value: list[Any], path: str, errors: list[FieldError]) -> None:
     if schema.get("maxItems") is not None and len(value) > schema["maxItems"]:
-        errors.append(FieldError(path, "Too many", f"must have at most {schema['maxItems']} items", len(value)))
+        errors.append(FieldError(path, "Too many", f"{len(value)}: must have at most {schema['maxItems']} items", len(value)))
     if schema.get("minItems") is not None and len(value) < schema["minItems"]:
         errors.append(invalid(path, len(value), f"{path} in body should have at least {schema['minItems']} items"))
     items = schema.get("items")
@@ -421,7 +421,7 @@ def _object(schema: Mapping[str, Any], value: dict[str, Any], path: str, errors:
         if name not in value:
             errors.append(required(f"{prefix}{name}"))
     if schema.get("maxProperties") is not None and len(value) > schema["maxProperties"]:
-        errors.append(FieldError(path, "Too many", f"must have at most {schema['maxProperties']} items", len(value)))
+        errors.append(FieldError(path, "Too many", f"{len(value)}: must have at most {schema['maxProperties']} items", len(value)))
     if schema.get("minProperties") is not None and len(value) < schema["minProperties"]:
         errors.append(invalid(path, len(value), f"{path} in body should have at least {schema['minProperties']} properties"))
     props = schema.get("properties") or {}
