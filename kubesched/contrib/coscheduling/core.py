@@ -103,14 +103,14 @@ class PodGroupManager:
             out.append(pod)
         return out
 
-    def assigned_count(self, group: str, namespace: str) -> int:
+    def assigned_count(self, group: str, namespace: str, besides: str = "") -> int:
         """Pods of the group that are assumed or bound: those on a node of the snapshot
-        (upstream ``CalculateAssignedPods``)."""
+        (upstream ``CalculateAssignedPods``), the pod with uid ``besides`` left out."""
         table = self.handle.snapshot
         count = 0
         for info in table.infos[: table.n]:
             for pod in info.pods.values():
-                if pod.namespace == namespace and pod.labels.get(POD_GROUP_LABEL) == group:
+                if pod.namespace == namespace and pod.labels.get(POD_GROUP_LABEL) == group and pod.uid != besides:
                     count += 1
         return count
 
@@ -157,8 +157,9 @@ class PodGroupManager:
             return PermitOutcome.POD_GROUP_NOT_SPECIFIED
         if group is None:
             return PermitOutcome.POD_GROUP_NOT_FOUND
-        # The pod itself is not in the snapshot of its own cycle: count it here.
-        if self.assigned_count(group.name, group.namespace) + 1 >= group.min_member:
+        # The pod is assumed on its node by now (upstream's snapshot does not show it yet): count
+        # it once, whichever way the snapshot holds it.
+        if self.assigned_count(group.name, group.namespace, besides=pod.uid) + 1 >= group.min_member:
             return PermitOutcome.SUCCESS
         return PermitOutcome.WAIT
 
