@@ -39,6 +39,8 @@ def test_a_pod_group_that_cannot_run_whole_binds_none(capsys: pytest.CaptureFixt
     assert "Insufficient cpu" in reasons
     assert "PodGroup default/trainer gets rejected due to Pod trainer-3 is unschedulable even after PostFilter" in reasons
     assert any(item["kind"] == "CustomResourceDefinition" for item in doc["items"])
+    [pod_group] = [item for item in doc["items"] if item["kind"] == "PodGroup"]
+    assert pod_group["status"]["phase"] == "Scheduling"
 
 
 def test_the_group_binds_together_once_a_node_is_added(capsys: pytest.CaptureFixture[str]) -> None:
@@ -47,6 +49,8 @@ def test_the_group_binds_together_once_a_node_is_added(capsys: pytest.CaptureFix
     assert sorted(e["object"] for e in bound) == [f"Pod default/trainer-{i}" for i in range(4)]
     assert len({e["seconds"] for e in bound}) == 1 and bound[0]["seconds"] >= 120
     assert "node-extra-1" in placements(doc).values()
+    [pod_group] = [item for item in doc["items"] if item["kind"] == "PodGroup"]
+    assert pod_group["status"] == {"phase": "Running", "running": 4, "succeeded": 0, "failed": 0}
 
 
 def test_qossort_places_guaranteed_and_burstable_pods_first(capsys: pytest.CaptureFixture[str]) -> None:

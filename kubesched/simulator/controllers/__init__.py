@@ -1,6 +1,6 @@
 """The minimal controllers of the embedded cluster: Deployment, ReplicaSet, ReplicationController,
-StatefulSet, disruption (PodDisruptionBudget status) and the garbage collector, all working
-directly on the ``ObjectStore`` in the event loop (see ``manager``). The store defaults and
+StatefulSet, disruption (PodDisruptionBudget status), scheduler-plugins' PodGroup status and the
+garbage collector, all working directly on the ``ObjectStore`` in the event loop (see ``manager``). The store defaults and
 validates the workload kinds (``kubesched.api.defaults``).
 
 ``start_all(store)`` starts them together; ``await controllers.stop()`` stops them and
@@ -17,6 +17,7 @@ from kubesched.simulator.controllers.deployment import DeploymentController
 from kubesched.simulator.controllers.disruption import DisruptionController, StaleDisruptionConditionCleaner
 from kubesched.simulator.controllers.gc import GarbageCollector
 from kubesched.simulator.controllers.manager import Manager
+from kubesched.simulator.controllers.podgroup import PodGroupController
 from kubesched.simulator.controllers.replicaset import ReplicaSetController, replication_controller
 from kubesched.simulator.controllers.statefulset import StatefulSetController
 
@@ -35,6 +36,7 @@ class Controllers:
     garbage_collector: GarbageCollector
     disruption: DisruptionController
     stale_disruption_conditions: StaleDisruptionConditionCleaner
+    pod_groups: PodGroupController
 
     def start(self) -> None:
         self.manager.start()
@@ -58,6 +60,7 @@ def build(store: ObjectStore, *, events: bool = True, collect_dangling: bool = T
         garbage_collector=manager.add(GarbageCollector(manager, collect_dangling=collect_dangling)),
         disruption=manager.add(DisruptionController(manager, events=events)),
         stale_disruption_conditions=manager.add(StaleDisruptionConditionCleaner(manager)),
+        pod_groups=manager.add(PodGroupController(manager)),
     )
 
 
