@@ -114,7 +114,7 @@ def test_less(name, pod1, queued1, pod2, queued2, groups, want):
 
 def waiting_harness(min_member: int, assigned: int, args: dict | None = None) -> PluginHarness:
     bound = [pod(f"bound-{i}", "pg", node="n1") for i in range(assigned)]
-    return harness([pod_group("pg", min_member)], bound + [pod("p", "pg")], args=args)
+    return harness([pod_group("pg", min_member)], [*bound, pod("p", "pg")], args=args)
 
 
 PERMIT = [
@@ -211,7 +211,7 @@ def test_invalid_pod_group_is_named(name, spec, message):
     ("negative podGroupBackoffSeconds", {"podGroupBackoffSeconds": -5},
      "profiles[0].pluginConfig[0].args.podGroupBackoffSeconds: Invalid value: -5: must be greater than 0"),
     ("unknown field", {"permitWaitingTime": 3}, 'unknown field "permitWaitingTime"'),
-], ids=lambda v: v if isinstance(v, str) and " " in v or v == "defaults" else "")
+], ids=lambda v: v if (isinstance(v, str) and " " in v) or v == "defaults" else "")
 def test_args(name, args, error):
     """CoschedulingArgs decode strictly and validate as upstream's ``ValidateCoschedulingArgs``."""
     profile: dict = {"schedulerName": "default-scheduler", "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}}}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kubesched.api.quantity import INT64_MAX
+from kubesched.api.types import PodInfo
 from kubesched.contrib.capacityscheduling.elasticquota import (
     ElasticQuotaInfo,
     ElasticQuotaInfos,
@@ -14,7 +15,6 @@ from kubesched.contrib.capacityscheduling.elasticquota import (
     build_infos,
     parse_elastic_quota,
 )
-from kubesched.api.types import PodInfo
 
 GPU = "nvidia.com/gpu"
 UNBOUNDED = {"cpu": INT64_MAX, "memory": INT64_MAX, "ephemeral-storage": INT64_MAX}

@@ -289,11 +289,9 @@ class CapacityScheduling(PreFilterPlugin, PreFilterExtensions, PostFilterPlugin,
         def reprieve(candidate: PodInfo) -> bool:
             add(candidate)
             fits = is_success(fw.run_filters_with_nominated_pods(state, pod, node))
-            if not fits:
-                remove(candidate)
-                victims.append(candidate)
-            elif preemptor_eq is not None and (preemptor_eq.used_over_max_with(pre.in_eq)
-                                             or infos.aggregated_used_over_min_with(pre.total)):
+            over_quota = preemptor_eq is not None and (preemptor_eq.used_over_max_with(pre.in_eq)
+                                                       or infos.aggregated_used_over_min_with(pre.total))
+            if not fits or over_quota:
                 remove(candidate)
                 victims.append(candidate)
             return fits

@@ -155,9 +155,9 @@ def build_infos(quotas: Iterable[Mapping[str, Any]], assigned: Iterable[PodInfo]
         info = parse_elastic_quota(obj)
         infos.setdefault(info.namespace, info)
     for pod in assigned:
-        info = infos.get(pod.namespace)
-        if info is not None and pod.status.get("phase") not in ("Succeeded", "Failed"):
-            info.add_pod_if_not_present(pod)
+        quota = infos.get(pod.namespace)
+        if quota is not None and pod.status.get("phase") not in ("Succeeded", "Failed"):
+            quota.add_pod_if_not_present(pod)
     return infos
 
 

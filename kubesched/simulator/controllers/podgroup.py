@@ -35,7 +35,9 @@ class PodGroupController(Controller):
             self.enqueue(key_of(event.object))
             return
         for pod in (event.object, event.old):
-            group = labels_of(pod).get(POD_GROUP_LABEL) if pod is not None else None
+            if pod is None:
+                continue
+            group = labels_of(pod).get(POD_GROUP_LABEL)
             if group:
                 self.enqueue((meta(pod).get("namespace") or "default", group))
 
