@@ -25,6 +25,7 @@ import yaml
 from kubesched.api import crd as crdapi
 from kubesched.api.errors import KubeschedError
 from kubesched.api.kinds import CRD, kind_for
+from kubesched.api.openapi_spec import definition_name
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.framework.registry import Registry
 
@@ -117,6 +118,8 @@ def unserved_reason(obj: Mapping[str, Any]) -> str:
     """Why an object of the input is not created: its kind is neither built in nor defined by a
     CRD of the input (for a kind in a domain-named group, most likely a missing CRD)."""
     api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
-    if kind_for(api_version, kind) is None and "." in api_version.partition("/")[0] and "/" in api_version:
+    group, _, version = api_version.rpartition("/")
+    kubernetes_kind = definition_name(group, version, kind) is not None  # Kubernetes' own (Ingress, Job...)
+    if "." in group and not kubernetes_kind and kind_for(api_version, kind) is None:
         return f"kind {api_version} {kind} is not served: no CustomResourceDefinition in the input defines it"
     return f"kind {api_version} {kind} is not served by kubesched"
