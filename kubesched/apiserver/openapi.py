@@ -252,7 +252,7 @@ def _paths(spelling: _Spelling, kind: Kind) -> dict[str, Any]:
                                query=("dryRun",)),
                   "parameters": _path_parameters(spelling, kind, named=False)}
     item = {"get": op("get", f"read{name}", query=()), "put": op("put", f"replace{name}", body=schema),
-            "patch": op("patch", f"patch{name}", body=_PATCH, consumes=_PATCH_TYPES),
+            "patch": op("patch", f"patch{name}", body=_PATCH, consumes=_patch_types(kind)),
             "delete": op("delete", f"delete{name}", body=_DELETE_OPTIONS, response=_STATUS, query=("dryRun",)),
             "parameters": _path_parameters(spelling, kind, named=True)}
     paths = {prefix: collection, f"{prefix}/{{name}}": item}
@@ -269,13 +269,21 @@ def _subresource_path(spelling: _Spelling, kind: Kind, sub: str, name: str) -> d
     verbs: dict[str, Callable[[], dict[str, Any]]] = {
         "get": lambda: op("get", f"read{label}", query=()),
         "update": lambda: op("put", f"replace{label}", body=body),
-        "patch": lambda: op("patch", f"patch{label}", body=_PATCH, consumes=_PATCH_TYPES),
+        "patch": lambda: op("patch", f"patch{label}", body=_PATCH, consumes=_patch_types(kind)),
         "create": lambda: op("post", f"create{label}", body=body),
     }
     method = {"get": "get", "update": "put", "patch": "patch", "create": "post"}
     path: dict[str, Any] = {method[verb]: verbs[verb]() for verb in SUBRESOURCES[sub][3] if verb in verbs}
     path["parameters"] = _path_parameters(spelling, kind, named=True)
     return path
+
+
+def _patch_types(kind: Kind) -> tuple[str, ...]:
+    """What a PATCH consumes: custom resources take no strategic merge patch, which is how kubectl
+    knows to send them a JSON merge patch instead."""
+    if isinstance(kind, CustomKind):
+        return tuple(t for t in _PATCH_TYPES if t != "application/strategic-merge-patch+json")
+    return _PATCH_TYPES
 
 
 def _has(name: str) -> bool:

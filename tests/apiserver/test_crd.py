@@ -232,7 +232,9 @@ async def test_openapi_documents_carry_the_custom_schema(api, crd):
     schema = doc["components"]["schemas"]["io.x-k8s.scheduling.v1alpha1.PodGroup"]
     assert schema["properties"]["spec"]["properties"]["minMember"]["minimum"] == 1
     assert schema["x-kubernetes-group-version-kind"] == [{"group": GROUP, "version": "v1alpha1", "kind": "PodGroup"}]
-    assert any(p["name"] == "fieldValidation" for p in doc["paths"][f"{PODGROUPS.replace('default', '{namespace}')}/{{name}}"]["patch"]["parameters"])
+    patch = doc["paths"][f"{PODGROUPS.replace('default', '{namespace}')}/{{name}}"]["patch"]
+    assert any(p["name"] == "fieldValidation" for p in patch["parameters"])
+    assert "application/strategic-merge-patch+json" not in patch["requestBody"]["content"]  # kubectl then merge-patches
     _, v2, _ = await api.call("GET", "/openapi/v2")
     resources = v2["definitions"]["io.x-k8s.scheduling.v1alpha1.PodGroup"]["properties"]["spec"]["properties"]["minResources"]
     assert "anyOf" not in resources["additionalProperties"] and "type" not in resources["additionalProperties"]

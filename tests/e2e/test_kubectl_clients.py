@@ -257,8 +257,13 @@ def test_a_crd_then_its_objects_with_apply_get_explain_patch_and_delete(kubectl)
     kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io", "--timeout=20s")
     assert kubectl("apply", "-f", str(good)).stdout == "podgroup.scheduling.x-k8s.io/pg1 created\n"
     assert kubectl("apply", "-f", str(good)).stdout == "podgroup.scheduling.x-k8s.io/pg1 unchanged\n"
+    good.write_text(yaml.safe_dump(podgroup("pg1", minMember=4)))
+    assert kubectl("diff", "-f", str(good), check=False).returncode == 1  # a JSON merge patch, dry-run
+    assert kubectl("apply", "-f", str(good)).stdout == "podgroup.scheduling.x-k8s.io/pg1 configured\n"
     table = kubectl("get", "pg").stdout.splitlines()
-    assert table[0].split() == ["NAME", "PHASE", "MINMEMBER", "AGE"] and table[1].split()[:2] == ["pg1", "2"]
+    assert table[0].split() == ["NAME", "PHASE", "MINMEMBER", "AGE"]
+    start = {column: table[0].index(column) for column in table[0].split()}
+    assert (table[1][:start["PHASE"]].strip(), table[1][start["MINMEMBER"]:start["AGE"]].strip()) == ("pg1", "4")
     assert "minMember\t<integer>" in kubectl("explain", "podgroup.spec").stdout
     refused = kubectl("apply", "-f", str(bad), check=False)
     assert refused.returncode == 1 and 'unknown field "spec.colour"' in refused.stderr
