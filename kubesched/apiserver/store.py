@@ -522,6 +522,7 @@ class ObjectStore:
             hook(self.rv, kind, event)
         if kind == CRD:
             self.custom.refresh(self._objects.get(CRD, {}).values())
+            self._accept_freed_names(obj)
         return obj
 
     # --- custom resources ---------------------------------------------------------------------
@@ -545,6 +546,21 @@ class ObjectStore:
         conflict = self.custom.name_conflict(crd, self._objects.get(CRD, {}).values())
         old_status = current.get("status") if current is not None else None
         crd["status"] = crdapi.accepted_status(crd, conflict, rfc3339(self.clock.wall()), old_status)
+
+    def _accept_freed_names(self, changed: dict) -> None:
+        """After a CRD of a group changed or went, the CRDs of the group whose names were in
+        conflict are looked at again (the naming controller's work): those now free are accepted
+        and established."""
+        group = (changed.get("spec") or {}).get("group")
+        crds = self._objects.get(CRD, {})
+        for crd in list(crds.values()):
+            if (crd.get("spec") or {}).get("group") != group or crdapi.established(crd) or crd["metadata"].get("deletionTimestamp"):
+                continue
+            if self.custom.name_conflict(crd, crds.values()):
+                continue
+            new = json_copy(crd)
+            new["status"] = crdapi.accepted_status(new, "", rfc3339(self.clock.wall()), crd.get("status"))
+            self._commit(CRD, MODIFIED, new, crd)
 
     def _delete_custom_objects(self, crd: dict) -> None:
         """Deleting a CRD deletes its objects first (the customresourcecleanup finalizer's work)."""

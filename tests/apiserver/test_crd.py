@@ -117,7 +117,7 @@ async def test_an_invalid_crd_is_refused_naming_the_field(api, case):
     assert field in causes and message in causes[field], causes
 
 
-async def test_a_crd_whose_names_another_crd_holds_is_not_established(api, crd):
+async def test_a_crd_whose_names_another_crd_holds_is_established_once_they_are_free(api, crd):
     rival = _invalid_crd(lambda c: (c["metadata"].update(name=f"pgroups.{GROUP}"),
                                     c["spec"]["names"].update(plural="pgroups", singular="pgroup")))
     status, body, _ = await api.call("POST", CRDS, rival)
@@ -127,6 +127,10 @@ async def test_a_crd_whose_names_another_crd_holds_is_not_established(api, crd):
     assert conditions["Established"][0] == "False"
     status, _, _ = await api.call("GET", f"/apis/{GROUP}/v1alpha1/namespaces/default/pgroups")
     assert status == 404
+    await api.call("DELETE", f"{CRDS}/podgroups.{GROUP}")
+    _, freed, _ = await api.call("GET", f"{CRDS}/pgroups.{GROUP}")
+    assert {c["type"]: c["status"] for c in freed["status"]["conditions"]} == {"NamesAccepted": "True", "Established": "True"}
+    assert (await api.call("GET", f"/apis/{GROUP}/v1alpha1/namespaces/default/pgroups"))[0] == 200
 
 
 async def test_custom_objects_are_created_read_listed_by_selector_updated_and_deleted(api, crd):
