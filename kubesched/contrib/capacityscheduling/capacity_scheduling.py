@@ -54,7 +54,7 @@ from kubesched.scheduler.plugins.defaultpreemption.preemption import (
 PRE_FILTER_STATE_KEY = "PreFilterCapacityScheduling"
 ELASTIC_QUOTA_SNAPSHOT_KEY = "ElasticQuotaSnapshot"
 #: The cluster event an ElasticQuota change is (upstream's GVK form).
-ELASTIC_QUOTA_RESOURCE = f"{PLURAL}.{VERSION}.{GROUP}"
+ELASTIC_QUOTA_RESOURCE = Resource.custom(GROUP, VERSION, PLURAL)
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 
@@ -91,6 +91,8 @@ class CapacityScheduling(PreFilterPlugin, PreFilterExtensions, PostFilterPlugin,
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
+        #: ElasticQuotas, through an informer the scheduler starts with its others.
+        self.quotas = self.framework.custom_objects(GROUP, VERSION, PLURAL)
         #: The cycle state of the PostFilter call in progress (eligibility reads the quotas from it).
         self._cycle_state: CycleState | None = None
         gates = getattr(handle, "feature_gates", None)
@@ -108,7 +110,7 @@ class CapacityScheduling(PreFilterPlugin, PreFilterExtensions, PostFilterPlugin,
     def snapshot_elastic_quota(self) -> ElasticQuotaSnapshot:
         """Every namespace's quota with the use of its pods on the cycle's nodes."""
         table = self.framework.snapshot
-        quotas = self.framework.custom_objects(GROUP, VERSION, PLURAL).list()
+        quotas = self.quotas.list()
         assigned = (pod for info in table.infos[: table.n] for pod in info.pods.values())
         return ElasticQuotaSnapshot(build_infos(quotas, assigned))
 

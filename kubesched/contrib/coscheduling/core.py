@@ -77,6 +77,8 @@ class PodGroupManager:
         self.schedule_timeout = schedule_timeout
         self.permitted = ExpiringSet(handle.clock)
         self.backed_off = ExpiringSet(handle.clock)
+        #: PodGroups, through an informer the scheduler starts with its others.
+        self.pod_groups = handle.custom_objects(GROUP, VERSION, PLURAL)
 
     # --- lookups -----------------------------------------------------------------------------------
     def pod_group(self, pod: Mapping[str, Any]) -> tuple[str, PodGroup | None]:
@@ -87,7 +89,7 @@ class PodGroupManager:
             return "", None
         full_name = pod_group_full_name(pod)
         namespace = full_name.split("/", 1)[0]
-        raw = self.handle.custom_objects(GROUP, VERSION, PLURAL).get(namespace, name)
+        raw = self.pod_groups.get(namespace, name)
         return full_name, None if raw is None else PodGroup.parse(raw)
 
     def siblings(self, namespace: str, group: str) -> list[dict[str, Any]]:

@@ -46,7 +46,7 @@ from kubesched.scheduler.framework.waiting_pods import WaitingPod
 from kubesched.scheduler.nodetable.table import NodeBatch
 
 #: The cluster event a PodGroup change is (upstream's GVK form ``podgroups.v1alpha1.scheduling.x-k8s.io``).
-POD_GROUP_RESOURCE = f"{PLURAL}.{VERSION}.{GROUP}"
+POD_GROUP_RESOURCE = Resource.custom(GROUP, VERSION, PLURAL)
 #: A group whose unassigned share of ``minMember`` is at most this is not rejected at PostFilter:
 #: its next pods may still complete it.
 SMALL_GAP = 0.1
