@@ -205,15 +205,19 @@ class Recorder:
         self.broadcaster = broadcaster
         self.controller = controller
         self.instance = instance
+        #: The last event time (ns) used in each object's event names: on a virtual clock one
+        #: object can have two events in the same nanosecond, which would share a name.
+        self._last_ns: dict[tuple[str, str], int] = {}
 
     def eventf(self, regarding: dict, related: dict | None, event_type: str, reason: str, action: str, note: str) -> None:
         clock = self.broadcaster.clock
         wall = clock.wall()
         ref = object_reference(regarding)
+        namespace = ref.get("namespace") or "default"
         event = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"name": f"{ref['name']}.{int(wall * 1e9):x}", "namespace": ref.get("namespace") or "default"},
+            "metadata": {"name": f"{ref['name']}.{self._unique_ns(namespace, ref['name'], wall):x}", "namespace": namespace},
             "eventTime": rfc3339_micro(wall),
             "reportingController": self.controller,
             "reportingInstance": self.instance,
@@ -226,6 +230,16 @@ class Recorder:
         if related is not None:
             event["related"] = object_reference(related)
         self.broadcaster.record(event)
+
+    def _unique_ns(self, namespace: str, name: str, wall: float) -> int:
+        """The event time in nanoseconds for the event's name (upstream ``<name>.<UnixNano hex>``),
+        one past the object's previous event when the clock has not moved since."""
+        ns = int(wall * 1e9)
+        last = self._last_ns.get((namespace, name))
+        if last is not None and ns <= last:
+            ns = last + 1
+        self._last_ns[(namespace, name)] = ns
+        return ns
 
 
 def _key(event: dict) -> tuple:
