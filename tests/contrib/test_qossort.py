@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.cli.common import registry_from
-from kubesched.contrib.capacityscheduling import CapacityScheduling
-from kubesched.contrib.coscheduling import Coscheduling
 from kubesched.contrib.qossort import QOSSort
 from kubesched.testing import PluginHarness
 
@@ -62,10 +59,3 @@ def test_recorded_qos_class_is_used():
     assert plugin.qos_of(recorded) == "Guaranteed"
     assert plugin.qos_of(pod("p2", 0, *BURSTABLE)) == "Burstable"
 
-
-def test_every_command_resolves_the_bundled_plugins_by_name():
-    """No ``--plugin`` flag: the commands' registry holds the bundled plugins beside the in-tree ones."""
-    registry = registry_from([])
-    assert (registry["QOSSort"], registry["Coscheduling"], registry["CapacityScheduling"]) == (
-        QOSSort, Coscheduling, CapacityScheduling)
-    assert "PrioritySort" in registry

@@ -1,0 +1,16 @@
+"""The bundled scheduler-plugins are known to every command by their upstream names."""
+
+from __future__ import annotations
+
+from kubesched.cli.common import registry_from
+from kubesched.contrib.capacityscheduling import CapacityScheduling
+from kubesched.contrib.coscheduling import Coscheduling
+from kubesched.contrib.qossort import QOSSort
+
+
+def test_every_command_resolves_the_bundled_plugins_by_name():
+    """No ``--plugin`` flag: the commands' registry holds the bundled plugins beside the in-tree ones."""
+    registry = registry_from([])
+    assert (registry["QOSSort"], registry["Coscheduling"], registry["CapacityScheduling"]) == (
+        QOSSort, Coscheduling, CapacityScheduling)
+    assert "PrioritySort" in registry
