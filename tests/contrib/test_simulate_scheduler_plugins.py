@@ -69,5 +69,7 @@ def test_elastic_quotas_refuse_over_max_lend_unused_min_and_take_it_back(capsys:
     assert borrowed == [f"Pod team-b/b-{i}" for i in range(1, 5)]
     preempted = {e["object"] for e in timeline if e["event"] == "preempted"}
     assert preempted == {"Pod team-b/b-1", "Pod team-b/b-2"}
+    used = {item["metadata"]["namespace"]: item["status"]["used"] for item in doc["items"] if item["kind"] == "ElasticQuota"}
+    assert used == {"team-a": {"cpu": "2", "memory": "2Gi"}, "team-b": {"cpu": "2", "memory": "2Gi"}}
     assert placements(doc) == {"team-a/a-1": "node-1", "team-a/a-2": "node-1", "team-b/b-3": "node-1",
                                "team-b/b-4": "node-1", "team-b/b-5": ""}

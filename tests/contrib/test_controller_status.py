@@ -1,11 +1,12 @@
-"""PodGroup status as scheduler-plugins' PodGroup controller reconciles it
-(``pkg/controllers/podgroup_controller_test.go``): one phase step per reconcile, counts from the
-pods' phases."""
+"""PodGroup and ElasticQuota status as scheduler-plugins' controllers reconcile them
+(``pkg/controllers/podgroup_controller_test.go``, ``elasticquota_controller.go``): one phase step
+per reconcile, counts from the pods' phases; a quota's use from its namespace's running pods."""
 
 from __future__ import annotations
 
 import pytest
 
+from kubesched.contrib.capacityscheduling.status import elastic_quota_used
 from kubesched.contrib.coscheduling.status import next_status
 
 
@@ -48,3 +49,21 @@ CASES = [
 @pytest.mark.parametrize("name,pod_group,members,want", CASES, ids=[c[0] for c in CASES])
 def test_next_status(name, pod_group, members, want):
     assert next_status(pod_group, members) == want
+
+
+def running(name: str, cpu: str, memory: str, phase: str = "Running") -> dict:
+    return {"metadata": {"name": name, "namespace": "ns1"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]},
+            "status": {"phase": phase}}
+
+
+@pytest.mark.parametrize("name,spec,pods,want", [
+    ("no pods: zero for every resource min or max names", {"min": {"cpu": "1"}, "max": {"memory": "1Gi"}}, [],
+     {"cpu": "0", "memory": "0"}),
+    ("running pods count, others not", {"min": {"cpu": "4"}},
+     [running("a", "1500m", "1Gi"), running("b", "1", "1Gi"), running("c", "2", "1Gi", phase="Pending")],
+     {"cpu": "2500m", "memory": "2Gi"}),
+], ids=lambda v: v if isinstance(v, str) and " " in v else "")
+def test_elastic_quota_used(name, spec, pods, want):
+    """The ElasticQuota controller's ``status.used`` (``computeElasticQuotaUsed``)."""
+    assert elastic_quota_used({"spec": spec}, pods) == want
