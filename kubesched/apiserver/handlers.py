@@ -77,12 +77,11 @@ class View:
         self.kind = kind
         self.converted = kind == EVENTS_V1
         self.store_kind = EVENT if self.converted else kind
-        custom = isinstance(kind, CustomKind) and kind.version != kind.storage_version
-        self.api_version = kind.api_version if custom else None
+        self.api_version = kind.api_version if isinstance(kind, CustomKind) else None
 
     def out(self, obj: dict) -> dict:
-        if self.api_version is not None:
-            return {**obj, "apiVersion": self.api_version}
+        if self.api_version is not None:  # objects stored before the storage version changed keep theirs
+            return obj if obj.get("apiVersion") == self.api_version else {**obj, "apiVersion": self.api_version}
         return core_to_v1(obj) if self.converted else obj
 
     def into(self, obj: dict) -> dict:
