@@ -253,7 +253,7 @@ class RestAPI:
             items = items[:limit]
             meta["continue"] = _encode_continue(list_rv, _sort_key(items[-1]))
             meta["remainingItemCount"] = remaining
-        served = [view.out(o) for o in items] if view.converted else items
+        served = [view.out(o) for o in items] if view.converted or view.api_version is not None else items
         if call.output.form == "table":
             return Reply(200, tables.to_table(view.kind, served, meta, call.query.get("includeObject", "PartialObjectMetadata"),
                                               row_source=self._row_source(view)))

@@ -273,6 +273,8 @@ async def test_every_served_version_reads_the_same_objects(api):
     assert (status, created["apiVersion"]) == (201, f"{GROUP}/v1beta1")
     _, stored, _ = await api.call("GET", f"{PODGROUPS}/alpha")
     assert stored["apiVersion"] == f"{GROUP}/v1alpha1"
+    _, listed, _ = await api.call("GET", beta)
+    assert (listed["apiVersion"], [o["apiVersion"] for o in listed["items"]]) == (f"{GROUP}/v1beta1", [f"{GROUP}/v1beta1"])
     _, groups, _ = await api.call("GET", f"/apis/{GROUP}")
     assert groups["preferredVersion"]["version"] == "v1beta1"
 
