@@ -238,7 +238,8 @@ def served_kinds(crd: Mapping[str, Any]) -> list[CustomKind]:
             names.get("kind", ""), spec.get("group", ""), version["name"], names.get("plural", ""),
             spec.get("scope") == "Namespaced", tuple(names.get("shortNames") or ()), tuple(names.get("categories") or ()),
             subresources, schema=(version.get("schema") or {}).get("openAPIV3Schema"),
-            printer_columns=tuple(version.get("additionalPrinterColumns") or ()), storage_version=storage))
+            printer_columns=tuple(version.get("additionalPrinterColumns") or ()), storage_version=storage,
+            singular_name=names.get("singular", "")))
     return kinds
 
 

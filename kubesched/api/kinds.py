@@ -50,6 +50,12 @@ class CustomKind(Kind):
     printer_columns: tuple[Mapping[str, Any], ...] = ()
     #: The CRD's storage version (the ``apiVersion`` objects are stored with).
     storage_version: str = ""
+    #: ``spec.names.singular`` (the kind in lower case when the CRD does not say).
+    singular_name: str = ""
+
+    @property
+    def singular(self) -> str:
+        return self.singular_name or self.kind.lower()
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, CustomKind) and self.group == other.group and self.resource == other.resource
