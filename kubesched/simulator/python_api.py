@@ -20,8 +20,11 @@ from typing import Any, TypeVar
 
 from kubesched.api.errors import FileUnreadable, KubeschedError
 from kubesched.api.manifests import check_all, load
+from kubesched.contrib.registry import contrib_registry
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
+from kubesched.scheduler.framework.registry import Registry, merge
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.simulator.capacity import CapacityResult
 from kubesched.simulator.capacity import capacity as run_capacity
 from kubesched.simulator.compare import Comparison, pending_messages, placements
@@ -93,14 +96,14 @@ def simulate(objects_or_paths: Manifests, config: Config = None, seed: int = 0, 
     """Schedule the manifests on an embedded cluster, as ``kubesched simulate`` does. ``explain``
     records every attempt for ``Simulation.explain`` (turn it off for large inputs)."""
     objects, cfg = manifests(objects_or_paths), configuration(config)
-    return _off_the_running_loop(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain)))
+    return _off_the_running_loop(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain, registry=registry())))
 
 
 async def simulate_async(objects_or_paths: Manifests, config: Config = None, seed: int = 0, *,
                          explain: bool = True) -> Simulation:
     """``simulate`` for ``await``: the simulation runs in a worker thread, the caller's loop goes on."""
     objects, cfg = manifests(objects_or_paths), configuration(config)
-    return await asyncio.to_thread(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain)))
+    return await asyncio.to_thread(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain, registry=registry())))
 
 
 def capacity(objects_or_paths: Manifests, pods: Manifests, config: Config = None, seed: int = 0, *,
@@ -109,7 +112,7 @@ def capacity(objects_or_paths: Manifests, pods: Manifests, config: Config = None
     ``result.pods[i].count``, ``.stop_reason``, ``.stop_message``, ``.per_node``."""
     objects, templates, cfg = manifests(objects_or_paths), manifests(pods), configuration(config)
     return _off_the_running_loop(lambda: run_capacity(objects, templates, cfg, seed=seed, max_copies=max_copies,
-                                                      preemption=preemption))
+                                                      preemption=preemption, registry=registry()))
 
 
 def compare(objects_or_paths: Manifests, config_a: Config, config_b: Config, seed: int = 0) -> Comparison:
@@ -117,7 +120,7 @@ def compare(objects_or_paths: Manifests, config_a: Config, config_b: Config, see
     ``.pending_only``, ``.utilisation`` (and ``.to_json()``)."""
     objects = manifests(objects_or_paths)
     labelled = [(_label(c, i), configuration(c)) for i, c in enumerate((config_a, config_b))]
-    return _off_the_running_loop(lambda: run_compare(objects, labelled, seed=seed))
+    return _off_the_running_loop(lambda: run_compare(objects, labelled, seed=seed, registry=registry()))
 
 
 def manifests(source: Manifests) -> list[dict]:
@@ -140,6 +143,12 @@ def manifests(source: Manifests) -> list[dict]:
     return objects
 
 
+def registry() -> Registry:
+    """The plugins configurations may name here: the in-tree ones and the bundled scheduler-plugins
+    (the commands add installed packages' and ``--plugin`` ones)."""
+    return merge(in_tree_registry(), contrib_registry())
+
+
 def configuration(config: Config) -> SchedulerConfiguration:
     """A loaded configuration from any of the accepted forms (None: kube-scheduler's defaults)."""
     if config is None:
@@ -151,8 +160,8 @@ def configuration(config: Config) -> SchedulerConfiguration:
             text = Path(config).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise FileUnreadable("config", str(config), e if isinstance(e, OSError) else OSError(str(e))) from e
-        return config_module.load_text(text, source=str(config))
-    return config_module.load_dict(dict(config), source="config")
+        return config_module.load_text(text, registry=registry(), source=str(config))
+    return config_module.load_dict(dict(config), registry=registry(), source="config")
 
 
 def _label(config: Config, index: int) -> str:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import kubesched
 from kubesched.cli.common import registry_from
 from kubesched.contrib.capacityscheduling import CapacityScheduling
 from kubesched.contrib.coscheduling import Coscheduling
@@ -14,3 +17,12 @@ def test_every_command_resolves_the_bundled_plugins_by_name():
     assert (registry["QOSSort"], registry["Coscheduling"], registry["CapacityScheduling"]) == (
         QOSSort, Coscheduling, CapacityScheduling)
     assert "PrioritySort" in registry
+
+
+def test_the_python_api_resolves_the_bundled_plugins():
+    """``kubesched.simulate`` with a Coscheduling configuration installs the PodGroup CRD and
+    holds the group back as the command does."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "coscheduling"
+    run = kubesched.simulate(examples / "cluster.yaml", examples / "config.yaml", explain=False)
+    assert run.placements == {}
+    assert sorted(run.pending) == [f"default/trainer-{i}" for i in range(4)]
