@@ -93,6 +93,8 @@ def test_pre_filter_refuses_a_backed_off_group():
     assert status.code == Code.Unschedulable
     result = h.run(pod("p1", "pg"))
     assert (result.pre_filter.code, result.pre_filter.reasons) == ("UnschedulableAndUnresolvable", ["podGroup default/pg failed recently"])
+    h.framework.clock.step(30)
+    assert h.run(pod("p1", "pg")).pre_filter.code == "Success"
 
 
 LESS = [
