@@ -11,6 +11,9 @@ import pytest
 import yaml
 
 from kubesched.api.types import PodInfo
+from kubesched.apiserver import APIServer
+from kubesched.apiserver.security import SecurityOptions
+from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config import load_text
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
@@ -18,9 +21,10 @@ from kubesched.scheduler.framework.interface import EnqueueExtensions, PreFilter
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeBatch
 from kubesched.scheduler.plugins.registry import in_tree_registry
-from kubesched.simulator.crds import plugin_crds
+from kubesched.simulator.crds import plugin_crds, plugin_rbac
 from kubesched.simulator.scenario import load_scenario
 from kubesched.simulator.simulate import InputRejected, simulate
+from kubesched.simulator.up import create_objects
 from tests.apiserver.test_crd import PODGROUP_CRD, podgroup
 from tests.helpers import make_node, make_pod
 
@@ -110,3 +114,23 @@ def test_a_custom_object_added_later_brings_the_rejected_pod_back(tmp_path):
     assert phases(result) == {"p": "n1"}
     bound = [e for e in result.timeline or () if e.event == "bound"]
     assert bound and 30 <= bound[0].seconds < 60  # the event, not the unschedulable pods' five-minute flush
+
+
+def test_up_creates_crds_first_and_names_a_custom_object_without_its_crd():
+    server = APIServer(ObjectStore(), port=0, security=SecurityOptions(allow_anonymous=True))
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    created, problems = create_objects(server, [podgroup("pg1"), widget, PODGROUP_CRD])
+    assert created == 2
+    assert problems == ["Widget w: kind example.com/v1 Widget is not served: no CustomResourceDefinition in the input defines it"]
+    assert server.store.custom.for_object(f"{GROUP}/{VERSION}", "PodGroup") is not None
+
+
+def test_up_lets_the_scheduler_use_the_custom_resources_of_the_plugins_crds(tmp_path):
+    crd_file = tmp_path / "podgroups.yaml"
+    crd_file.write_text(yaml.safe_dump(PODGROUP_CRD))
+    config, registry = config_and_registry(crd_file)
+    role, binding = plugin_rbac(plugin_crds(config, registry))
+    assert role["rules"] == [
+        {"apiGroups": [GROUP], "resources": ["podgroups"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+        {"apiGroups": [GROUP], "resources": ["podgroups/status"], "verbs": ["get", "update", "patch"]}]
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-scheduler"}]
