@@ -118,6 +118,7 @@ def _versions_errors(versions: Any) -> list[FieldError]:
         else:
             errors += structural_errors(schema, f"{path}.schema.openAPIV3Schema")
         errors += _columns_errors(version.get("additionalPrinterColumns") or (), f"{path}.additionalPrinterColumns")
+        errors += _selectable_errors(version.get("selectableFields") or (), schema, f"{path}.selectableFields")
     storage = [v.get("name") for v in versions if v.get("storage")]
     if len(storage) != 1:
         errors.append(invalid("spec.versions", _version_names(versions), "must have exactly one version marked as storage version"))
@@ -141,6 +142,51 @@ def _columns_errors(columns: Any, path: str) -> list[FieldError]:
         if kind and kind not in ("boolean", "date", "integer", "number", "string"):
             errors.append(unsupported(f"{at}.type", kind, ["boolean", "date", "integer", "number", "string"]))
     return errors
+
+
+#: ``selectableFields`` a version may declare (``MaxSelectableFields``).
+MAX_SELECTABLE_FIELDS = 8
+_SELECTABLE_TYPES = ("string", "integer", "boolean")
+
+
+def _selectable_errors(fields: Any, schema: Any, path: str) -> list[FieldError]:
+    """Each selectable field a simple path to a string, integer or boolean field of the schema."""
+    errors: list[FieldError] = []
+    if len(fields) > MAX_SELECTABLE_FIELDS:
+        errors.append(FieldError(path, "Too many", f"{len(fields)}: must have at most {MAX_SELECTABLE_FIELDS} items", len(fields)))
+    for i, field in enumerate(fields):
+        at = f"{path}[{i}].jsonPath"
+        json_path = str(field.get("jsonPath") or "")
+        if not json_path:
+            errors.append(required(at))
+            continue
+        node = schema_at(schema, json_path.lstrip("."))
+        if node is None:
+            errors.append(invalid(at, json_path, "is an invalid path: does not refer to a field in the schema"))
+        elif node.get("type") not in _SELECTABLE_TYPES:
+            errors.append(invalid(at, json_path, "must point to a field of type string, boolean or integer"))
+    return errors
+
+
+def schema_at(schema: Any, dotted: str) -> Mapping[str, Any] | None:
+    """The schema of the field at a simple dotted path (``spec.color``), None when it specifies none."""
+    node = schema
+    for part in dotted.split(".") if dotted else ():
+        props = node.get("properties") if isinstance(node, Mapping) else None
+        if not isinstance(props, Mapping) or part not in props:
+            return None
+        node = props[part]
+    return node if isinstance(node, Mapping) and dotted else None
+
+
+def field_value(obj: Mapping[str, Any], dotted: str) -> str:
+    """An object's value at a simple dotted path as a field selector compares it ("" when absent)."""
+    value: Any = obj
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 def structural_errors(schema: Any, path: str) -> list[FieldError]:
@@ -239,7 +285,8 @@ def served_kinds(crd: Mapping[str, Any]) -> list[CustomKind]:
             spec.get("scope") == "Namespaced", tuple(names.get("shortNames") or ()), tuple(names.get("categories") or ()),
             subresources, schema=(version.get("schema") or {}).get("openAPIV3Schema"),
             printer_columns=tuple(version.get("additionalPrinterColumns") or ()), storage_version=storage,
-            singular_name=names.get("singular", "")))
+            singular_name=names.get("singular", ""),
+            selectable_fields=tuple(str(f.get("jsonPath", "")).lstrip(".") for f in version.get("selectableFields") or ())))
     return kinds
 
 

@@ -52,6 +52,8 @@ class CustomKind(Kind):
     storage_version: str = ""
     #: ``spec.names.singular`` (the kind in lower case when the CRD does not say).
     singular_name: str = ""
+    #: The version's ``selectableFields`` as field selector labels (``spec.color``).
+    selectable_fields: tuple[str, ...] = ()
 
     @property
     def singular(self) -> str:

@@ -103,6 +103,11 @@ INVALID_CRDS = {
     "a root that is no object": (lambda c: c["spec"]["versions"][0]["schema"]["openAPIV3Schema"].update(type="string"),
                                  "spec.versions[0].schema.openAPIV3Schema.type", "must be object at the root"),
     "an unknown scope": (lambda c: c["spec"].update(scope="Everywhere"), "spec.scope", 'supported values: "Cluster", "Namespaced"'),
+    "a selectable field that is no scalar": (lambda c: c["spec"]["versions"][0].update(selectableFields=[{"jsonPath": ".spec.extra"}]),
+                                             "spec.versions[0].selectableFields[0].jsonPath",
+                                             "must point to a field of type string, boolean or integer"),
+    "a selectable field the schema lacks": (lambda c: c["spec"]["versions"][0].update(selectableFields=[{"jsonPath": ".spec.colour"}]),
+                                            "spec.versions[0].selectableFields[0].jsonPath", "does not refer to a field in the schema"),
     "a group without a dot": (lambda c: (c["spec"].update(group="scheduling"), c["metadata"].update(name="podgroups.scheduling")),
                               "spec.group", "should be a domain with at least one dot"),
 }
@@ -153,6 +158,18 @@ async def test_custom_objects_are_created_read_listed_by_selector_updated_and_de
     assert status == 200
     status, _, _ = await api.call("GET", f"{PODGROUPS}/alpha")
     assert status == 404
+
+
+async def test_field_selectors_select_on_the_versions_selectable_fields(api):
+    crd = _invalid_crd(lambda c: c["spec"]["versions"][0].update(selectableFields=[{"jsonPath": ".spec.queue"}]))
+    assert (await api.call("POST", CRDS, crd))[0] == 201
+    await api.call("POST", PODGROUPS, podgroup("alpha", queue="batch"))
+    await api.call("POST", PODGROUPS, podgroup("beta", queue="interactive"))
+    _, listed, _ = await api.call("GET", PODGROUPS, params={"fieldSelector": "spec.queue=batch"})
+    assert [o["metadata"]["name"] for o in listed["items"]] == ["alpha"]
+    _, listed, _ = await api.call("GET", PODGROUPS, params={"fieldSelector": "spec.queue!=batch"})
+    assert [o["metadata"]["name"] for o in listed["items"]] == ["beta"]
+    assert (await api.call("GET", PODGROUPS, params={"fieldSelector": "spec.minMember=2"}))[0] == 400
 
 
 async def test_a_watch_sees_custom_objects_added_modified_and_deleted(api, crd):
