@@ -23,6 +23,8 @@ from kubesched.api.kinds import CustomKind
 from kubesched.api.names import dns1123_label_errors, dns1123_subdomain_errors
 
 GROUP = "apiextensions.k8s.io"
+#: The subresources of custom resources kubesched serves (``scale`` is not served).
+SERVED_SUBRESOURCES = ("status",)
 SCOPES = ["Cluster", "Namespaced"]
 #: The JSON types a structural schema may name.
 TYPES = ("array", "boolean", "integer", "number", "object", "string")
@@ -279,7 +281,7 @@ def served_kinds(crd: Mapping[str, Any]) -> list[CustomKind]:
     for version in spec.get("versions") or ():
         if not version.get("served"):
             continue
-        subresources = tuple(sorted((version.get("subresources") or {}).keys()))
+        subresources = tuple(sub for sub in SERVED_SUBRESOURCES if sub in (version.get("subresources") or {}))
         kinds.append(CustomKind(
             names.get("kind", ""), spec.get("group", ""), version["name"], names.get("plural", ""),
             spec.get("scope") == "Namespaced", tuple(names.get("shortNames") or ()), tuple(names.get("categories") or ()),
