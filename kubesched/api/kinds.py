@@ -35,6 +35,46 @@ class Kind:
         return self.kind.lower()
 
 
+@dataclass(frozen=True, eq=False)
+class CustomKind(Kind):
+    """A kind served from a CustomResourceDefinition, as one of its served versions.
+
+    Every version of one custom resource is one kind to the store: equality and hashing use the
+    group and the plural alone, so the objects of all served versions share one bucket and one
+    watch history (stored at the CRD's storage version; a version differs from another only by
+    its ``apiVersion``, as with the CRD conversion strategy ``None``). A CustomKind built from
+    ``(group, version, plural)`` alone (:func:`custom_resource_kind`) therefore names the same
+    objects as the server's, which adds the version's schema and printer columns."""
+
+    #: The version's ``openAPIV3Schema`` (None for a kind built without its CRD).
+    schema: Mapping[str, Any] | None = None
+    #: The version's ``additionalPrinterColumns``.
+    printer_columns: tuple[Mapping[str, Any], ...] = ()
+    #: The CRD's storage version (the ``apiVersion`` objects are stored with).
+    storage_version: str = ""
+    #: ``spec.names.singular`` (the kind in lower case when the CRD does not say).
+    singular_name: str = ""
+    #: The version's ``selectableFields`` as field selector labels (``spec.color``).
+    selectable_fields: tuple[str, ...] = ()
+
+    @property
+    def singular(self) -> str:
+        return self.singular_name or self.kind.lower()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CustomKind) and self.group == other.group and self.resource == other.resource
+
+    def __hash__(self) -> int:
+        return hash(("CustomKind", self.group, self.resource))
+
+
+def custom_resource_kind(group: str, version: str, plural: str) -> CustomKind:
+    """The kind of custom resource ``plural`` in ``group/version``, for clients that know no more
+    (its ``kind`` is upstream's resource argument, ``<plural>.<version>.<group>``: what the
+    scheduler's informers and cluster events call it)."""
+    return CustomKind(f"{plural}.{version}.{group}", group, version, plural, True, storage_version=version)
+
+
 KINDS: tuple[Kind, ...] = (
     Kind("Namespace", "", "v1", "namespaces", False, ("ns",), (), ("status", "finalize")),
     Kind("Node", "", "v1", "nodes", False, ("no",), (), ("status",)),
@@ -67,6 +107,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", False),
     Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
     Kind("Event", "events.k8s.io", "v1", "events", True, ("ev",)),
+    Kind("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", False, ("crd", "crds"),
+         ("api-extensions",), ("status",)),
     Kind("ClusterRole", "rbac.authorization.k8s.io", "v1", "clusterroles", False),
     Kind("ClusterRoleBinding", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", False),
     Kind("Role", "rbac.authorization.k8s.io", "v1", "roles", True),
@@ -138,3 +180,4 @@ NODE = known_kind("Node")
 NAMESPACE = known_kind("Namespace")
 PRIORITY_CLASS = known_kind("PriorityClass")
 EVENT = known_kind("Event")
+CRD = known_kind("CustomResourceDefinition")

@@ -2,17 +2,20 @@
 legacy discovery (``/api``, ``/api/v1``, ``/apis``, ``/apis/<group>[/<version>]``) and aggregated
 discovery (``apidiscovery.k8s.io/v2``, which kubectl asks for first and falls back from).
 
-Documents are built once per server: the table does not change while it runs. Alpha kinds whose
-feature gate is off are left out (``hidden``: their ``group/version Kind``), as kube-apiserver
-serves alpha APIs only when enabled.
+Documents of the built-in kinds are built once per server: the table does not change while it
+runs. Alpha kinds whose feature gate is off are left out (``hidden``: their ``group/version Kind``),
+as kube-apiserver serves alpha APIs only when enabled. The kinds of CustomResourceDefinitions come
+and go: ``with_custom`` and ``custom_*`` add them to a document at each request.
 """
 
 from __future__ import annotations
 
 import platform
+import re
+from collections.abc import Sequence
 from functools import cache
 
-from kubesched.api.kinds import KINDS, Kind
+from kubesched.api.kinds import KINDS, CustomKind, Kind
 
 #: Every kind shown (what the OpenAPI documents describe; servers pass the kinds their gates hide).
 ALL_KINDS: frozenset[str] = frozenset()
@@ -176,3 +179,63 @@ def wants_aggregated(accept: str) -> str | None:
         elif part.strip().startswith("application/json") or part.strip().startswith("*/*"):
             return None
     return None
+
+
+# --- custom resources ----------------------------------------------------------------------------
+_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Sort key of kube-aware version order (``v2 > v1 > v1beta2 > v1beta1 > v1alpha1 > other``),
+    which picks a custom group's preferred version as kube-apiserver does."""
+    match = _VERSION.match(version)
+    if match is None:
+        return (3, 0, 0, version)
+    stage = {None: 0, "beta": 1, "alpha": 2}[match.group(2)]
+    return (stage, -int(match.group(1)), -int(match.group(3) or 0), version)
+
+
+def _custom_groups(custom: Sequence[CustomKind]) -> dict[str, dict[str, list[CustomKind]]]:
+    groups: dict[str, dict[str, list[CustomKind]]] = {}
+    for kind in custom:
+        groups.setdefault(kind.group, {}).setdefault(kind.version, []).append(kind)
+    return groups
+
+
+def _custom_group_entry(group: str, versions: dict[str, list[CustomKind]]) -> dict:
+    ordered = [{"groupVersion": f"{group}/{v}", "version": v} for v in sorted(versions, key=version_priority)]
+    return {"name": group, "versions": ordered, "preferredVersion": ordered[0]}
+
+
+def with_custom_groups(doc: dict, custom: Sequence[CustomKind]) -> dict:
+    """``/apis``' APIGroupList with the groups of the custom kinds after the built-in ones."""
+    extra = [_custom_group_entry(g, v) for g, v in _custom_groups(custom).items()]
+    return {**doc, "groups": doc["groups"] + extra} if extra else doc
+
+
+def custom_group(group: str, custom: Sequence[CustomKind]) -> dict | None:
+    versions = _custom_groups(custom).get(group)
+    if versions is None:
+        return None
+    return {"kind": "APIGroup", "apiVersion": "v1", **_custom_group_entry(group, versions)}
+
+
+def custom_resource_list(group: str, version: str, custom: Sequence[CustomKind]) -> dict | None:
+    kinds = _custom_groups(custom).get(group, {}).get(version)
+    if kinds is None:
+        return None
+    resources = []
+    for kind in kinds:
+        resources.append(_resource(kind))
+        resources += _subresource_entries(kind)
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}", "resources": resources}
+
+
+def with_custom_aggregated(doc: dict, custom: Sequence[CustomKind]) -> dict:
+    """``/apis``' APIGroupDiscoveryList with the custom groups after the built-in ones."""
+    items = []
+    for group, versions in _custom_groups(custom).items():
+        ordered = sorted(versions, key=version_priority)
+        items.append({"metadata": {"name": group}, "versions": [
+            {"version": v, "resources": [_aggregated_resource(k) for k in versions[v]], "freshness": "Current"} for v in ordered]})
+    return {**doc, "items": doc["items"] + items} if items else doc

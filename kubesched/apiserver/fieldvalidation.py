@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kubesched.api.apierrors import BadRequest, Invalid
+from kubesched.api.crd import prune
 from kubesched.api.errors import unsupported
-from kubesched.api.kinds import Kind
+from kubesched.api.kinds import CustomKind, Kind
 from kubesched.api.schema_validation import DecodeError, StrictProblems, decode, duplicate_paths, strict_error_message
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
@@ -33,6 +34,8 @@ def check(kind: Kind, obj: dict, mode: str, patch_body: object = None) -> list[s
         problems = decode(obj, kind.api_version, kind.kind)
     except DecodeError as e:
         raise BadRequest(str(e)) from None
+    if isinstance(kind, CustomKind):
+        problems.unknown += prune(kind.schema, obj)  # structural pruning: what the schema does not specify
     if patch_body is not None and mode != IGNORE:
         problems.duplicates += duplicate_paths(patch_body)
     return _judge(kind, problems, mode)

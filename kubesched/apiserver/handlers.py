@@ -21,7 +21,7 @@ import orjson
 from kubesched.api import schema_validation
 from kubesched.api.apierrors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound
 from kubesched.api.events import core_to_v1, v1_to_core
-from kubesched.api.kinds import EVENT, NAMESPACE, Kind, kind_for, known_kind
+from kubesched.api.kinds import EVENT, NAMESPACE, CustomKind, Kind, kind_for, known_kind
 from kubesched.api.meta import json_copy
 from kubesched.apiserver import apply as ssa
 from kubesched.apiserver import bounds, codec, eviction, fieldvalidation, selectors, tables
@@ -39,6 +39,8 @@ SCALABLE = {"Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"}
 OWNER_KINDS = {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "ReplicationController", "Job", "CronJob",
                "Service", "Node", "Namespace", "PersistentVolumeClaim", "ResourceClaim"}
 APPLY_PATCH = "application/apply-patch+yaml"
+#: Not served for custom resources (their schema has no patch strategies), as kube-apiserver.
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 
 class ServerError(APIError):
@@ -65,16 +67,21 @@ def method_not_allowed() -> MethodNotAllowed:
 
 class View:
     """A served kind and how its objects map to the stored ones (events.k8s.io events are stored
-    once, as core/v1 events, and converted on the way in and out)."""
+    once, as core/v1 events, and converted on the way in and out; a custom resource's objects are
+    stored at its storage version, and served at another by their ``apiVersion``, as the CRD
+    conversion strategy ``None`` converts)."""
 
-    __slots__ = ("converted", "kind", "store_kind")
+    __slots__ = ("api_version", "converted", "kind", "store_kind")
 
     def __init__(self, kind: Kind) -> None:
         self.kind = kind
         self.converted = kind == EVENTS_V1
         self.store_kind = EVENT if self.converted else kind
+        self.api_version = kind.api_version if isinstance(kind, CustomKind) else None
 
     def out(self, obj: dict) -> dict:
+        if self.api_version is not None:  # objects stored before the storage version changed keep theirs
+            return obj if obj.get("apiVersion") == self.api_version else {**obj, "apiVersion": self.api_version}
         return core_to_v1(obj) if self.converted else obj
 
     def into(self, obj: dict) -> dict:
@@ -246,7 +253,7 @@ class RestAPI:
             items = items[:limit]
             meta["continue"] = _encode_continue(list_rv, _sort_key(items[-1]))
             meta["remainingItemCount"] = remaining
-        served = [view.out(o) for o in items] if view.converted else items
+        served = [view.out(o) for o in items] if view.converted or view.api_version is not None else items
         if call.output.form == "table":
             return Reply(200, tables.to_table(view.kind, served, meta, call.query.get("includeObject", "PartialObjectMetadata"),
                                               row_source=self._row_source(view)))
@@ -268,7 +275,7 @@ class RestAPI:
 
     def create_object(self, obj: dict) -> dict:
         """Create ``obj`` as a POST would (defaulting included), for in-process callers."""
-        kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
+        kind = self.store.custom.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
         if kind is None:
             raise NotFound(f'no matches for kind "{obj.get("kind")}" in version "{obj.get("apiVersion")}"')
         view = View(kind)
@@ -318,6 +325,8 @@ class RestAPI:
             return self._apply(call, mode)
         if media not in PATCH_TYPES:
             raise UnsupportedPatch(media)
+        if isinstance(call.view.kind, CustomKind) and media == STRATEGIC_MERGE:
+            raise _unsupported_for_custom(media)
         body = codec.decode_body(call.body, media, duplicates=mode != fieldvalidation.IGNORE)
         dry = self._dry_run(call)
         current = self._get(call.view, call.namespace, call.name)
@@ -553,7 +562,7 @@ class RestAPI:
             self.collect(obj, policy)
 
     def _owner_exists(self, ref: Mapping, namespace: str | None) -> bool:
-        owner_kind = kind_for(ref.get("apiVersion", ""), ref.get("kind", ""))
+        owner_kind = self.store.custom.resolve(ref.get("apiVersion", ""), ref.get("kind", ""))
         if owner_kind is None:
             return False
         found = self.store.try_get(owner_kind, namespace if owner_kind.namespaced else None, ref.get("name", ""))
@@ -579,6 +588,14 @@ def check_options(obj: dict, group: str, kind: str) -> None:
         schema_validation.decode(obj, f"{group}/v1" if group else "v1", kind)
     except schema_validation.DecodeError as e:
         raise BadRequest(e.detail) from None
+
+
+def _unsupported_for_custom(media: str) -> UnsupportedPatch:
+    """The 415 of a strategic merge patch of a custom resource, listing what it accepts instead."""
+    error = UnsupportedPatch(media)
+    error.message = ("the body of the request was in an unknown format - accepted media types include: "
+                     "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
+    return error
 
 
 def _drop_owner(obj: dict, uid: str) -> None:

@@ -14,24 +14,28 @@ kubectl reads them for:
 The definitions are converted to each format as kube-apiserver writes it: Swagger 2.0 for v2 (one
 ``type``, ``#/definitions/...`` references beside their description), OpenAPI 3.0 for v3
 (``#/components/schemas/...`` references wrapped in ``allOf`` when they carry a description), both
-closed over every reference. Documents are built once per server: the table of kinds does not change.
-They describe the alpha kinds too, whether or not their feature gate is on (discovery and the
-resource paths follow the gates).
+closed over every reference. Documents of the built-in kinds are built once per server: the table of
+kinds does not change. They describe the alpha kinds too, whether or not their feature gate is on
+(discovery and the resource paths follow the gates). The kinds of CustomResourceDefinitions (their
+schemas as definitions named as kube-apiserver names them, ``io.x-k8s.scheduling.v1alpha1.PodGroup``)
+are added to ``/openapi/v2`` and served as their own group-version documents under ``/openapi/v3``,
+rebuilt when they change.
 """
 
 from __future__ import annotations
 
+import copy
 import email.utils
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
 from typing import Any
 
 import orjson
 
-from kubesched.api.kinds import Kind
+from kubesched.api.kinds import CustomKind, Kind
 from kubesched.api.openapi_spec import KUBERNETES_VERSION, definition, definition_name, ref_name, schema_types
 from kubesched.apiserver import openapi_proto
 from kubesched.apiserver.discovery import SUBRESOURCES, group_versions
@@ -61,6 +65,8 @@ V3_REF = "#/components/schemas/"
 # --- schemas ------------------------------------------------------------------------------------
 def _kind_definition(kind: Kind) -> str:
     """The 1.35 definition of a served kind (every served kind has one; a KeyError names it if not)."""
+    if isinstance(kind, CustomKind):
+        return custom_definition_name(kind)
     name = definition_name(kind.group, kind.version, kind.kind)
     if name is None:
         raise KeyError(f"Kubernetes {KUBERNETES_VERSION} has no OpenAPI definition for {kind.api_version} {kind.kind}")
@@ -241,13 +247,14 @@ def _paths(spelling: _Spelling, kind: Kind) -> dict[str, Any]:
     if kind.verbs == ("create",):  # the review kinds: POST only, nothing stored to read back
         return {prefix: {"post": op("post", f"create{name}", body=schema),
                          "parameters": _path_parameters(spelling, kind, named=False)}}
-    collection = {"get": op("list", f"list{name}", response=f"{schema}List" if _has(f"{schema}List") else schema, query=()),
+    listed = f"{schema}List" if isinstance(kind, CustomKind) or _has(f"{schema}List") else schema
+    collection = {"get": op("list", f"list{name}", response=listed, query=()),
                   "post": op("post", f"create{name}", body=schema),
                   "delete": op("deletecollection", f"deletecollection{name}", body=_DELETE_OPTIONS, response=_STATUS,
                                query=("dryRun",)),
                   "parameters": _path_parameters(spelling, kind, named=False)}
     item = {"get": op("get", f"read{name}", query=()), "put": op("put", f"replace{name}", body=schema),
-            "patch": op("patch", f"patch{name}", body=_PATCH, consumes=_PATCH_TYPES),
+            "patch": op("patch", f"patch{name}", body=_PATCH, consumes=_patch_types(kind)),
             "delete": op("delete", f"delete{name}", body=_DELETE_OPTIONS, response=_STATUS, query=("dryRun",)),
             "parameters": _path_parameters(spelling, kind, named=True)}
     paths = {prefix: collection, f"{prefix}/{{name}}": item}
@@ -264,13 +271,21 @@ def _subresource_path(spelling: _Spelling, kind: Kind, sub: str, name: str) -> d
     verbs: dict[str, Callable[[], dict[str, Any]]] = {
         "get": lambda: op("get", f"read{label}", query=()),
         "update": lambda: op("put", f"replace{label}", body=body),
-        "patch": lambda: op("patch", f"patch{label}", body=_PATCH, consumes=_PATCH_TYPES),
+        "patch": lambda: op("patch", f"patch{label}", body=_PATCH, consumes=_patch_types(kind)),
         "create": lambda: op("post", f"create{label}", body=body),
     }
     method = {"get": "get", "update": "put", "patch": "patch", "create": "post"}
     path: dict[str, Any] = {method[verb]: verbs[verb]() for verb in SUBRESOURCES[sub][3] if verb in verbs}
     path["parameters"] = _path_parameters(spelling, kind, named=True)
     return path
+
+
+def _patch_types(kind: Kind) -> tuple[str, ...]:
+    """What a PATCH consumes: custom resources take no strategic merge patch, which is how kubectl
+    knows to send them a JSON merge patch instead."""
+    if isinstance(kind, CustomKind):
+        return tuple(t for t in _PATCH_TYPES if t != "application/strategic-merge-patch+json")
+    return _PATCH_TYPES
 
 
 def _has(name: str) -> bool:
@@ -411,23 +426,25 @@ def _content(body: bytes, content_type: str, if_none_match: str, extra: Mapping[
     return Served(200, body, headers)
 
 
-def serve_v2(accept: str, if_none_match: str = "") -> Served:
+def serve_v2(accept: str, if_none_match: str = "", custom: Sequence[CustomKind] = ()) -> Served:
     """``/openapi/v2``: JSON or gnostic protobuf by ``Accept``; 406 when neither is acceptable."""
     for kind, sub in _accept_clauses(accept):
         for want_kind, want_sub, content_type, build in V2_FORMATS:
             if kind in (want_kind, "*") and sub in (want_sub, "*"):
-                return _content(build(), content_type, if_none_match, {"Vary": "Accept"})
+                body = build() if not custom else _custom_v2(custom, protobuf=build is v2_protobuf)
+                return _content(body, content_type, if_none_match, {"Vary": "Accept"})
     return Served(406, b"", {"Vary": "Accept"})
 
 
-def serve_v3(path: str, hash_param: str | None, if_none_match: str = "", now: float | None = None) -> Served | None:
+def serve_v3(path: str, hash_param: str | None, if_none_match: str = "", now: float | None = None,
+             custom: Sequence[CustomKind] = ()) -> Served | None:
     """``/openapi/v3`` and its group-version documents; None for a path that names none.
 
     With ``?hash=`` the document is immutable: a current hash gets a year of caching, a stale one
     a 301 to the current URL (so a client's cached root never serves an old document)."""
     if path.rstrip("/") == "/openapi/v3":
-        return _content(root_document(), "application/json", if_none_match)
-    body = document_for_path(path)
+        return _content(root_document() if not custom else _custom_root(custom), "application/json", if_none_match)
+    body = document_for_path(path) or _custom_document_for_path(path, custom)
     if body is None:
         return None
     current = etag(body)
@@ -439,3 +456,119 @@ def serve_v3(path: str, hash_param: str | None, if_none_match: str = "", now: fl
     expires = email.utils.formatdate((time.time() if now is None else now) + 365 * 86400, usegmt=True)
     return _content(body, "application/json", if_none_match,
                     {"Vary": "Accept", "Cache-Control": "public, immutable", "Expires": expires})
+
+
+# --- custom resources ----------------------------------------------------------------------------
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+_LIST_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+#: Keywords Swagger 2.0 cannot say, which kube-apiserver leaves out of a CRD's v2 definition.
+_V3_ONLY = ("anyOf", "oneOf", "allOf", "not", "nullable", "x-kubernetes-validations")
+_CUSTOM_CACHE_LIMIT = 8
+_custom_cache: dict[tuple[str, str], bytes] = {}
+
+
+def custom_definition_name(kind: CustomKind) -> str:
+    """kube-apiserver's definition name of a custom kind: the group reversed, the version, the kind."""
+    return ".".join(reversed(kind.group.split("."))) + f".{kind.version}.{kind.kind}"
+
+
+def _custom_schema(schema: Any, v3: bool) -> Any:
+    """A CRD schema node as the document writes it (v2: without what Swagger 2.0 cannot say; an
+    int-or-string without a type)."""
+    if isinstance(schema, list):
+        return [_custom_schema(item, v3) for item in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = {key: _custom_schema(value, v3) for key, value in schema.items() if v3 or key not in _V3_ONLY}
+    if not v3 and schema.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+    return out
+
+
+def _custom_definitions(kind: CustomKind, v3: bool) -> dict[str, Any]:
+    """The kind's definition and its list's, with ``metadata`` the ObjectMeta (ListMeta) reference."""
+    prefix = V3_REF if v3 else V2_REF
+    schema = _custom_schema(copy.deepcopy(dict(kind.schema or {"type": "object"})), v3)
+    props = schema.setdefault("properties", {})
+    meta_ref = {"$ref": prefix + _OBJECT_META}
+    props["metadata"] = {"allOf": [meta_ref]} if v3 else meta_ref
+    schema.setdefault("type", "object")
+    gvk = [{"group": kind.group, "version": kind.version, "kind": kind.kind}]
+    schema["x-kubernetes-group-version-kind"] = gvk
+    name = custom_definition_name(kind)
+    list_schema = {
+        "description": f"{kind.kind}List is a list of {kind.kind}", "type": "object", "required": ["items"],
+        "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                       "items": {"type": "array", "items": {"$ref": prefix + name}},
+                       "metadata": {"allOf": [{"$ref": prefix + _LIST_META}]} if v3 else {"$ref": prefix + _LIST_META}},
+        "x-kubernetes-group-version-kind": [{**gvk[0], "kind": f"{kind.kind}List"}],
+    }
+    return {name: schema, f"{name}List": list_schema}
+
+
+def _builtin_for_custom(v3: bool) -> dict[str, Any]:
+    prefix = V3_REF if v3 else V2_REF
+    return {name: _definition(name, prefix, v3) for name in closure([*_META, _OBJECT_META, _LIST_META])}
+
+
+def _fingerprint(custom: Sequence[CustomKind]) -> str:
+    shape = [(k.group, k.version, k.resource, k.kind, k.namespaced, k.subresources, k.schema) for k in custom]
+    return hashlib.sha256(orjson.dumps(shape, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _cached(key: tuple[str, str], build: Callable[[], bytes]) -> bytes:
+    found = _custom_cache.get(key)
+    if found is None:
+        if len(_custom_cache) >= _CUSTOM_CACHE_LIMIT:
+            _custom_cache.clear()
+        found = _custom_cache[key] = build()
+    return found
+
+
+def _custom_v2(custom: Sequence[CustomKind], protobuf: bool) -> bytes:
+    """``/openapi/v2`` with the custom kinds' paths and definitions."""
+    def spec() -> dict[str, Any]:
+        base = v2_spec()
+        spelling = _Spelling(v3=False)
+        paths, definitions = dict(base["paths"]), dict(base["definitions"])
+        for kind in custom:
+            paths.update(_paths(spelling, kind))
+            definitions.update(_custom_definitions(kind, v3=False))
+        return {**base, "paths": paths, "definitions": definitions}
+
+    key = (_fingerprint(custom), "v2-proto" if protobuf else "v2-json")
+    return _cached(key, lambda: openapi_proto.document(spec()) if protobuf else orjson.dumps(spec()))
+
+
+def _custom_group_versions(custom: Sequence[CustomKind]) -> dict[str, list[CustomKind]]:
+    out: dict[str, list[CustomKind]] = {}
+    for kind in custom:
+        out.setdefault(kind.api_version, []).append(kind)
+    return out
+
+
+def _custom_document(kinds: Sequence[CustomKind]) -> bytes:
+    def build() -> bytes:
+        spelling = _Spelling(v3=True)
+        paths: dict[str, Any] = {}
+        schemas = _builtin_for_custom(v3=True)
+        for kind in kinds:
+            paths.update(_paths(spelling, kind))
+            schemas.update(_custom_definitions(kind, v3=True))
+        return orjson.dumps({"openapi": "3.0.0", "info": _info(), "paths": paths, "components": {"schemas": schemas}})
+
+    return _cached((_fingerprint(kinds), "v3"), build)
+
+
+def _custom_root(custom: Sequence[CustomKind]) -> bytes:
+    """``/openapi/v3`` listing the custom group-versions after the built-in ones."""
+    root = orjson.loads(root_document())
+    for gv, kinds in _custom_group_versions(custom).items():
+        root["paths"][_url(gv)] = {"serverRelativeURL": f"/openapi/v3/{_url(gv)}?hash={etag(_custom_document(kinds))}"}
+    return orjson.dumps(root)
+
+
+def _custom_document_for_path(path: str, custom: Sequence[CustomKind]) -> bytes | None:
+    rest = path.removeprefix("/openapi/v3/").strip("/")
+    kinds = _custom_group_versions(custom).get(rest.removeprefix("apis/")) if rest.startswith("apis/") else None
+    return _custom_document(kinds) if kinds else None

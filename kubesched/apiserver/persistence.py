@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 
-from kubesched.api.kinds import Kind, kind_for_resource
+from kubesched.api.kinds import Kind, custom_resource_kind, kind_for_resource
 from kubesched.api.watch import DELETED, WatchEvent
 from kubesched.apiserver.store import ObjectStore
 
@@ -41,12 +41,18 @@ def key_of(kind: Kind, obj: dict) -> str:
     return f"/registry/{kind.group or 'core'}/{kind.resource}/{ns}/{meta['name']}"
 
 
-def _kind_of_key(key: str) -> Kind | None:
+def _kind_of_key(key: str, obj: dict) -> Kind | None:
+    """The kind stored under ``key``: a built-in one, or else a custom resource of the object's
+    group (the store serves it again once the restored CRDs are indexed)."""
     parts = key.split("/")
     if len(parts) < 6:
         return None
     group = "" if parts[2] == "core" else parts[2]
-    return kind_for_resource(group, parts[3])
+    builtin = kind_for_resource(group, parts[3])
+    if builtin is not None or "." not in group:
+        return builtin
+    version = str(obj.get("apiVersion", "")).rpartition("/")[2]
+    return custom_resource_kind(group, version, parts[3])
 
 
 class SQLitePersistence:
@@ -88,11 +94,12 @@ class SQLitePersistence:
                  "ON k.id = m.id WHERE k.deleted = 0")
         objects: list[tuple[Kind, dict]] = []
         for name, value in self.db.execute(query):
-            kind = _kind_of_key(name)
+            obj = orjson.loads(value)
+            kind = _kind_of_key(name, obj)
             if kind is None:
                 log.warning("skipping stored key of a kind this server does not serve: %s", name)
                 continue
-            objects.append((kind, orjson.loads(value)))
+            objects.append((kind, obj))
         store.restore(objects, newest)
         return len(objects)
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from kubesched.api.apierrors import BadRequest
-from kubesched.api.kinds import Kind
+from kubesched.api.crd import field_value
+from kubesched.api.kinds import CustomKind, Kind
 from kubesched.api.names import label_value_errors, qualified_name_errors
 from kubesched.api.selectors import (
     DOES_NOT_EXIST,
@@ -316,6 +318,8 @@ def field_predicate(kind: Kind, text: str | None) -> Callable[[dict], bool] | No
     if not reqs:
         return None
     fields = {**_COMMON, **FIELDS.get((kind.group, kind.kind), {})}
+    if isinstance(kind, CustomKind):  # the CRD version's selectableFields
+        fields.update({name: partial(field_value, dotted=name) for name in kind.selectable_fields})
     checks = []
     for req in reqs:
         getter = fields.get(req.field)

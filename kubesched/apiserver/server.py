@@ -30,6 +30,7 @@ from kubesched.api.kinds import Kind, kind_for_resource, served, unserved_kinds
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
 from kubesched.apiserver import bootstrappolicy, bounds, codec, discovery, kubeletproxy, metrics, openapi, openapi_proto, tables
 from kubesched.apiserver.authn import ANONYMOUS_USER, UserInfo
+from kubesched.apiserver.crds import CustomResources
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
 from kubesched.apiserver.persistence import SQLitePersistence
 from kubesched.apiserver.rbac import RBACAuthorizer, check_escalation, forbidden, impersonated, request_attributes
@@ -252,7 +253,7 @@ class APIServer:
         if parts[:3] == ["apis", EXPLANATION_GROUP, EXPLANATION_VERSION]:
             return self._explanation(request, parts[3:])
         if head in ("api", "apis"):
-            target = _parse_resource(parts)
+            target = _parse_resource(parts, self.store.custom)
             if target is None:
                 return self._discovery(request, parts)
             if not served(target[0], self.store.feature_gates):
@@ -287,20 +288,26 @@ class APIServer:
         hidden = unserved_kinds(self.store.feature_gates)
         if parts == ["api"] or parts == ["apis"]:
             wanted = discovery.wants_aggregated(accept)
+            custom = self.store.custom.kinds()
             if wanted:
                 doc = dict(discovery.aggregated(parts == ["api"], hidden))
+                if parts == ["apis"]:
+                    doc = discovery.with_custom_aggregated(doc, custom)
                 doc["apiVersion"] = f"apidiscovery.k8s.io/{wanted}"
                 return web.Response(body=orjson.dumps(doc), headers={
                     "Content-Type": f"application/json;g=apidiscovery.k8s.io;v={wanted};as=APIGroupDiscoveryList"})
-            return _json(200, discovery.api_versions() if parts == ["api"] else discovery.api_group_list(hidden))
+            if parts == ["api"]:
+                return _json(200, discovery.api_versions())
+            return _json(200, discovery.with_custom_groups(discovery.api_group_list(hidden), custom))
         if parts == ["api", "v1"]:
             return _json(200, discovery.resource_list("v1", hidden))
         if parts[0] == "apis" and len(parts) == 2:
-            group = discovery.api_group(parts[1], hidden)
+            group = discovery.api_group(parts[1], hidden) or discovery.custom_group(parts[1], self.store.custom.kinds())
             if group is not None:
                 return _json(200, group)
         if parts[0] == "apis" and len(parts) == 3:
-            resources = discovery.resource_list(f"{parts[1]}/{parts[2]}", hidden)
+            resources = discovery.resource_list(f"{parts[1]}/{parts[2]}", hidden) or \
+                discovery.custom_resource_list(parts[1], parts[2], self.store.custom.kinds())
             if resources is not None:
                 return _json(200, resources)
         raise NotFoundPath()
@@ -309,9 +316,9 @@ class APIServer:
         """``/openapi/v2`` (JSON or protobuf) and ``/openapi/v3[/<group-version>]``, with ETags."""
         path, if_none_match = request.path, request.headers.get("If-None-Match", "")
         if path.rstrip("/") == "/openapi/v2":
-            served = openapi.serve_v2(request.headers.get("Accept", ""), if_none_match)
+            served = openapi.serve_v2(request.headers.get("Accept", ""), if_none_match, self.store.custom.kinds())
         else:
-            found = openapi.serve_v3(path, request.query.get("hash"), if_none_match)
+            found = openapi.serve_v3(path, request.query.get("hash"), if_none_match, custom=self.store.custom.kinds())
             if found is None:
                 raise NotFoundPath()
             served = found
@@ -456,7 +463,7 @@ class APIServer:
     def _encode(self, call: Call, event: WatchEvent) -> bytes:
         obj = event.object
         if call.output.form == "object":
-            key = (call.view.kind, event.type, obj["metadata"].get("resourceVersion"), id(obj))
+            key = (call.view.kind, call.view.kind.version, event.type, obj["metadata"].get("resourceVersion"), id(obj))
             cached = self._encoded.get(key)
             if cached is None:
                 if len(self._encoded) >= _CACHE_LIMIT:
@@ -510,7 +517,7 @@ def _with_name(selector: str | None, name: str) -> str:
     return f"{selector},{term}" if selector else term
 
 
-def _parse_resource(parts: list[str]) -> tuple[Kind, str | None, str | None, str | None, bool] | None:
+def _parse_resource(parts: list[str], custom: CustomResources) -> tuple[Kind, str | None, str | None, str | None, bool] | None:
     """``(kind, namespace, name, subresource, legacy watch prefix)`` of a resource path, None for a
     discovery path; raises 404 for paths that name nothing served."""
     if parts[0] == "api":
@@ -537,8 +544,8 @@ def _parse_resource(parts: list[str]) -> tuple[Kind, str | None, str | None, str
     subresource = rest[2] if len(rest) > 2 else None
     if resource == "bindings" and group == "" and namespace is not None and name is None:
         return _binding_kind(), namespace, None, None, watch
-    kind = kind_for_resource(group, resource)
-    if kind is None or kind.version != version:
+    kind = custom.resolve_path(group, version, resource)
+    if kind is None:
         raise NotFoundPath()
     if namespace is not None and not kind.namespaced:
         raise NotFoundPath()

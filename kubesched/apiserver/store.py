@@ -19,10 +19,11 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from kubesched.api import crd as crdapi
 from kubesched.api.apierrors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid, NotFound
 from kubesched.api.defaults import WORKLOADS, default_namespace, set_defaults, validate_spec
 from kubesched.api.errors import FieldError
-from kubesched.api.kinds import EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, Kind, kind_for, served
+from kubesched.api.kinds import CRD, EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, CustomKind, Kind, kind_for, served
 from kubesched.api.meta import json_copy, set_condition
 from kubesched.api.pod_update import validate_pod_update
 from kubesched.api.schema_validation import DecodeError, decode
@@ -31,6 +32,7 @@ from kubesched.api.validation import validate
 from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
 from kubesched.api.workload_api import drop_disabled_template_workload_ref, drop_disabled_workload_ref, validate_workload_update
 from kubesched.apiserver import admission
+from kubesched.apiserver.crds import CustomResources
 from kubesched.utils.clock import Clock, RealClock, rfc3339
 
 #: The last second an RFC 3339 timestamp can name (9999-12-31T23:59:59Z), in epoch seconds.
@@ -155,6 +157,8 @@ class ObjectStore:
         #: kubelet sets it); when it cannot (its node is down), the pod stays Terminating past its
         #: grace period, as in a real cluster.
         self.pod_stop_confirmed: Callable[[dict], bool] | None = None
+        #: The kinds the established CustomResourceDefinitions serve.
+        self.custom = CustomResources()
         for ns in DEFAULT_NAMESPACES:
             self._bootstrap(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         for pc in admission.SYSTEM_PRIORITY_CLASSES:
@@ -216,6 +220,9 @@ class ObjectStore:
             raise NotFound(f"the server could not find the requested resource ({kind.api_version} {kind.kind} is served "
                            f"only with the {kind.feature_gate} feature gate on)", kind=kind.resource, group=kind.group)
         _decode(kind, obj)
+        kind = self._custom_decode(kind, obj)
+        if isinstance(kind, CustomKind) and "status" in kind.subresources:
+            obj.pop("status", None)  # PrepareForCreate: the status is the status subresource's to write
         meta = obj.setdefault("metadata", {})
         if kind.namespaced:
             ns = meta.get("namespace") or namespace or "default"
@@ -230,6 +237,8 @@ class ObjectStore:
         obj.setdefault("kind", kind.kind)
         set_defaults(kind, obj, self.feature_gates)
         self._admit_create(kind, obj)
+        if kind == CRD:
+            self._admit_crd(obj, None)
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = self._generate_name(kind, meta.get("namespace", ""), meta["generateName"])
             if kind == NAMESPACE:
@@ -254,6 +263,7 @@ class ObjectStore:
     def update(self, kind: Kind, obj: dict, *, status_only: bool = False, dry_run: bool = False) -> dict:
         """Replace an object; a set ``metadata.resourceVersion`` must match (optimistic concurrency)."""
         _decode(kind, obj)
+        kind = self._custom_decode(kind, obj)
         meta = obj.get("metadata") or {}
         current = self.get(kind, meta.get("namespace"), meta.get("name", ""))
         rv = meta.get("resourceVersion")
@@ -265,6 +275,8 @@ class ObjectStore:
         if not status_only:
             set_defaults(kind, new, self.feature_gates)
             self._admit_update(kind, new, current)
+            if kind == CRD:
+                self._admit_crd(new, current)
         elif kind == NODE:
             set_defaults(kind, new, self.feature_gates)  # SetDefaults_NodeStatus: what the kubelet reports
         self._validate(kind, new, current, status_only=status_only)
@@ -320,6 +332,8 @@ class ObjectStore:
             return current
         if kind == NAMESPACE:
             return self._terminate_namespace(current)
+        if kind == CRD:
+            self._delete_custom_objects(current)
         if grace > 0 or meta.get("finalizers"):
             return self._mark_terminating(kind, current, grace)
         return self._remove(kind, current)
@@ -366,6 +380,7 @@ class ObjectStore:
             meta = obj["metadata"]
             self._objects.setdefault(kind, {})[(meta.get("namespace", ""), meta["name"])] = obj
         self.rv = rv
+        self.custom.refresh(self._objects.get(CRD, {}).values())
         for kind, bucket in self._objects.items():
             for obj in list(bucket.values()):
                 self._rearm_deletion(kind, obj)
@@ -442,8 +457,12 @@ class ObjectStore:
     def _validate(self, kind: Kind, obj: dict, old: dict | None = None, *, status_only: bool = False) -> None:
         """Validation (422), then validating admission (403); ``old`` is the object an update replaces."""
         errors: list[FieldError] = validate(obj, self.feature_gates)
+        if isinstance(kind, CustomKind):
+            errors += crdapi.validate_object(kind.schema, obj)
         if not status_only:
             errors += validate_spec(kind, obj)
+            if kind == CRD:
+                errors += crdapi.validate_crd(obj)
             if kind == POD and old is not None:
                 errors += validate_pod_update(obj, old)
             if kind.feature_gate == "GenericWorkload" and old is not None:
@@ -512,7 +531,55 @@ class ObjectStore:
             w.offer(event)
         for hook in self.write_hooks:
             hook(self.rv, kind, event)
+        if kind == CRD:
+            self.custom.refresh(self._objects.get(CRD, {}).values())
+            self._accept_freed_names(obj)
         return obj
+
+    # --- custom resources ---------------------------------------------------------------------
+    def _custom_decode(self, kind: Kind, obj: dict) -> Kind:
+        """For a custom resource: the served kind (404 once its CRD is gone), the object pruned
+        of the fields its schema does not specify (the API server has applied the request's
+        ``fieldValidation`` already) and defaulted, and stored at the storage version."""
+        if not isinstance(kind, CustomKind):
+            return kind
+        served = self.custom.require(kind)
+        crdapi.prune(served.schema, obj)
+        crdapi.apply_defaults(served.schema, obj)
+        obj["apiVersion"] = f"{served.group}/{served.storage_version}"
+        obj["kind"] = served.kind
+        return served
+
+    def _admit_crd(self, crd: dict, current: dict | None) -> None:
+        """The apiextensions controllers' work, done at the write: defaults, then the names
+        accepted (or the conflict) and the CRD established, in its status."""
+        crdapi.set_crd_defaults(crd)
+        conflict = self.custom.name_conflict(crd, self._objects.get(CRD, {}).values())
+        old_status = current.get("status") if current is not None else None
+        crd["status"] = crdapi.accepted_status(crd, conflict, rfc3339(self.clock.wall()), old_status)
+
+    def _accept_freed_names(self, changed: dict) -> None:
+        """After a CRD of a group changed or went, the CRDs of the group whose names were in
+        conflict are looked at again (the naming controller's work): those now free are accepted
+        and established."""
+        group = (changed.get("spec") or {}).get("group")
+        crds = self._objects.get(CRD, {})
+        for crd in list(crds.values()):
+            if (crd.get("spec") or {}).get("group") != group or crdapi.established(crd) or crd["metadata"].get("deletionTimestamp"):
+                continue
+            if self.custom.name_conflict(crd, crds.values()):
+                continue
+            new = json_copy(crd)
+            new["status"] = crdapi.accepted_status(new, "", rfc3339(self.clock.wall()), crd.get("status"))
+            self._commit(CRD, MODIFIED, new, crd)
+
+    def _delete_custom_objects(self, crd: dict) -> None:
+        """Deleting a CRD deletes its objects first (the customresourcecleanup finalizer's work)."""
+        spec = crd.get("spec") or {}
+        bucket = CustomKind("", spec.get("group", ""), "", (spec.get("names") or {}).get("plural", ""), True)
+        for obj in list(self._objects.get(bucket, {}).values()):
+            self._remove(bucket, obj)
+        self._objects.pop(bucket, None)
 
     def _remove(self, kind: Kind, current: dict) -> dict:
         self.progress[2] += 1

@@ -8,11 +8,12 @@ Ages are computed at request time from ``creationTimestamp`` with apimachinery's
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kubesched.api.kinds import Kind
+from kubesched.api.kinds import CustomKind, Kind
 from kubesched.api.timeutil import parse_time
 from kubesched.apiserver.selectors import format_label_selector, format_labels
 
@@ -467,7 +468,10 @@ def to_table(kind: Kind, objects: Iterable[dict], list_meta: dict, include_objec
     """A ``meta.k8s.io/v1`` Table of ``objects``. ``row_source`` maps a served object to the shape the
     printer reads (events.k8s.io events are printed from their core/v1 form, as upstream does)."""
     now = time.time() if now is None else now
-    columns, printer = PRINTERS.get((kind.group, kind.kind), (DEFAULT_COLUMNS, _default_row))
+    if isinstance(kind, CustomKind):
+        columns, printer = custom_printer(kind)
+    else:
+        columns, printer = PRINTERS.get((kind.group, kind.kind), (DEFAULT_COLUMNS, _default_row))
     rows = []
     for obj in objects:
         source = row_source(obj) if row_source is not None else obj
@@ -482,3 +486,65 @@ def to_table(kind: Kind, objects: Iterable[dict], list_meta: dict, include_objec
             row["object"] = partial_metadata(obj)
         rows.append(row)
     return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": columns, "rows": rows}
+
+
+# --- custom resources ----------------------------------------------------------------------------
+#: A CRD version without ``additionalPrinterColumns`` prints its objects' age.
+_CUSTOM_DEFAULT_COLUMNS = ({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},)
+_PATH_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\['([^']*)'\]|\[\?\(@\.([\w.-]+)\s*==\s*[\"']([^\"']*)[\"']\)\]")
+
+
+def custom_printer(kind: CustomKind) -> tuple[list[dict], Printer]:
+    """The table of a custom resource: ``Name``, then the version's ``additionalPrinterColumns``
+    (each a JSONPath into the object, its cell typed as the column says), as the apiextensions
+    table convertor prints."""
+    specs = kind.printer_columns or _CUSTOM_DEFAULT_COLUMNS
+    name = {**NAME, "description": "Name must be unique within a namespace. More info: "
+            "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"}
+    columns = [name] + [_col(c["name"], c["type"], int(c.get("priority") or 0), c.get("description", ""), c.get("format", ""))
+                        for c in specs]
+
+    def row(obj: dict, now: float) -> Row:
+        return [_meta(obj).get("name", "")] + [_cell(c["type"], _json_path(obj, c["jsonPath"]), now) for c in specs]
+
+    return columns, row
+
+
+def _json_path(obj: Any, path: str) -> Any:
+    """The value at a simple JSONPath (``.status.phase``, ``.spec.items[0]``,
+    ``.status.conditions[?(@.type=="Ready")].status``), None when absent."""
+    value = obj
+    for field, index, quoted, filter_key, filter_value in _PATH_STEP.findall(path.strip().strip("{}")):
+        if filter_key:
+            items = value if isinstance(value, list) else []
+            value = next((i for i in items if isinstance(i, dict) and str(_json_path(i, "." + filter_key)) == filter_value), None)
+        elif index:
+            value = value[int(index)] if isinstance(value, list) and int(index) < len(value) else None
+        else:
+            value = value.get(field or quoted) if isinstance(value, dict) else None
+        if value is None:
+            return None
+    return value
+
+
+def _cell(column_type: str, value: Any, now: float) -> Any:
+    """``cellForJSONValue``: a date as its age, numbers and booleans as such, None when absent
+    or of another type."""
+    if value is None:
+        return None
+    if column_type == "date":
+        return since(value, now) if isinstance(value, str) else None
+    if column_type == "integer":
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if column_type == "number":
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if column_type == "boolean":
+        return value if isinstance(value, bool) else None
+    return value if isinstance(value, str) else json_text(value)
+
+
+def json_text(value: Any) -> str:
+    """A non-string value of a string column, as Go's ``fmt`` prints JSON values."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -13,6 +13,7 @@ from rich.console import Console
 from kubesched.api.errors import FileUnreadable, KubeschedError, NoObjects
 from kubesched.api.manifests import load, manifest_files
 from kubesched.cli.progress import ProgressReporter
+from kubesched.contrib.registry import contrib_registry
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates, parse_flag
@@ -50,16 +51,17 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> None:
 
 
 def registry_from(plugins: Sequence[str]) -> Registry:
-    """The plugins every command resolves names with: the in-tree ones, those installed packages
-    declare (``kubesched.plugins`` entry points) and those of each ``--plugin``. A name registered
-    twice is an error, as kube-scheduler's ``app.WithPlugin`` makes it, except that ``--plugin``
-    may name a plugin that is also installed: the flag's copy is used (a working tree over the
+    """The plugins every command resolves names with: the in-tree ones, the bundled
+    scheduler-plugins (``kubesched.contrib``), those installed packages declare
+    (``kubesched.plugins`` entry points) and those of each ``--plugin``. A name registered twice
+    is an error, as kube-scheduler's ``app.WithPlugin`` makes it, except that ``--plugin`` may
+    name a plugin that is also installed: the flag's copy is used (a working tree over the
     installed release)."""
     installed = installed_plugins()
     flagged: Registry = {}
     for spec in plugins:
         flagged = merge(flagged, load_out_of_tree(spec))
-    in_tree = in_tree_registry()
+    in_tree = merge(in_tree_registry(), contrib_registry())
     taken = sorted(set(installed) & set(in_tree))
     if taken:
         raise RegistryError(f"installed plugins named like in-tree ones: {', '.join(taken)} (entry-point group "

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kubesched.api.apierrors import APIError, Gone, Timeout, TooManyRequests
-from kubesched.api.kinds import Kind, kind_named, object_key
+from kubesched.api.kinds import CustomKind, Kind, custom_resource_kind, kind_named, object_key
 from kubesched.api.watch import ADDED, BOOKMARK, DELETED, MODIFIED, WatchEvent
 from kubesched.client.interface import ClusterClient
 
@@ -395,7 +395,7 @@ class InformerFactory:
     def informer(self, kind_name: str) -> Informer:
         inf = self.informers.get(kind_name)
         if inf is None:
-            kind = kind_named(kind_name)
+            kind = kind_named(kind_name) or parse_custom_resource(kind_name)
             if kind is None:
                 raise KeyError(f"unknown kind {kind_name}")
             inf = self.informers[kind_name] = Informer(self.client, kind, on_handler_error=self.on_handler_error,
@@ -449,3 +449,38 @@ class InformerFactory:
         if self._resync is not None:
             self._resync.cancel()
         await asyncio.gather(*(inf.stop() for inf in self.informers.values()))
+
+
+def parse_custom_resource(name: str) -> CustomKind | None:
+    """The custom resource named by upstream's resource argument ``<plural>.<version>.<group>``
+    (``podgroups.v1alpha1.scheduling.x-k8s.io``), or None for a name of another form."""
+    plural, _, rest = name.partition(".")
+    version, _, group = rest.partition(".")
+    if not (plural and version and "." in group and version[:1] == "v" and plural.islower()):
+        return None
+    return custom_resource_kind(group, version, plural)
+
+
+class CustomObjectLister:
+    """Read-only view of one custom resource's informer cache (objects as plain dicts, shared:
+    copy before changing one). ``kind`` is what the client's verbs take to write them."""
+
+    def __init__(self, kind: CustomKind, cache: Callable[[str], dict[str, dict]] | None) -> None:
+        self.kind = kind
+        self._cache = cache
+        if cache is not None:
+            cache(kind.kind)  # the informer exists from now on: the scheduler starts and syncs it with the others
+
+    def _objects(self) -> dict[str, dict]:
+        return self._cache(self.kind.kind) if self._cache is not None else {}
+
+    def get(self, namespace: str | None, name: str) -> dict | None:
+        """The object ``namespace/name`` (``name`` alone for a cluster-scoped resource), or None."""
+        return self._objects().get(f"{namespace}/{name}" if namespace else name)
+
+    def list(self, namespace: str | None = None) -> list[dict]:
+        """Every object, or those of ``namespace``."""
+        objects = self._objects().values()
+        if namespace is None:
+            return list(objects)
+        return [o for o in objects if (o.get("metadata") or {}).get("namespace") == namespace]

@@ -218,11 +218,12 @@ class Recorder:
         clock = self.broadcaster.clock
         wall = clock.wall()
         ref = object_reference(regarding)
+        namespace = ref.get("namespace") or "default"
         event = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"name": f"{ref['name']}.{self.broadcaster.name_stamp(wall):x}",
-                         "namespace": ref.get("namespace") or "default"},
+                         "namespace": namespace},
             "eventTime": rfc3339_micro(wall),
             "reportingController": self.controller,
             "reportingInstance": self.instance,

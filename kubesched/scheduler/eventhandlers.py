@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from kubesched.api.types import PodInfo
-from kubesched.client.informers import Handler
+from kubesched.client.informers import Handler, parse_custom_resource
 from kubesched.scheduler.framework import events as ev
 
 if TYPE_CHECKING:
@@ -63,7 +63,11 @@ class EventHandlers:
         informers.informer("Node").add_handler(Handler(self._node_added, self._node_updated, self._node_deleted))
         for resource in self.sched.registered_resources():
             kind = KIND_OF_RESOURCE.get(resource)
-            if kind is not None and kind in self.sched.watched_kinds():
+            if kind is None and parse_custom_resource(resource):
+                kind = resource
+            elif kind is not None and kind not in self.sched.watched_kinds():
+                kind = None
+            if kind is not None:
                 informers.informer(kind).add_handler(self._generic_handler(resource))
 
     def resync(self, kind: str, obj: dict, *, present: bool) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api.errors import KubeschedError
-from kubesched.api.kinds import POD, kind_for
+from kubesched.api.kinds import POD
 from kubesched.api.watch import DELETED, MODIFIED, WatchEvent
 from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
@@ -35,10 +35,12 @@ from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.schedule_one import Attempt
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.components import Components, start_components
+from kubesched.simulator.crds import with_plugin_crds
 from kubesched.simulator.simulate import (
     POLL,
     SIMULATION_COMPONENTS,
     UNSCHEDULABLE_FLUSH,
+    create_input,
     creation_order,
     settle,
 )
@@ -225,9 +227,9 @@ async def _capacity(objects: list[dict], templates: list[dict], config: Schedule
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates, keep_uids=True)
-    ordered, _ignored = creation_order(objects, gates)
+    ordered, _ignored = creation_order(with_plugin_crds(objects, config, registry), gates)
     for obj in ordered:
-        store.create(kind_for(obj["apiVersion"], obj["kind"]), obj)  # type: ignore[arg-type]
+        create_input(store, obj)
     components = start_components(store, SIMULATION_COMPONENTS)
     failed: dict[str, Attempt] = {}
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,

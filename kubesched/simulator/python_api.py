@@ -20,9 +20,12 @@ from typing import Any, TypeVar
 
 from kubesched.api.errors import FileUnreadable, KubeschedError
 from kubesched.api.manifests import check_all, load
+from kubesched.contrib.registry import contrib_registry
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
+from kubesched.scheduler.framework.registry import Registry, merge
+from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.simulator.capacity import CapacityResult
 from kubesched.simulator.capacity import capacity as run_capacity
 from kubesched.simulator.compare import Comparison, pending_messages, placements
@@ -111,7 +114,8 @@ def simulate(objects_or_paths: Manifests, config: Config = None, seed: int = 0, 
     objects, steps, gates = manifests(objects_or_paths), scenario_of(scenario), FeatureGates(feature_gates)
     cfg = configuration(config, gates)
     return _off_the_running_loop(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain,
-                                                                  scenario=steps, feature_gates=gates)))
+                                                                  scenario=steps, feature_gates=gates,
+                                                                  registry=registry())))
 
 
 async def simulate_async(objects_or_paths: Manifests, config: Config = None, seed: int = 0, *,
@@ -121,7 +125,8 @@ async def simulate_async(objects_or_paths: Manifests, config: Config = None, see
     objects, steps, gates = manifests(objects_or_paths), scenario_of(scenario), FeatureGates(feature_gates)
     cfg = configuration(config, gates)
     return await asyncio.to_thread(lambda: _simulation(run_simulate(objects, cfg, seed=seed, explain=explain,
-                                                                    scenario=steps, feature_gates=gates)))
+                                                                    scenario=steps, feature_gates=gates,
+                                                                    registry=registry())))
 
 
 def capacity(objects_or_paths: Manifests, pods: Manifests, config: Config = None, seed: int = 0, *,
@@ -131,7 +136,8 @@ def capacity(objects_or_paths: Manifests, pods: Manifests, config: Config = None
     the failed attempt behind each stop, for ``to_html`` (turn it off for large inputs)."""
     objects, templates, cfg = manifests(objects_or_paths), manifests(pods), configuration(config)
     return _off_the_running_loop(lambda: run_capacity(objects, templates, cfg, seed=seed, max_copies=max_copies,
-                                                      preemption=preemption, explain=explain))
+                                                      preemption=preemption, explain=explain,
+                                                      registry=registry()))
 
 
 def compare(objects_or_paths: Manifests, config_a: Config, config_b: Config, seed: int = 0, *,
@@ -142,7 +148,8 @@ def compare(objects_or_paths: Manifests, config_a: Config, config_b: Config, see
     ``to_html`` (turn it off for large inputs)."""
     objects, steps = manifests(objects_or_paths), scenario_of(scenario)
     labelled = [(_label(c, i), configuration(c)) for i, c in enumerate((config_a, config_b))]
-    return _off_the_running_loop(lambda: run_compare(objects, labelled, seed=seed, scenario=steps, explain=explain))
+    return _off_the_running_loop(lambda: run_compare(objects, labelled, seed=seed, scenario=steps, explain=explain,
+                                                     registry=registry()))
 
 
 def scenario_of(source: ScenarioSource) -> Scenario | None:
@@ -174,6 +181,12 @@ def manifests(source: Manifests) -> list[dict]:
     return objects
 
 
+def registry() -> Registry:
+    """The plugins configurations may name here: the in-tree ones and the bundled scheduler-plugins
+    (the commands add installed packages' and ``--plugin`` ones)."""
+    return merge(in_tree_registry(), contrib_registry())
+
+
 def configuration(config: Config, gates: FeatureGates | None = None) -> SchedulerConfiguration:
     """A loaded configuration from any of the accepted forms (None: kube-scheduler's defaults),
     defaulted with ``gates`` (the default profile follows them)."""
@@ -186,8 +199,8 @@ def configuration(config: Config, gates: FeatureGates | None = None) -> Schedule
             text = Path(config).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise FileUnreadable("config", str(config), e if isinstance(e, OSError) else OSError(str(e))) from e
-        return config_module.load_text(text, source=str(config), feature_gates=gates)
-    return config_module.load_dict(dict(config), source="config", feature_gates=gates)
+        return config_module.load_text(text, registry=registry(), source=str(config), feature_gates=gates)
+    return config_module.load_dict(dict(config), registry=registry(), source="config", feature_gates=gates)
 
 
 def _label(config: Config, index: int) -> str:

@@ -221,7 +221,9 @@ class ScenarioRunner:
     async def _apply(self, apply: Apply) -> None:
         """Create each object, or replace it when it exists (``kubectl apply`` of whole objects)."""
         for manifest in apply.manifests:
-            kind = cast(Kind, kind_for(manifest["apiVersion"], manifest["kind"]))
+            kind = self.store.custom.resolve(manifest["apiVersion"], manifest["kind"])
+            if kind is None:  # a custom resource whose CRD is not (or no longer) in the cluster
+                raise NotFound(f'no matches for kind "{manifest["kind"]}" in version "{manifest["apiVersion"]}"')
             meta = manifest.get("metadata") or {}
             namespace = (meta.get("namespace") or "default") if kind.namespaced else None
             obj = {**manifest, "metadata": {**meta}}

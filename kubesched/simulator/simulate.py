@@ -14,11 +14,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesched.api.kinds import EVENT, POD, kind_for
+from kubesched.api.apierrors import APIError
+from kubesched.api.errors import KubeschedError
+from kubesched.api.kinds import EVENT, POD, CustomKind, Kind, kind_for
 from kubesched.api.kinds import served as served_with
 from kubesched.api.watch import DELETED, WatchEvent
 from kubesched.apiserver.memory_client import MemoryClient
-from kubesched.apiserver.store import ObjectStore, kind_of
+from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.backend.queue.scheduling_queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, UNSCHEDULABLE_FLUSH_PERIOD
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
@@ -27,6 +29,7 @@ from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.schedule_one import Attempt
 from kubesched.scheduler.scheduler import GATED_WATCHED_KINDS, WATCHED_KINDS, Scheduler
 from kubesched.simulator.components import ComponentOptions, Components, start_components
+from kubesched.simulator.crds import custom_kinds_of, is_crd, unserved_reason, with_plugin_crds
 from kubesched.simulator.nodestatus import LEASE_DURATION
 from kubesched.simulator.scenario import Scenario
 from kubesched.simulator.scenario_runner import ScenarioRunner
@@ -175,7 +178,7 @@ class SimulationResult:
         for obj in self.ignored:
             out.setdefault(str(obj.get("kind")), []).append(_key(obj))
         for kind in self.store.kinds():
-            if kind.kind in ACTED_ON or kind.kind == "Event":
+            if kind.kind in ACTED_ON or kind.kind in ("Event", "CustomResourceDefinition") or isinstance(kind, CustomKind):
                 continue
             keys = [_key(o) for o in self.store.iter_all(kind)]
             if keys:
@@ -190,15 +193,24 @@ def _key(obj: dict) -> str:
 
 def creation_order(objects: Iterable[dict], gates: Mapping[str, bool] | None = None) -> tuple[list[dict], list[dict]]:
     """Objects the store serves with ``gates``, in creation order, and those it does not (kept for
-    the report: unknown kinds, and alpha kinds whose feature gate is off)."""
+    the report: unknown kinds, and alpha kinds whose feature gate is off). CustomResourceDefinitions
+    come first, whatever their place in the input, and the custom resources they define just before
+    the pods (which plugins may read them for)."""
+    objects = list(objects)
     rank = {k: i for i, k in enumerate(_ORDER)}
+    custom = custom_kinds_of(objects)
     served, ignored = [], []
     for index, obj in enumerate(objects):
-        kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
-        if kind is None or not served_with(kind, gates):
-            ignored.append(obj)
-        else:
+        api_version, kind_name = obj.get("apiVersion", ""), obj.get("kind", "")
+        kind = kind_for(api_version, kind_name)
+        if is_crd(obj):
+            served.append((-1.0, index, obj))
+        elif kind is not None and served_with(kind, gates):
             served.append((rank.get(obj["kind"], len(_ORDER) - 1), index, obj))
+        elif kind is None and (api_version, kind_name) in custom:
+            served.append((rank["Pod"] - 0.5, index, obj))
+        else:
+            ignored.append(obj)
     return [obj for _, _, obj in sorted(served, key=lambda t: (t[0], t[1]))], ignored
 
 
@@ -208,7 +220,7 @@ def not_served_because(obj: Mapping[str, Any]) -> str:
     kind = kind_for(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
     if kind is not None and kind.feature_gate:
         return f"kind {kind.api_version} {kind.kind} is served only with the {kind.feature_gate} feature gate on"
-    return f"kind {obj.get('apiVersion')} {obj.get('kind')} is not served by kubesched"
+    return unserved_reason(obj)
 
 
 #: ``progress(phase, done, total)``: how far a phase of the run has got.
@@ -249,9 +261,9 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates, keep_uids=True)
-    ordered, ignored = creation_order(objects, gates)
+    ordered, ignored = creation_order(with_plugin_crds(objects, config, registry), gates)
     for index, obj in enumerate(ordered):
-        store.create(kind_of(obj), obj)  # served: creation_order set the others aside
+        create_input(store, obj)  # served: creation_order set the others aside
         if progress is not None and index % 1024 == 0:
             progress("creating objects", index, len(ordered))
     result = SimulationResult(store, ignored=ignored)
@@ -358,3 +370,23 @@ def _report_progress(store: ObjectStore, progress: ProgressCallback) -> None:
             progress("scheduling", store.progress[1] + bound_at_start, store.count(POD))
 
     store.write_hooks.append(hook)
+
+
+class InputRejected(KubeschedError):
+    """The API refused an object of the input (a custom resource its CRD's schema refuses, a CRD
+    that is not valid): the message names the object and the field."""
+
+
+def create_input(store: ObjectStore, obj: dict) -> dict:
+    """Create one object of the input, of a built-in kind or one a CRD created before serves."""
+    kind: Kind | None = store.custom.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
+    meta = obj.get("metadata") or {}
+    where = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+    if kind is None:
+        raise InputRejected(f"{obj.get('kind')} {where}: no CustomResourceDefinition serves {obj.get('apiVersion')} {obj.get('kind')}")
+    try:
+        return store.create(kind, obj)
+    except APIError as e:
+        if not isinstance(kind, CustomKind) and not is_crd(obj):
+            raise
+        raise InputRejected(f"{obj.get('kind')} {where}: {e}") from None

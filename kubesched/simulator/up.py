@@ -49,6 +49,7 @@ from kubesched.scheduler.framework.registry import Registry
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.scheduler.serving.app import render_metrics
 from kubesched.simulator.components import ComponentOptions, Components, start_components
+from kubesched.simulator.crds import plugin_crds, plugin_rbac, with_plugin_crds
 from kubesched.simulator.explanations import ExplanationRecorder
 from kubesched.simulator.scenario_live import ScenarioService
 from kubesched.utils.clock import RealClock
@@ -135,6 +136,9 @@ class Cluster:
             kubelet_batch=KUBELET_BATCH))
         pods = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) == ("v1", "Pod")]
         others = [o for o in opts.objects if (o.get("apiVersion"), o.get("kind")) != ("v1", "Pod")]
+        if opts.config is not None:
+            others = with_plugin_crds(others, opts.config, opts.registry)
+            others += plugin_rbac(plugin_crds(opts.config, opts.registry))
         self.problems = create_objects(self.server, others)[1]
         if opts.scheduler:
             await self._start_scheduler()

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kubesched.api.kinds import NODE, POD, kind_for, kind_named
+from kubesched.api.kinds import NODE, POD, Kind, custom_resource_kind, kind_named
 from kubesched.api.meta import json_copy
 from kubesched.api.types import PodInfo
 from kubesched.apiserver.memory_client import MemoryClient
@@ -116,13 +116,21 @@ class _Informers:
         self._store = store
 
     def store(self, kind_name: str) -> dict[str, dict]:
-        kind = kind_named(kind_name)
+        kind = kind_named(kind_name) or _custom_kind(kind_name)
         if kind is None:
             return {}
         return {_key(obj): obj for obj in self._store.iter_all(kind)}
 
     def informer(self, kind_name: str) -> _Informer:
         return _Informer(self.store(kind_name))
+
+
+def _custom_kind(kind_name: str) -> Kind | None:
+    """A custom resource's kind from the name the scheduler's informers give it,
+    ``<plural>.<version>.<group>``; None for any other name."""
+    plural, _, rest = kind_name.partition(".")
+    version, _, group = rest.partition(".")
+    return custom_resource_kind(group, version, plural) if plural and version and group else None
 
 
 def _key(obj: Mapping) -> str:
@@ -135,7 +143,8 @@ class PluginHarness:
 
     ``args`` is the plugin's v1 args (camelCase dict) — upstream's defaults are applied and the
     args are validated exactly as in a configuration file. ``nodes``, ``pods`` (bound ones have
-    ``spec.nodeName``), ``namespaces`` and ``objects`` (PVCs, Services, PriorityClasses, ...) are
+    ``spec.nodeName``), ``namespaces`` and ``objects`` (PVCs, Services, PriorityClasses, CustomResourceDefinitions and
+    their custom resources, ...) are
     manifest dicts. ``admission`` (default True) defaults and admits them as a cluster would, keeping
     the uid, creation time and pod priority a test set; False stores them exactly as written.
 
@@ -221,7 +230,7 @@ class PluginHarness:
 
     def _create(self, obj: Mapping) -> tuple[Any, dict, dict]:
         """Store ``obj`` through admission; returns its kind, the stored object and what was given."""
-        kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
+        kind = self.store.custom.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
         if kind is None:
             raise ValueError(f"kind {obj.get('kind')!r} ({obj.get('apiVersion')}) is not served by kubesched")
         return kind, self.store.create(kind, self._without_priority(kind, obj)), dict(obj)

@@ -244,3 +244,32 @@ def test_events_for_a_pending_pod(kubectl):
     text = until(failed, 20, "kubectl events never showed analytics' FailedScheduling")
     assert text.splitlines()[0].split() == ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
     assert re.search(r"Warning\s+FailedScheduling\s+Pod/analytics\s+0/\d+ nodes are available", text)
+
+
+def test_a_crd_then_its_objects_with_apply_get_explain_patch_and_delete(kubectl):
+    from tests.apiserver.test_crd import PODGROUP_CRD, podgroup
+
+    crd, good, bad = (kubectl.workdir / name for name in ("crd.yaml", "pg.yaml", "bad-pg.yaml"))
+    crd.write_text(yaml.safe_dump(PODGROUP_CRD))
+    good.write_text(yaml.safe_dump(podgroup("pg1")))
+    bad.write_text(yaml.safe_dump(podgroup("pg2", minMember=0, colour="blue")))
+    assert kubectl("apply", "-f", str(crd)).stdout == "customresourcedefinition.apiextensions.k8s.io/podgroups.scheduling.x-k8s.io created\n"
+    kubectl("wait", "--for=condition=Established", "crd/podgroups.scheduling.x-k8s.io", "--timeout=20s")
+    assert kubectl("apply", "-f", str(good)).stdout == "podgroup.scheduling.x-k8s.io/pg1 created\n"
+    assert kubectl("apply", "-f", str(good)).stdout == "podgroup.scheduling.x-k8s.io/pg1 unchanged\n"
+    good.write_text(yaml.safe_dump(podgroup("pg1", minMember=4)))
+    assert kubectl("diff", "-f", str(good), check=False).returncode == 1  # a JSON merge patch, dry-run
+    assert kubectl("apply", "-f", str(good)).stdout == "podgroup.scheduling.x-k8s.io/pg1 configured\n"
+    table = kubectl("get", "pg").stdout.splitlines()
+    assert table[0].split() == ["NAME", "PHASE", "MINMEMBER", "AGE"]
+    start = {column: table[0].index(column) for column in table[0].split()}
+    assert (table[1][:start["PHASE"]].strip(), table[1][start["MINMEMBER"]:start["AGE"]].strip()) == ("pg1", "4")
+    assert "minMember\t<integer>" in kubectl("explain", "podgroup.spec").stdout
+    refused = kubectl("apply", "-f", str(bad), check=False)
+    assert refused.returncode == 1 and 'unknown field "spec.colour"' in refused.stderr
+    refused = kubectl("apply", "--validate=false", "-f", str(bad), check=False)
+    assert "spec.minMember: Invalid value: 0: spec.minMember in body should be greater than or equal to 1" in refused.stderr
+    kubectl("patch", "pg", "pg1", "--type=merge", "-p", '{"spec":{"minMember":3}}')
+    assert kubectl.json("get", "podgroup", "pg1")["spec"] == {"minMember": 3, "scheduleTimeoutSeconds": 60}
+    kubectl("delete", "crd", "podgroups.scheduling.x-k8s.io")
+    assert kubectl("get", "podgroups.scheduling.x-k8s.io", check=False).returncode == 1

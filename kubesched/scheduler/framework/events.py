@@ -63,6 +63,13 @@ class Resource:
     Workload = "scheduling.k8s.io/Workload"
     WildCard = "*"
 
+    @staticmethod
+    def custom(group: str, version: str, plural: str) -> str:
+        """A custom resource's EventResource, upstream's GVK form ``<plural>.<version>.<group>``
+        (``podgroups.v1alpha1.scheduling.x-k8s.io``): the scheduler informs on it when a plugin
+        registers an event for it."""
+        return f"{plural}.{version}.{group}"
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:

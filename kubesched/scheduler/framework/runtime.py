@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 from kubesched.api.errors import KubeschedError
+from kubesched.api.kinds import custom_resource_kind
 from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.client.informers import CustomObjectLister
 from kubesched.client.interface import ClusterClient
 from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
@@ -313,6 +315,13 @@ class Framework:
     @property
     def feature_gates(self) -> FeatureGates:
         return self.ctx.feature_gates
+
+    def custom_objects(self, group: str, version: str, plural: str) -> CustomObjectLister:
+        """A lister of the custom resource ``plural`` in ``group/version`` (a CRD's objects, as
+        plain dicts), backed by an informer the scheduler starts and syncs with its others."""
+        kind = custom_resource_kind(group, version, plural)
+        stores = self.ctx.informers
+        return CustomObjectLister(kind, stores.store if stores is not None else None)
 
     def objects(self, kind: str) -> dict[str, dict[str, Any]]:
         """Informer cache of ``kind`` (e.g. "PersistentVolumeClaim"), keyed ``namespace/name``."""

@@ -1,7 +1,8 @@
 """The minimal controllers of the embedded cluster: Deployment, ReplicaSet, ReplicationController,
-StatefulSet, disruption (PodDisruptionBudget status) and the garbage collector, all working
-directly on the ``ObjectStore`` in the event loop (see ``manager``). The store defaults and
-validates the workload kinds (``kubesched.api.defaults``).
+StatefulSet, disruption (PodDisruptionBudget status), scheduler-plugins' PodGroup and
+ElasticQuota status, and the garbage collector, all working directly on the ``ObjectStore`` in
+the event loop (see ``manager``). The store defaults and validates the workload kinds
+(``kubesched.api.defaults``).
 
 ``start_all(store)`` starts them together; ``await controllers.stop()`` stops them and
 ``controllers.idle()`` says whether anything is still pending, so a simulation can tell when the
@@ -15,8 +16,10 @@ from dataclasses import dataclass
 from kubesched.apiserver.store import ObjectStore
 from kubesched.simulator.controllers.deployment import DeploymentController
 from kubesched.simulator.controllers.disruption import DisruptionController, StaleDisruptionConditionCleaner
+from kubesched.simulator.controllers.elasticquota import ElasticQuotaController
 from kubesched.simulator.controllers.gc import GarbageCollector
 from kubesched.simulator.controllers.manager import Manager
+from kubesched.simulator.controllers.podgroup import PodGroupController
 from kubesched.simulator.controllers.replicaset import ReplicaSetController, replication_controller
 from kubesched.simulator.controllers.statefulset import StatefulSetController
 
@@ -35,6 +38,8 @@ class Controllers:
     garbage_collector: GarbageCollector
     disruption: DisruptionController
     stale_disruption_conditions: StaleDisruptionConditionCleaner
+    pod_groups: PodGroupController
+    elastic_quotas: ElasticQuotaController
 
     def start(self) -> None:
         self.manager.start()
@@ -58,6 +63,8 @@ def build(store: ObjectStore, *, events: bool = True, collect_dangling: bool = T
         garbage_collector=manager.add(GarbageCollector(manager, collect_dangling=collect_dangling)),
         disruption=manager.add(DisruptionController(manager, events=events)),
         stale_disruption_conditions=manager.add(StaleDisruptionConditionCleaner(manager)),
+        pod_groups=manager.add(PodGroupController(manager)),
+        elastic_quotas=manager.add(ElasticQuotaController(manager)),
     )
 
 
