@@ -34,6 +34,11 @@ from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.scheduler.scheduler import Scheduler
 
 DEFAULT_PERCENTAGE = 100
+#: ``names.SimpleNameGenerator``: five characters of ``rand.String``'s alphabet after the prefix.
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+NAME_SUFFIX_LENGTH = 5
+#: Draws for one name before giving up (27^5 names; a prefix this full is a bench misconfiguration).
+NAME_ATTEMPTS = 100
 #: How often the progress callback hears about bound pods.
 PROGRESS_INTERVAL = 0.5
 
@@ -42,6 +47,25 @@ Progress = Callable[[str, int, int], None]
 
 class BenchError(KubeschedError):
     """A benchmark that cannot run as asked (a missing plugin, a bad size)."""
+
+
+class NodeNamer:
+    """Names the benchmark's nodes itself, as upstream's node preparer has them named at creation,
+    so that the hostname label can carry the name. Five random characters collide often past a few
+    thousand names (at 15,000 nodes about eight pairs are expected), so a name already given is
+    drawn again, as kube-apiserver retries a generated name that is taken."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.taken: set[str] = set()
+
+    def name(self, prefix: str) -> str:
+        for _ in range(NAME_ATTEMPTS):
+            name = prefix + "".join(self.rng.choice(NAME_ALPHABET) for _ in range(NAME_SUFFIX_LENGTH))
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+        raise BenchError(f"no free node name with prefix {prefix!r} after {NAME_ATTEMPTS} draws")
 
 
 @dataclass
@@ -188,7 +212,7 @@ class Executor:
         self.target = target
         self.result = result
         self.registry = registry
-        self.rng = random.Random(opts.seed)
+        self.node_namer = NodeNamer(random.Random(opts.seed))
         self.metrics = RecordingMetrics()
         built: list[ScoredNodesAlgorithm] = []
 
@@ -261,7 +285,7 @@ class Executor:
         node = op.template()
         meta = node["metadata"]
         prefix = meta.pop("generateName", None) or f"node-{index}-"
-        meta["name"] = prefix + "".join(self.rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+        meta["name"] = self.node_namer.name(prefix)
         meta["labels"] = {t.HOSTNAME_KEY: meta["name"]}
         return node
 
