@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import math
 import os
 import socket
 import ssl
@@ -45,18 +46,29 @@ def pod(i: int) -> dict:
                                      "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
 
 
-async def post_all(session: aiohttp.ClientSession, url: str, objects: list[dict], concurrency: int) -> None:
+async def post_all(session: aiohttp.ClientSession, url: str, objects: list[dict], concurrency: int) -> list[float]:
+    """POST every object, ``concurrency`` requests in flight; the latency of each request (seconds)."""
     queue = list(reversed(objects))
+    latencies: list[float] = []
 
     async def worker() -> None:
         while queue:
             body = orjson.dumps(queue.pop())
+            started = time.perf_counter()
             async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as resp:
                 if resp.status >= 300:
                     raise RuntimeError(f"POST {url}: {resp.status} {await resp.text()}")
                 await resp.read()
+            latencies.append(time.perf_counter() - started)
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies
+
+
+def percentile(values: list[float], p: float) -> float:
+    """The nearest-rank percentile (the value at index ceil(n*p/100)-1 of the sorted values)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(len(ordered) * p / 100) - 1)]
 
 
 async def count_bound(session: aiohttp.ClientSession, server: str, total: int, done: asyncio.Event, progress: dict) -> None:
@@ -115,9 +127,12 @@ async def bench(args: argparse.Namespace) -> float:
             done, progress = asyncio.Event(), {"bound": 0}
             watcher = asyncio.create_task(count_bound(session, server, args.pods, done, progress))
             start = time.perf_counter()
-            await post_all(session, f"{server}/api/v1/namespaces/default/pods", [pod(i) for i in range(args.pods)], args.concurrency)
+            latencies = await post_all(session, f"{server}/api/v1/namespaces/default/pods", [pod(i) for i in range(args.pods)],
+                                       args.concurrency)
             created = time.perf_counter() - start
-            print(f"{args.pods} pods created in {created:.1f}s ({args.pods / created:.0f} creates/s)")
+            print(f"{args.pods} pods created by {args.concurrency} concurrent clients in {created:.1f}s "
+                  f"({args.pods / created:.0f} creates/s; create latency p50 {percentile(latencies, 50) * 1000:.0f} ms, "
+                  f"p99 {percentile(latencies, 99) * 1000:.0f} ms)")
             while not done.is_set():
                 try:
                     await asyncio.wait_for(done.wait(), 5.0)
