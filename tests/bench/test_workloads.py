@@ -178,3 +178,13 @@ def test_node_namer_gives_up_with_a_clear_error_when_every_draw_is_taken() -> No
     assert namer.name("n-") == "n-bbbbb"
     with pytest.raises(BenchError, match="no free node name with prefix 'n-'"):
         namer.name("n-")
+
+
+async def test_memory_per_node_and_per_pod_counts_every_node_and_bound_pod() -> None:
+    result, seen = await run_small("SchedulingBasic")
+    memory = result.memory
+    assert memory is not None
+    assert memory["nodes"] == len(seen["nodes"]) == workload("SchedulingBasic").small[NODES]
+    assert memory["bound_pods"] == len(bound_in(seen["pods"], "namespace-1")) + len(bound_in(seen["pods"], "namespace-2"))
+    assert memory["rss_after_pods_bytes"] > 0 and memory["rss_before_nodes_bytes"] > 0
+    assert memory["per_pod_bytes"] == (memory["rss_after_pods_bytes"] - memory["rss_after_nodes_bytes"]) / memory["bound_pods"]
