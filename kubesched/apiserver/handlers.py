@@ -263,9 +263,7 @@ class RestAPI:
         self._admit(call.view.kind, obj)
         self._guard(call, obj)
         self._record(call, None, obj)
-        # decoded as the request's kind above; an Event of the other API group is converted, so decoded again
-        stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry,
-                                   decoded=not call.view.converted)
+        stored = self.store.create(call.view.store_kind, call.view.into(obj), namespace=call.namespace, dry_run=dry)
         return self._reply(call, 201, call.view.out(stored))
 
     def create_object(self, obj: dict) -> dict:

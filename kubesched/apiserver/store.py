@@ -209,13 +209,9 @@ class ObjectStore:
         return w
 
     # --- writing ------------------------------------------------------------------------------
-    def create(self, kind: Kind, obj: dict, namespace: str | None = None, *, dry_run: bool = False,
-               decoded: bool = False) -> dict:
-        """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``).
-        ``decoded``: the caller (the HTTP handler) already type-checked ``obj`` as ``kind`` and added
-        only typed server-side values since, so the schema walk is not repeated."""
-        if not decoded:
-            _decode(kind, obj)
+    def create(self, kind: Kind, obj: dict, namespace: str | None = None, *, dry_run: bool = False) -> dict:
+        """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``)."""
+        _decode(kind, obj)
         meta = obj.setdefault("metadata", {})
         if kind.namespaced:
             ns = meta.get("namespace") or namespace or "default"
