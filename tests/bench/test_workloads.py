@@ -13,8 +13,16 @@ import pytest
 
 from kubesched.api.kinds import NODE, POD
 from kubesched.bench import templates as t
-from kubesched.bench.runner import (NAME_ALPHABET, NAME_SUFFIX_LENGTH, BenchError, BenchOptions, BenchResult, Executor,
-                                    NodeNamer, run_async)
+from kubesched.bench.runner import (
+    NAME_ALPHABET,
+    NAME_SUFFIX_LENGTH,
+    BenchError,
+    BenchOptions,
+    BenchResult,
+    Executor,
+    NodeNamer,
+    run_async,
+)
 from kubesched.bench.targets import EmbeddedTarget, Target
 from kubesched.bench.workloads import INIT_PODS, NODES, PODS, WORKLOADS, Churn, Workload, workload
 
