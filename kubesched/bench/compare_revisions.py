@@ -192,6 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             ref = Side(f"ref {args.ref}", stack.enter_context(checked_out(work_tree, args.ref)))
             work = (Side(f"rev {args.against}", stack.enter_context(checked_out(work_tree, args.against)))
                     if args.against else Side("working tree", work_tree))
+            for side in (ref, work):
+                print(f"{side.label}: {side.tree}", file=sys.stderr, flush=True)
             results = compare(ref, work, cases, args.runs, args.timeout, log=sys.stderr)
     except CompareError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -62,6 +62,9 @@ def test_head_against_the_working_tree_runs_both_interleaved_and_removes_the_che
     assert [r["figure"] for r in report["rows"]] == ["avg pods/s", "overall pods/s", "peak RSS MiB"]
     memory = report["rows"][2]
     assert memory["runs"] == 1 and memory["reference"] > 0 and memory["working"] > 0
-    assert [line.split(":")[0] for line in err.splitlines()] == ["[1/1] ref HEAD", "[1/1] working tree"]
+    lines = err.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["ref HEAD", "working tree", "[1/1] ref HEAD", "[1/1] working tree"]
+    checkout = lines[0].split(": ", 1)[1]
+    assert lines[1] == f"working tree: {REPO}"
     worktrees = subprocess.run(["git", "worktree", "list"], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    assert "kubesched-ref-" not in worktrees
+    assert checkout not in worktrees and not Path(checkout).exists()
