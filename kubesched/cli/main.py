@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+from typing import NoReturn
 
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import logs
@@ -62,18 +63,29 @@ def _add_logging_args(parser: argparse.ArgumentParser) -> None:
                 _add_logging_args(nested)
 
 
-def _standalone(argv: Sequence[str]) -> str | None:
-    """The module of a standalone command named by ``argv`` (options before it included), if any."""
-    pre = argparse.ArgumentParser(add_help=False)
+class _QuietParser(argparse.ArgumentParser):
+    """A parser that raises instead of printing usage and exiting: the full parser reports errors."""
+
+    def error(self, message: str) -> NoReturn:
+        raise argparse.ArgumentError(None, message)
+
+
+def standalone_command(argv: Sequence[str]) -> str | None:
+    """The module of a standalone command named by ``argv`` (options before it included), if any;
+    None for anything else, malformed command lines included (the full parser explains those)."""
+    pre = _QuietParser(add_help=False)
     logs.add_logging_args(pre, top_level=True)
     pre.add_argument("command", nargs="?")
-    known, _ = pre.parse_known_args(list(argv))
+    try:
+        known, _ = pre.parse_known_args(list(argv))
+    except argparse.ArgumentError:
+        return None
     return STANDALONE.get(known.command or "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_standalone(argv))
+    parser = build_parser(standalone_command(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
