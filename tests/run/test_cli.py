@@ -16,7 +16,7 @@ from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.cli import run as run_cmd
 from kubesched.cli.common import registry_from
-from kubesched.cli.main import standalone_command, build_parser, main
+from kubesched.cli.main import build_parser, main, standalone_command
 from kubesched.scheduler.config import default_configuration
 from kubesched.scheduler.scheduler import Scheduler
 from tests.run.harness import free_port
