@@ -4,6 +4,10 @@ M pods (concurrent POSTs), and measure pods/s from the first pod creation until 
 bound (seen through a watch, as any client would see it). Not a test; prints the figure.
 
     python scripts/bench_up.py --nodes 1000 --pods 10000
+    python scripts/bench_up.py --apiserver-only --nodes 0 --pods 5000 --concurrency 200   # creation alone
+
+``--apiserver-only`` runs ``kubesched apiserver`` (no scheduler, kubelet or controllers) and measures
+only the creation of the pods: the API server's throughput and latency under concurrent clients.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import math
 import os
 import socket
 import ssl
@@ -45,18 +50,29 @@ def pod(i: int) -> dict:
                                      "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
 
 
-async def post_all(session: aiohttp.ClientSession, url: str, objects: list[dict], concurrency: int) -> None:
+async def post_all(session: aiohttp.ClientSession, url: str, objects: list[dict], concurrency: int) -> list[float]:
+    """POST every object, ``concurrency`` requests in flight; the latency of each request (seconds)."""
     queue = list(reversed(objects))
+    latencies: list[float] = []
 
     async def worker() -> None:
         while queue:
             body = orjson.dumps(queue.pop())
+            started = time.perf_counter()
             async with session.post(url, data=body, headers={"Content-Type": "application/json"}) as resp:
                 if resp.status >= 300:
                     raise RuntimeError(f"POST {url}: {resp.status} {await resp.text()}")
                 await resp.read()
+            latencies.append(time.perf_counter() - started)
 
     await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies
+
+
+def percentile(values: list[float], p: float) -> float:
+    """The nearest-rank percentile (the value at index ceil(n*p/100)-1 of the sorted values)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(len(ordered) * p / 100) - 1)]
 
 
 async def count_bound(session: aiohttp.ClientSession, server: str, total: int, done: asyncio.Event, progress: dict) -> None:
@@ -99,8 +115,10 @@ async def bench(args: argparse.Namespace) -> float:
     port = free_port()
     workdir = Path(tempfile.mkdtemp(prefix="kubesched-bench-"))
     profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
-    cmd = [sys.executable, *profile, "-m", "kubesched.cli.main", "up", "--port", str(port), "--kubeconfig-out", str(workdir / "kubeconfig")]
-    if args.config:
+    command = "apiserver" if args.apiserver_only else "up"
+    cmd = [sys.executable, *profile, "-m", "kubesched.cli.main", command, "--port", str(port), "--kubeconfig-out",
+           str(workdir / "kubeconfig")]
+    if args.config and not args.apiserver_only:
         cmd += ["--config", args.config]
     log = open(workdir / "up.log", "w")  # noqa: SIM115 - the subprocess writes it until the end
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -111,13 +129,21 @@ async def bench(args: argparse.Namespace) -> float:
             t0 = time.perf_counter()
             await post_all(session, f"{server}/api/v1/nodes", [node(i) for i in range(args.nodes)], args.concurrency)
             print(f"{args.nodes} nodes created in {time.perf_counter() - t0:.1f}s")
-            await asyncio.sleep(2.0)  # let the scheduler's informers see every node
+            if not args.apiserver_only:
+                await asyncio.sleep(2.0)  # let the scheduler's informers see every node
             done, progress = asyncio.Event(), {"bound": 0}
             watcher = asyncio.create_task(count_bound(session, server, args.pods, done, progress))
             start = time.perf_counter()
-            await post_all(session, f"{server}/api/v1/namespaces/default/pods", [pod(i) for i in range(args.pods)], args.concurrency)
+            latencies = await post_all(session, f"{server}/api/v1/namespaces/default/pods", [pod(i) for i in range(args.pods)],
+                                       args.concurrency)
             created = time.perf_counter() - start
-            print(f"{args.pods} pods created in {created:.1f}s ({args.pods / created:.0f} creates/s)")
+            if args.apiserver_only:
+                watcher.cancel()
+            print(f"{args.pods} pods created by {args.concurrency} concurrent clients in {created:.1f}s "
+                  f"({args.pods / created:.0f} creates/s; create latency p50 {percentile(latencies, 50) * 1000:.0f} ms, "
+                  f"p99 {percentile(latencies, 99) * 1000:.0f} ms)")
+            if args.apiserver_only:
+                return args.pods / created
             while not done.is_set():
                 try:
                     await asyncio.wait_for(done.wait(), 5.0)
@@ -143,6 +169,8 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--concurrency", type=int, default=32, help="concurrent create requests")
+    parser.add_argument("--apiserver-only", action="store_true",
+                        help="run `kubesched apiserver` alone and measure pod creation only (nothing binds them)")
     parser.add_argument("--config", help="KubeSchedulerConfiguration file passed to kubesched up")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--profile", metavar="FILE", help="run kubesched up under cProfile, writing stats to FILE")

@@ -86,6 +86,7 @@ def print_table(result: BenchResult, console: Console) -> None:
         ("nodes scored", "-" if r.nodes_scored_percent is None else f"{r.nodes_scored_percent:.1f}% of nodes per scheduled pod"),
         ("peak RSS", _mib(r.peak_rss_bytes) + (f" (API server process: {_mib(r.apiserver_peak_rss_bytes)})"
                                                if r.apiserver_peak_rss_bytes else "")),
+        ("memory per node / pod", _per_item(r.memory)),
         ("kubesched target", f"{r.target} pods/s average: {versus(r.throughput['average'] if r.throughput else None, r.target)}"
                              if r.target else "none"),
         ("upstream CI floor", threshold),
@@ -99,6 +100,13 @@ def print_table(result: BenchResult, console: Console) -> None:
         lines.append(("incomplete", f"[red]{r.incomplete_reason}[/red]"))
     for label, text in lines:
         console.print(f"  {label + ':':<26}{text}")
+
+
+def _per_item(memory: dict[str, float] | None) -> str:
+    if memory is None:
+        return "-"
+    return (f"{memory['per_node_bytes'] / 1024:,.1f} KiB / {memory['per_pod_bytes'] / 1024:,.1f} KiB "
+            f"(resident set deltas: {memory['nodes']:,.0f} nodes, {memory['bound_pods']:,.0f} bound pods)")
 
 
 def versus(average: float | None, target: int | None) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import random
 import resource
 import time
@@ -23,7 +24,7 @@ from kubesched.api.apierrors import APIError
 from kubesched.api.errors import KubeschedError
 from kubesched.bench import templates as t
 from kubesched.bench.collectors import BoundPods, RecordingMetrics, ScoredNodesAlgorithm, ThroughputCollector, summarize
-from kubesched.bench.targets import EmbeddedTarget, HttpTarget, Target, peak_rss_of
+from kubesched.bench.targets import EmbeddedTarget, HttpTarget, Target, peak_rss_of, rss_of
 from kubesched.bench.workloads import Churn, CreateNamespaces, CreateNodes, CreatePods, Op, Workload
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
@@ -34,6 +35,11 @@ from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.scheduler.scheduler import Scheduler
 
 DEFAULT_PERCENTAGE = 100
+#: ``names.SimpleNameGenerator``: five characters of ``rand.String``'s alphabet after the prefix.
+NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+NAME_SUFFIX_LENGTH = 5
+#: Draws for one name before giving up (27^5 names; a prefix this full is a bench misconfiguration).
+NAME_ATTEMPTS = 100
 #: How often the progress callback hears about bound pods.
 PROGRESS_INTERVAL = 0.5
 
@@ -42,6 +48,25 @@ Progress = Callable[[str, int, int], None]
 
 class BenchError(KubeschedError):
     """A benchmark that cannot run as asked (a missing plugin, a bad size)."""
+
+
+class NodeNamer:
+    """Names the benchmark's nodes itself, as upstream's node preparer has them named at creation,
+    so that the hostname label can carry the name. Five random characters collide often past a few
+    thousand names (at 15,000 nodes about eight pairs are expected), so a name already given is
+    drawn again, as kube-apiserver retries a generated name that is taken."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.taken: set[str] = set()
+
+    def name(self, prefix: str) -> str:
+        for _ in range(NAME_ATTEMPTS):
+            name = prefix + "".join(self.rng.choice(NAME_ALPHABET) for _ in range(NAME_SUFFIX_LENGTH))
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+        raise BenchError(f"no free node name with prefix {prefix!r} after {NAME_ATTEMPTS} draws")
 
 
 @dataclass
@@ -91,6 +116,8 @@ class BenchResult:
     nodes_scored_percent: float | None = None
     peak_rss_bytes: int | None = None
     apiserver_peak_rss_bytes: int | None = None
+    #: Resident memory of this process per node and per bound pod (see ``MemoryProbe``).
+    memory: dict[str, float] | None = None
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -177,6 +204,43 @@ async def _maybe_await(value: Any) -> Any:
     return await value if asyncio.iscoroutine(value) else value
 
 
+class MemoryProbe:
+    """Memory per node and per pod from this process's resident set: read (after a full garbage
+    collection) before the first node, after the last node and once every pod the run waits for is
+    bound. The node delta divided by the nodes and the pod delta by the bound pods are what one
+    more node or pod costs at this size: the store's object, the informer caches' copies, the
+    scheduler's cache entry and node table row. In ``--mode http`` the API server's share is in its
+    own process and not included. Freed memory is not always returned to the system, so these are
+    upper bounds."""
+
+    def __init__(self) -> None:
+        self.before_nodes: int | None = None
+        self.after_nodes: int | None = None
+        self.nodes = 0
+
+    @staticmethod
+    def sample() -> int | None:
+        gc.collect()
+        return rss_of()
+
+    def nodes_starting(self) -> None:
+        if self.before_nodes is None:
+            self.before_nodes = self.sample()
+
+    def nodes_created(self, count: int) -> None:
+        self.nodes += count
+        self.after_nodes = self.sample()
+
+    def report(self, pods: int) -> dict[str, float] | None:
+        after_pods = self.sample()
+        if self.before_nodes is None or self.after_nodes is None or after_pods is None:
+            return None
+        return {"rss_before_nodes_bytes": self.before_nodes, "rss_after_nodes_bytes": self.after_nodes,
+                "rss_after_pods_bytes": after_pods, "nodes": self.nodes, "bound_pods": pods,
+                "per_node_bytes": (self.after_nodes - self.before_nodes) / self.nodes if self.nodes else 0.0,
+                "per_pod_bytes": (after_pods - self.after_nodes) / pods if pods else 0.0}
+
+
 class Executor:
     """One run of one workload (upstream's ``WorkloadExecutor``)."""
 
@@ -188,7 +252,7 @@ class Executor:
         self.target = target
         self.result = result
         self.registry = registry
-        self.rng = random.Random(opts.seed)
+        self.node_namer = NodeNamer(random.Random(opts.seed))
         self.metrics = RecordingMetrics()
         built: list[ScoredNodesAlgorithm] = []
 
@@ -202,6 +266,7 @@ class Executor:
         self.bound = BoundPods(self.sched.informers.informer("Pod"))
         self.namespaces: set[str] = set()
         self.background: list[asyncio.Task] = []
+        self.memory = MemoryProbe()
 
     async def run(self) -> None:
         check_requirements(self.w, self.registry, self.sched)
@@ -248,6 +313,7 @@ class Executor:
     # --- nodes ------------------------------------------------------------------------------------
     async def _create_nodes(self, index: int, op: CreateNodes) -> None:
         count = self.params[op.count]
+        self.memory.nodes_starting()
         nodes = [self._named_node(op, index) for _ in range(count)]
         if op.zones:
             for i, node in enumerate(sorted(nodes, key=lambda n: n["metadata"]["name"])):
@@ -255,13 +321,14 @@ class Executor:
         expected = self.sched.cache.node_count() + count
         await self.target.create_many(nodes)
         await self._wait_for_nodes(expected)
+        self.memory.nodes_created(count)
 
     def _named_node(self, op: CreateNodes, index: int) -> dict:
         """Named here, as upstream's node preparer does, so the hostname label can be set at creation."""
         node = op.template()
         meta = node["metadata"]
         prefix = meta.pop("generateName", None) or f"node-{index}-"
-        meta["name"] = prefix + "".join(self.rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+        meta["name"] = self.node_namer.name(prefix)
         meta["labels"] = {t.HOSTNAME_KEY: meta["name"]}
         return node
 
@@ -354,6 +421,7 @@ class Executor:
         r.attempts = {result: len(samples) for result, samples in self.metrics.attempt_seconds.items()}
         ratios = self.algorithm.ratios
         r.nodes_scored_percent = 100.0 * sum(ratios) / len(ratios) if ratios else None
+        r.memory = self.memory.report(sum(self.bound.counts.values()))
 
     # --- churn --------------------------------------------------------------------------------------
     async def _churn(self, op: Churn, namespace: str) -> None:

@@ -182,10 +182,19 @@ def server_options(seed: int | None, kubeconfig: str) -> UpOptions:
 
 def peak_rss_of(pid: int | str = "self") -> int | None:
     """``VmHWM`` (peak resident set) of a process in bytes, from /proc; None where unavailable."""
+    return _proc_status_bytes(pid, "VmHWM:")
+
+
+def rss_of(pid: int | str = "self") -> int | None:
+    """``VmRSS`` (current resident set) of a process in bytes, from /proc; None where unavailable."""
+    return _proc_status_bytes(pid, "VmRSS:")
+
+
+def _proc_status_bytes(pid: int | str, field: str) -> int | None:
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as f:
             for line in f:
-                if line.startswith("VmHWM:"):
+                if line.startswith(field):
                     return int(line.split()[1]) * 1024
     except OSError:
         return None

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -27,8 +28,10 @@ from kubesched.scheduler.framework.registry import (
 )
 from kubesched.scheduler.framework.runtime import UnknownPlugin
 from kubesched.scheduler.plugins.registry import in_tree_registry
-from kubesched.simulator.scenario import Scenario
-from kubesched.simulator.simulate import SimulationInterrupted, SimulationResult, simulate
+
+if TYPE_CHECKING:  # the simulator is imported by the commands that simulate, not by `kubesched run`
+    from kubesched.simulator.scenario import Scenario
+    from kubesched.simulator.simulate import SimulationResult
 
 #: How ``--plugin`` names out-of-tree plugins, for every command that takes it.
 PLUGIN_METAVAR = "MODULE[:CLASS]"
@@ -122,6 +125,8 @@ def simulate_from_args(args: argparse.Namespace, *, explain: bool,
                        scenario: Scenario | None = None) -> tuple[SimulationResult, SchedulerConfiguration]:
     """Run the simulation the common flags describe (with ``scenario``'s steps on its virtual
     clock), with progress on stderr on long runs."""
+    from kubesched.simulator.simulate import SimulationInterrupted, simulate
+
     registry = registry_from(args.plugins)
     cfg, gates = configuration_from(args, registry)
     with progress_reporter(args) as progress:

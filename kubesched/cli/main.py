@@ -9,22 +9,34 @@ quietly. Exit codes are documented in docs/cli.md.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
+from typing import NoReturn
 
 from kubesched.api.errors import KubeschedError
-from kubesched.cli import apiserver, bench, capacity, chaos, compare, config_cmd, explain, logs, run, simulate, snapshot, up
+from kubesched.cli import logs
 from kubesched.cli.common import unknown_plugin_message, version
 from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
 from kubesched.scheduler.framework.runtime import UnknownPlugin
-from kubesched.simulator.simulate import SimulationInterrupted
 
-#: Command modules, in help order; each has ``register(subparsers)`` which sets ``func`` on its parser.
-COMMANDS = (simulate, explain, capacity, compare, snapshot, config_cmd, apiserver, up, run, bench, chaos)
+#: Command modules of this package, in help order; each has ``register(subparsers)`` which sets
+#: ``func`` on its parser.
+COMMANDS = ("simulate", "explain", "capacity", "compare", "snapshot", "config_cmd", "apiserver", "up", "run", "bench", "chaos")
+#: Commands whose module is imported alone when the command line names them: ``run`` is a
+#: long-lived scheduler whose start-up should not pay for the simulator and the API server.
+STANDALONE = {"run": "run"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"kubesched.cli.{name}")
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; ``only``: register just that command module (the others are
+    neither imported nor offered)."""
     parser = argparse.ArgumentParser(
         prog="kubesched",
         description="A Kubernetes scheduler with kube-scheduler 1.35's behaviour, and an embedded cluster to try it on.",
@@ -34,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=version())
     logs.add_logging_args(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMANDS:
-        module.register(sub)
+    for name in (only,) if only else COMMANDS:
+        command_module(name).register(sub)
     for command in sub.choices.values():
         _add_logging_args(command)
     return parser
@@ -51,8 +63,29 @@ def _add_logging_args(parser: argparse.ArgumentParser) -> None:
                 _add_logging_args(nested)
 
 
+class _QuietParser(argparse.ArgumentParser):
+    """A parser that raises instead of printing usage and exiting: the full parser reports errors."""
+
+    def error(self, message: str) -> NoReturn:
+        raise argparse.ArgumentError(None, message)
+
+
+def standalone_command(argv: Sequence[str]) -> str | None:
+    """The module of a standalone command named by ``argv`` (options before it included), if any;
+    None for anything else, malformed command lines included (the full parser explains those)."""
+    pre = _QuietParser(add_help=False)
+    logs.add_logging_args(pre, top_level=True)
+    pre.add_argument("command", nargs="?")
+    try:
+        known, _ = pre.parse_known_args(list(argv))
+    except argparse.ArgumentError:
+        return None
+    return STANDALONE.get(known.command or "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(standalone_command(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
@@ -77,11 +110,12 @@ def _run(args: argparse.Namespace) -> int:
     except KubeschedError as e:
         print(f"error: {e}", file=sys.stderr)
         return ERROR
-    except SimulationInterrupted as e:
-        print(f"\ninterrupted: {e.summary()}", file=sys.stderr)
-        return INTERRUPTED
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        simulation = sys.modules.get("kubesched.simulator.simulate")  # only loaded by the commands that simulate
+        if simulation is not None and isinstance(e, simulation.SimulationInterrupted):
+            print(f"\ninterrupted: {e.summary()}", file=sys.stderr)
+        else:
+            print("\ninterrupted", file=sys.stderr)
         return INTERRUPTED
     except BrokenPipeError:
         return _stdout_closed()

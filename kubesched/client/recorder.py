@@ -238,11 +238,17 @@ class Recorder:
         self.broadcaster.record(event)
 
 
+#: The fields of a ``v1.ObjectReference``: an event's key holds them flat, in this order.
+_REFERENCE_FIELDS = ("kind", "apiVersion", "name", "namespace", "uid", "resourceVersion", "fieldPath")
+
+
 def _key(event: dict) -> tuple:
+    """client-go's ``eventKey`` (action, reason, reporting controller, regarding and related
+    references) as one flat tuple: the cache holds a key per event it saw in the last minutes."""
     regarding = event.get("regarding") or {}
     related = event.get("related") or {}
     return (event.get("action"), event.get("reason"), event.get("reportingController"),
-            tuple(sorted(regarding.items())), tuple(sorted(related.items())))
+            *(regarding.get(f) for f in _REFERENCE_FIELDS), *(related.get(f) for f in _REFERENCE_FIELDS))
 
 
 def _last_seen(event: dict) -> float:

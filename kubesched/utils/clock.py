@@ -30,19 +30,26 @@ class Clock(Protocol):
         ...
 
 
-_last_second: tuple[int | None, str] = (None, "")
+_last_second: tuple[int | None, str, str] = (None, "", "")
 
 
 def _second(whole: int) -> str:
     """``YYYY-MM-DDTHH:MM:SS`` of a whole second, remembered: timestamps come in runs of the same second."""
+    return _stamps(whole)[0]
+
+
+def _stamps(whole: int) -> tuple[str, str]:
+    """The second's text without and with the ``Z``; one string object per second, shared by every
+    object stamped in it (tens of thousands of pods carry a few hundred distinct timestamps)."""
     global _last_second
     if _last_second[0] != whole:
-        _last_second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
-    return _last_second[1]
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole))
+        _last_second = (whole, text, text + "Z")
+    return _last_second[1], _last_second[2]
 
 
 def rfc3339(epoch_seconds: float) -> str:
-    return _second(int(epoch_seconds // 1)) + "Z"
+    return _stamps(int(epoch_seconds // 1))[1]
 
 
 def rfc3339_micro(epoch_seconds: float) -> str:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from collections import Counter
 from types import SimpleNamespace
 from typing import Any
@@ -12,7 +13,16 @@ import pytest
 
 from kubesched.api.kinds import NODE, POD
 from kubesched.bench import templates as t
-from kubesched.bench.runner import BenchOptions, BenchResult, Executor, run_async
+from kubesched.bench.runner import (
+    NAME_ALPHABET,
+    NAME_SUFFIX_LENGTH,
+    BenchError,
+    BenchOptions,
+    BenchResult,
+    Executor,
+    NodeNamer,
+    run_async,
+)
 from kubesched.bench.targets import EmbeddedTarget, Target
 from kubesched.bench.workloads import INIT_PODS, NODES, PODS, WORKLOADS, Churn, Workload, workload
 
@@ -146,3 +156,43 @@ def test_workload_names_are_case_insensitive_and_unknown_ones_list_the_known() -
     assert workload("schedulingbasic").name == "SchedulingBasic"
     with pytest.raises(KeyError, match="SchedulingBasic"):
         workload("Nope")
+
+
+def first_repeated_draw(seed: int) -> int:
+    """How many five-character suffixes ``random.Random(seed)`` draws before one repeats."""
+    rng, seen = random.Random(seed), set()
+    while True:
+        suffix = "".join(rng.choice(NAME_ALPHABET) for _ in range(NAME_SUFFIX_LENGTH))
+        if suffix in seen:
+            return len(seen) + 1
+        seen.add(suffix)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_node_names_stay_unique_when_the_generator_repeats_a_suffix(seed: int) -> None:
+    count = first_repeated_draw(seed)  # the seeded generator itself collides within these draws
+    namer = NodeNamer(random.Random(seed))
+    names = [namer.name("scheduler-perf-") for _ in range(count)]
+    assert len(set(names)) == count
+    assert all(n.startswith("scheduler-perf-") and len(n) == len("scheduler-perf-") + NAME_SUFFIX_LENGTH for n in names)
+
+
+def test_node_namer_gives_up_with_a_clear_error_when_every_draw_is_taken() -> None:
+    class Constant(random.Random):
+        def choice(self, seq: Any) -> Any:
+            return seq[0]
+
+    namer = NodeNamer(Constant())
+    assert namer.name("n-") == "n-bbbbb"
+    with pytest.raises(BenchError, match="no free node name with prefix 'n-'"):
+        namer.name("n-")
+
+
+async def test_memory_per_node_and_per_pod_counts_every_node_and_bound_pod() -> None:
+    result, seen = await run_small("SchedulingBasic")
+    memory = result.memory
+    assert memory is not None
+    assert memory["nodes"] == len(seen["nodes"]) == workload("SchedulingBasic").small[NODES]
+    assert memory["bound_pods"] == len(bound_in(seen["pods"], "namespace-1")) + len(bound_in(seen["pods"], "namespace-2"))
+    assert memory["rss_after_pods_bytes"] > 0 and memory["rss_before_nodes_bytes"] > 0
+    assert memory["per_pod_bytes"] == (memory["rss_after_pods_bytes"] - memory["rss_after_nodes_bytes"]) / memory["bound_pods"]

@@ -4,6 +4,9 @@ errors for what kubesched cannot do, and the no-op flags it accepts."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -13,7 +16,7 @@ from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.cli import run as run_cmd
 from kubesched.cli.common import registry_from
-from kubesched.cli.main import build_parser, main
+from kubesched.cli.main import build_parser, main, standalone_command
 from kubesched.scheduler.config import default_configuration
 from kubesched.scheduler.scheduler import Scheduler
 from tests.run.harness import free_port
@@ -185,3 +188,32 @@ def test_unreadable_serving_certificates_are_a_clear_error(tmp_path, capsys):
                  "--tls-cert-file", str(tmp_path / "server.crt"), "--tls-private-key-file", str(tmp_path / "server.key")])
     assert code == 1
     assert "cannot serve the health and metrics endpoints" in capsys.readouterr().err
+
+
+LOADED_BY_RUN = """
+import sys
+from kubesched.cli.main import build_parser, standalone_command
+argv = {argv!r}
+args = build_parser(standalone_command(argv)).parse_args(argv)
+print(args.command, sorted(m for m in ("kubesched.simulator.simulate", "kubesched.apiserver.server", "kubesched.cli.up")
+                           if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    pytest.param(["run", "--kubeconfig", "k"], "run []", id="run-alone-imports-no-simulator-or-api-server"),
+    pytest.param(["-v", "2", "--logging-format", "json", "run"], "run []", id="top-level-options-before-run"),
+    pytest.param(["up", "--port", "0"], "up ['kubesched.apiserver.server', 'kubesched.cli.up', 'kubesched.simulator.simulate']",
+                 id="other-commands-build-the-whole-parser"),
+])
+def test_run_starts_without_importing_the_commands_it_does_not_need(argv: list[str], expected: str) -> None:
+    out = subprocess.run([sys.executable, "-c", LOADED_BY_RUN.format(argv=argv)], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
+    assert out.strip() == expected
+
+
+def test_a_malformed_command_line_gets_the_full_parsers_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert standalone_command(["-v", "many", "run"]) is None
+    with pytest.raises(SystemExit):
+        main(["-v", "many", "run"])
+    assert capsys.readouterr().err.splitlines()[-1] == "kubesched: error: argument -v/--v: invalid int value: 'many'"
