@@ -18,15 +18,18 @@ import numpy as np
 
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.extender import extender_scores, find_nodes_that_pass_extenders, scaled
+from kubesched.scheduler.framework.batch import BatchCycle, BatchEntry
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.scheduler.framework.extender import EXTENDER_NAME, Extender
+from kubesched.scheduler.framework.interface import BatchScorePlugin
 from kubesched.scheduler.framework.runtime import Framework, ScoreResult
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+BATCHING_GATE = "OpportunisticBatching"
 
 
 @dataclass
@@ -69,13 +72,79 @@ class Algorithm:
         self.rng = rng
         self.extenders = tuple(extenders)
         self.next_start_node_index = 0
+        #: The batching context of the cycle running (None: not batched).
+        self._batch: BatchCycle | None = None
 
     async def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
                            attempt: Attempt | None = None) -> ScheduleResult:
         """Pick a node or raise FitError / NoNodesAvailable / StatusError (ExtenderError too, from
-        an extender that is not ignorable)."""
+        an extender that is not ignorable).
+
+        With batching, a pod of the same shape as the last one reuses that cycle's results
+        (``framework/batch.py``); should the reused cycle find no node or meet an error, the cycle
+        runs in full from the start, so failures are diagnosed (and preempted for) as always."""
         if table.n == 0:
             raise NoNodesAvailable()
+        cycle = self._begin_batch(fw, pod, table)
+        if cycle is not None and cycle.reuse is not None:
+            entry, start_index = cycle.reuse, self.next_start_node_index
+            result = await self._scheduled_with(cycle, fw, state, pod, table, attempt)
+            if result is not None:
+                entry.version = cycle.version
+                fw.batches.keep(entry, reused=True)
+                return result
+            state.restore(CycleState())
+            self.next_start_node_index = start_index
+            cycle = BatchCycle(cycle.key, version=cycle.version)
+        if cycle is not None:
+            cycle.fill = fw.batches.new_entry(cycle, table, self._objects_version(fw) or 0, state)
+        try:
+            result = await self._schedule_once(cycle, fw, state, pod, table, attempt)
+        except BaseException:
+            fw.batches.drop()
+            raise
+        if cycle is not None and cycle.fill is not None and cycle.fill.raw:
+            fw.batches.keep(cycle.fill, reused=False)
+        else:
+            fw.batches.drop()
+        return result
+
+    # --- batching --------------------------------------------------------------------------------
+    @staticmethod
+    def _objects_version(fw: Framework) -> int | None:
+        version = fw.ctx.objects_version
+        return None if version is None else version()
+
+    def _begin_batch(self, fw: Framework, pod: PodInfo, table: NodeTable) -> BatchCycle | None:
+        """The cycle's batching context, None when the pod is not batched (option or gate off,
+        no key, a nominated node or nominated pods in play)."""
+        if not fw.options.batching or not fw.feature_gates.enabled(BATCHING_GATE):
+            return None
+        shareable = not pod.nominated_node_name and not _nominations(fw)
+        key = fw.batch_key(pod, table) if shareable else None
+        return fw.batches.begin(key, table, self._objects_version(fw), shareable)
+
+    async def _scheduled_with(self, cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                              attempt: Attempt | None) -> ScheduleResult | None:
+        """The cycle on the reused entry; None when it found no node or a plugin failed."""
+        entry = cycle.reuse
+        assert entry is not None
+        state.restore(entry.state)
+        try:
+            return await self._schedule_once(cycle, fw, state, pod, table, attempt)
+        except (FitError, StatusError):
+            return None
+
+    async def _schedule_once(self, cycle: BatchCycle | None, fw: Framework, state: CycleState, pod: PodInfo,
+                             table: NodeTable, attempt: Attempt | None) -> ScheduleResult:
+        self._batch = cycle
+        try:
+            return await self._schedule(fw, state, pod, table, attempt)
+        finally:
+            self._batch = None
+
+    async def _schedule(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                        attempt: Attempt | None) -> ScheduleResult:
         feasible, diagnosis = await self.find_nodes_that_fit(fw, state, pod, table, attempt)
         if len(feasible) == 0:
             raise FitError(pod.key, table.n, diagnosis)
@@ -103,7 +172,14 @@ class Algorithm:
     async def find_nodes_that_fit(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
                                   attempt: Attempt | None = None) -> tuple[np.ndarray, Diagnosis]:
         diagnosis = Diagnosis(table.names, table.n)
-        pre_result, status, plugins = fw.run_pre_filter(state, pod)
+        batch = self._batch
+        if batch is not None and batch.reuse is not None:
+            # PreFilter ran for the entry's pod: every node a candidate, nothing rejected.
+            pre_result, status, plugins = None, None, set[str]()
+        else:
+            pre_result, status, plugins = fw.run_pre_filter(state, pod)
+            if batch is not None and not (pre_result is None or pre_result.all_nodes()):
+                batch.fill = None
         diagnosis.unschedulable_plugins = set(plugins)
         if status is not None and not status.is_success():
             if not status.is_rejected():
@@ -193,7 +269,7 @@ class Algorithm:
     def _filter(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray, to_find: int,
                 diagnosis: Diagnosis, attempt: Attempt | None) -> tuple[np.ndarray, int]:
         n_all = len(rotated)
-        first_pos, ids, statuses = self._run_batch_filters(fw, state, pod, table, rotated)
+        first_pos, ids, statuses = self._batched_filters(fw, state, pod, table, rotated)
         statuses = list(statuses)
         nominees = _positions_with_nominees(fw, pod, table, rotated)
         if fw.has_classic_filters:
@@ -215,6 +291,29 @@ class Algorithm:
         if attempt is not None:
             self._record_filters(attempt, table, rotated, ids, statuses, positions, processed)
         return rotated[positions], processed
+
+    def _batched_filters(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                         rotated: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[Status]]:
+        """The batch filters' answer over ``rotated``: from the reused entry, refreshed on the rows
+        changed since; or computed, and kept in the entry being filled."""
+        cycle = self._batch
+        if cycle is None or len(rotated) != table.n:
+            if cycle is not None:
+                cycle.fill = None
+            return self._run_batch_filters(fw, state, pod, table, rotated)
+        entry = cycle.reuse
+        if entry is not None:
+            rows = np.flatnonzero(cycle.changed)
+            if len(rows):
+                entry.set_filters(rows, *fw.run_batch_filters(state, pod, table.batch(rows)))
+            return entry.first_pos[rotated], entry.ids[rotated], entry.statuses
+        first_pos, ids, statuses = self._run_batch_filters(fw, state, pod, table, rotated)
+        if cycle.fill is not None:
+            if fw.domain_scoped & _ran(fw, state, "filter"):
+                cycle.fill = None
+            else:
+                cycle.fill.set_filters(rotated, first_pos, ids, statuses)
+        return first_pos, ids, statuses
 
     @staticmethod
     def _run_batch_filters(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
@@ -301,13 +400,53 @@ class Algorithm:
         """The Score plugins' weighted totals (all ones when nothing scores at all)."""
         if not fw.has_score_plugins() and not self.extenders:
             return np.ones(len(batch), dtype=np.int64)
-        status = fw.run_pre_score(state, pod, batch)
-        if status is not None and not status.is_success():
-            raise StatusError(status)
-        result = fw.run_score(state, pod, batch, keep_parts=attempt is not None)
+        cycle = self._batch
+        if cycle is not None and cycle.reuse is not None:
+            result = self._reused_scores(cycle, fw, state, pod, batch, attempt is not None)
+        else:
+            status = fw.run_pre_score(state, pod, batch)
+            if status is not None and not status.is_success():
+                raise StatusError(status)
+            result = fw.run_score(state, pod, batch, keep_parts=attempt is not None)
+            if cycle is not None and cycle.fill is not None:
+                self._fill_scores(cycle.fill, fw, state, batch, result)
         if attempt is not None:
             attempt.scores = result
         return result.total
+
+    @staticmethod
+    def _reused_scores(cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch,
+                       keep_parts: bool) -> ScoreResult:
+        """Scores from the entry's raw scores, each plugin run only on the rows it lacks (changed
+        since, or not feasible when the entry was filled); normalisation and weights as always."""
+        entry = cycle.reuse
+        assert entry is not None
+        rows = batch.row_ids()
+        need = rows[~entry.known[rows]]
+        lacking = batch.table.batch(need)
+
+        def raw_of(pl: BatchScorePlugin) -> np.ndarray:
+            if len(need):
+                entry.set_raw(pl.name, need, fw.raw_scores(pl, state, pod, lacking))
+            return entry.raw[pl.name][rows]
+
+        result = fw.run_score(state, pod, batch, keep_parts, raw_of)
+        entry.known[need] = True
+        return result
+
+    @staticmethod
+    def _fill_scores(entry: BatchEntry, fw: Framework, state: CycleState, batch: NodeBatch, result: ScoreResult) -> None:
+        """Keep the raw scores and the cycle state (as PreScore left it) for the next pod, unless a
+        domain-scoped plugin scored."""
+        if fw.domain_scoped & _ran(fw, state, "score"):
+            return
+        rows = batch.row_ids()
+        for name, raw in result.raw.items():
+            entry.set_raw(name, rows, raw)
+        entry.known[rows] = True
+        saved = state.clone()
+        saved.pods_to_activate = {}
+        entry.state = saved
 
     async def _add_extender_scores(self, pod: PodInfo, table: NodeTable, feasible: np.ndarray, totals: np.ndarray,
                                    attempt: Attempt | None) -> np.ndarray:
@@ -333,6 +472,21 @@ class Algorithm:
         if len(ties) == 1:
             return int(ties[0])
         return int(ties[self.rng.randrange(len(ties))])
+
+
+def _nominations(fw: Framework) -> bool:
+    """Whether some pod is nominated to a node (the nominee pass then depends on more than rows)."""
+    nominator = fw.ctx.nominator
+    if nominator is None:
+        return False
+    names = getattr(nominator, "nominated_node_names", None)
+    return names is None or bool(names())
+
+
+def _ran(fw: Framework, state: CycleState, point: str) -> set[str]:
+    """The plugins at ``point`` ("filter" or "score") this cycle runs (PreFilter / PreScore did not skip them)."""
+    skipped = state.skip_filter_plugins if point == "filter" else state.skip_score_plugins
+    return {p.name for p in fw.points[point] if p.name not in skipped}
 
 
 def _record(position: int, status: Status, ids: np.ndarray, statuses: list[Status]) -> None:

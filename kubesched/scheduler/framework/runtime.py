@@ -9,6 +9,7 @@ first failing plugin in configured order.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import time
@@ -23,6 +24,7 @@ from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.client.interface import ClusterClient
 from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
+from kubesched.scheduler.framework.batch import BatchCache
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ClusterEventWithHint, unroll_wildcard
 from kubesched.scheduler.framework.extender import Extender
@@ -51,6 +53,7 @@ from kubesched.scheduler.framework.interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
     normalizes,
 )
 from kubesched.scheduler.framework.registry import Registry
@@ -123,6 +126,9 @@ class HandleContext:
     preemption_observer: PreemptionObserver | None = None
     #: The configuration's extenders, non-ignorable ones first (upstream ``Handle.Extenders``).
     extenders: Sequence[Extender] = ()
+    #: A number that moves whenever an informed object other than a pod or a node changes (what
+    #: plugins read besides the node table); None when nobody counts, which disables batching.
+    objects_version: Callable[[], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,10 +143,15 @@ class FrameworkOptions:
     [MIN_NODE_SCORE, MAX_NODE_SCORE], so the framework skips their range check. The scheduler fills
     it from the registry's declaration (``registry.score_range_trusted``): in-tree plugins only;
     every other plugin is checked, as upstream checks every plugin's.
+    ``batching``: see the field.
     """
 
     fast_paths: bool = True
     trusted_score_ranges: frozenset[str] = frozenset()
+    #: Reuse the previous cycle's filter verdicts and scores for a pod with the same batch key,
+    #: recomputing only the nodes that changed (``framework/batch.py``); placements are those of
+    #: scheduling every pod from scratch. Only where the OpportunisticBatching gate is on.
+    batching: bool = True
 
 
 @dataclass
@@ -149,6 +160,9 @@ class ScoreResult:
 
     total: np.ndarray
     plugins: list[tuple[str, np.ndarray, np.ndarray, int]]
+    #: Each scoring plugin's raw scores as the plugin returned them (may be memoised arrays the
+    #: plugin updates later: copy to keep).
+    raw: dict[str, np.ndarray] = field(default_factory=dict)
 
     def reordered(self, order: np.ndarray) -> ScoreResult:
         """The same scores for the nodes at ``order`` (positions into this result)."""
@@ -189,9 +203,56 @@ class Framework:
         #: Classic (per-node) Filter plugins with their configured positions among all filters.
         self._classic_filters: list[tuple[int, FilterPlugin]] = [
             (i, p) for i, p in enumerate(self._filters) if isinstance(p, FilterPlugin) and not isinstance(p, BatchFilterPlugin)]
+        self._signers, self.signatures_enabled = self._batchable_plugins()
+        #: Plugins whose results depend on other rows; a cycle is reused only where they skipped.
+        self.domain_scoped = frozenset(p.name for p in self._signers if p.domain_scoped)
+        #: The previous cycle's results, for the next pod with the same batch key.
+        self.batches = BatchCache()
 
     def _plugins_at(self, point: str, kind: type[PluginT]) -> list[PluginT]:
         return [p for p in self.points[point] if isinstance(p, kind)]
+
+    def _batchable_plugins(self) -> tuple[list[SignPlugin], bool]:
+        """``computeBatchablePlugins``: the PreFilter, Filter, PreScore and Score plugins, each
+        once; signatures are off when one of them cannot sign, or with extenders."""
+        signers: dict[str, SignPlugin] = {}
+        enabled = not self.ctx.extenders
+        for point in ("preFilter", "filter", "preScore", "score"):
+            for plugin in self.points[point]:
+                if isinstance(plugin, SignPlugin):
+                    signers.setdefault(plugin.name, plugin)
+                else:
+                    enabled = False
+        return list(signers.values()), enabled
+
+    # --- signatures ----------------------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> str | None:
+        """Upstream's ``SignPod``: the scheduler name and every plugin's fragments as JSON, or None
+        when signatures are off for the profile or a plugin cannot sign the pod."""
+        if not self.signatures_enabled:
+            return None
+        signature: dict[str, Any] = {"SchedulerName": pod.scheduler_name}
+        for plugin in self._signers:
+            fragments = plugin.sign_pod(pod)
+            if isinstance(fragments, Status):
+                return None
+            signature.update(fragments)
+        return json.dumps(signature, sort_keys=True, default=repr)
+
+    def batch_key(self, pod: PodInfo, table: NodeTable) -> tuple[Any, ...] | None:
+        """What the results of every plugin for ``pod`` depend on besides each node's own row
+        (``SignPlugin.batch_key``), or None when some plugin's may depend on other rows too. Two
+        pods with equal keys get the same verdicts and scores from the same table. The fragments'
+        values are the pod's own fields, compared with ``==`` (no hashing, no serialising)."""
+        if not self.signatures_enabled:
+            return None
+        key: list[Any] = [pod.scheduler_name]
+        for plugin in self._signers:
+            fragments = plugin.batch_key(pod, table)
+            if isinstance(fragments, Status):
+                return None
+            key.extend(fragments)
+        return tuple(key)
 
     # --- construction ------------------------------------------------------------------------
     def _build(self, registry: Registry) -> None:
@@ -654,19 +715,26 @@ class Framework:
             state.skip_score_plugins = skip
             self.observe("PreScore", status, start)
 
-    def run_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch, keep_parts: bool = False) -> ScoreResult:
-        """Score, normalise and weight every node of ``batch``. Raises StatusError on plugin errors."""
+    def run_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch, keep_parts: bool = False,
+                  raw_of: Callable[[BatchScorePlugin], np.ndarray] | None = None) -> ScoreResult:
+        """Score, normalise and weight every node of ``batch``. Raises StatusError on plugin errors.
+        ``raw_of`` supplies a batch plugin's raw scores in place of running it (a reused cycle)."""
         start = time.perf_counter()
         total = np.zeros(len(batch), dtype=np.int64)
         parts: list[tuple[str, np.ndarray, np.ndarray, int]] = []
+        raws: dict[str, np.ndarray] = {}
         status: Status | None = None
         try:
             for pl in self.points["score"]:
                 if pl.name in state.skip_score_plugins:
                     continue
                 t = time.perf_counter()
-                self._evaluated(pl.name, "Score", len(batch))
-                raw, normalized = self.score_one(pl, state, pod, batch)
+                if raw_of is not None and isinstance(pl, BatchScorePlugin):
+                    raw = raw_of(pl)
+                    normalized = self.normalize_one(pl, state, pod, batch, raw)
+                else:
+                    self._evaluated(pl.name, "Score", len(batch))
+                    raw, normalized = self.score_one(pl, state, pod, batch)
                 self._observe_plugin(state, pl.name, "Score", None, t)
                 if pl.name in self._range_checked and len(normalized) and \
                         (normalized.max() > MAX_NODE_SCORE or normalized.min() < MIN_NODE_SCORE):
@@ -676,9 +744,10 @@ class Framework:
                         f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")))
                 weight = self.score_weights[pl.name]
                 total += normalized * weight
+                raws[pl.name] = raw
                 if keep_parts:  # copies: plugins may hand out memoised arrays they update later
                     parts.append((pl.name, raw.copy(), normalized.copy(), weight))
-            return ScoreResult(total, parts)
+            return ScoreResult(total, parts, raws)
         except StatusError as e:
             status = e.status
             raise
@@ -688,18 +757,8 @@ class Framework:
     def score_one(self, pl: Plugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
         """One Score plugin over ``batch``: raw and normalised scores, unweighted."""
         if isinstance(pl, BatchScorePlugin):
-            try:
-                raw = np.asarray(pl.score_nodes(state, pod, batch), dtype=np.int64)
-            except StatusError as e:
-                raise StatusError(_wrap(e.status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name)) from e
-            if not normalizes(pl):
-                return raw, raw
-            try:
-                out = pl.normalize_scores(state, pod, batch, raw.copy())
-            except StatusError as e:
-                raise StatusError(_wrap(e.status, f'running Normalize on Score plugins: plugin "{pl.name}" failed with',
-                                        pl.name)) from e
-            return raw, (raw if out is None else np.asarray(out, dtype=np.int64))
+            raw = self.raw_scores(pl, state, pod, batch)
+            return raw, self.normalize_one(pl, state, pod, batch, raw)
         assert isinstance(pl, ScorePlugin)
         scores = []
         for name in batch.names():
@@ -715,6 +774,25 @@ class Framework:
         if failed(s):
             raise StatusError(_wrap(s, f'running Normalize on Score plugins: plugin "{pl.name}" failed with', pl.name))
         return raw, np.array([x.score for x in scores], dtype=np.int64)
+
+    def raw_scores(self, pl: BatchScorePlugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> np.ndarray:
+        """A batch Score plugin's raw scores over ``batch``."""
+        try:
+            return np.asarray(pl.score_nodes(state, pod, batch), dtype=np.int64)
+        except StatusError as e:
+            raise StatusError(_wrap(e.status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name)) from e
+
+    @staticmethod
+    def normalize_one(pl: BatchScorePlugin, state: CycleState, pod: PodInfo, batch: NodeBatch, raw: np.ndarray) -> np.ndarray:
+        """A batch Score plugin's normalisation of ``raw`` (``raw`` itself when it has none)."""
+        if not normalizes(pl):
+            return raw
+        try:
+            out = pl.normalize_scores(state, pod, batch, raw.copy())
+        except StatusError as e:
+            raise StatusError(_wrap(e.status, f'running Normalize on Score plugins: plugin "{pl.name}" failed with',
+                                    pl.name)) from e
+        return raw if out is None else np.asarray(out, dtype=np.int64)
 
     # --- Reserve, Permit -----------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
