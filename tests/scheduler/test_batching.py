@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -18,16 +18,17 @@ from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.bench import templates as t
 from kubesched.scheduler.config import default_configuration
-from kubesched.scheduler.config.types import PluginRef, PluginSet
-from kubesched.scheduler.features import FeatureGates
+from kubesched.scheduler.config.args import LIST_DEFAULTING
+from kubesched.scheduler.config.types import PluginRef, SchedulerConfiguration
 from kubesched.scheduler.framework.interface import FilterPlugin
+from kubesched.scheduler.framework.registry import merge
+from kubesched.scheduler.framework.runtime import Framework
 from kubesched.scheduler.framework.status import Status
 from kubesched.scheduler.plugins.registry import in_tree_registry
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.explain import attempts_to_json
-from kubesched.simulator.simulate import simulate
 from kubesched.simulator.virtualtime import run_virtual
-from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
+from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock, ManualClock
 from tests.helpers import make_node, make_pod
 
 ZONES = ("moon-1", "moon-2", "moon-3")
@@ -166,3 +167,138 @@ def test_placements_are_identical_with_and_without_batching(name):
     assert sum(1 for node in batched.values() if node) >= w.measured_count // 2
     assert none == 0
     assert (reused > w.measured_count // 3) if name in BATCHED else reused == 0
+
+
+# --- explanations -----------------------------------------------------------------------------------
+def explained(objects: list[dict], batching: bool) -> tuple[list[dict[str, Any]], int]:
+    """Every attempt's explanation (what ``kubesched explain`` prints) and the cycles batched."""
+
+    async def body() -> tuple[list[dict[str, Any]], int]:
+        clock = LoopClock(asyncio.get_running_loop(), VIRTUAL_EPOCH)
+        store = ObjectStore(clock, seed=5, auto_create_namespaces=True)
+        attempts: list[Any] = []
+        sched = Scheduler(MemoryClient(store), default_configuration(), clock=clock, seed=5, batching=batching,
+                          on_attempt=attempts.append)
+        for obj in objects:
+            store.create(KIND_OF[obj["kind"]], obj)
+        await sched.start()
+        loop = asyncio.get_running_loop().create_task(sched.run())
+        await asyncio.sleep(30)
+        reused = sched.frameworks["default-scheduler"].batches.reused
+        await sched.stop()
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+        return attempts_to_json(attempts), reused
+
+    return run_virtual(body())
+
+
+def mixed_cluster() -> list[dict]:
+    """Nodes that differ in size, zone, taints (normalised scores) and images; runs of same-shaped
+    pods that fill the small nodes (Insufficient cpu, Too many pods) and a few other shapes between runs."""
+    nodes = [make_node(f"n{i}", cpu=("2" if i % 3 == 0 else "4"), pods=("4" if i % 4 == 0 else "110"),
+                       labels={"topology.kubernetes.io/zone": f"z{i % 2}"},
+                       taints=[{"key": "spot", "value": "x", "effect": "PreferNoSchedule"}] if i % 5 == 0 else None,
+                       images=[{"names": ["registry.k8s.io/app:1"], "sizeBytes": 400_000_000}] if i % 2 else None)
+             for i in range(12)]
+    pods = []
+    for run, (cpu, image, count) in enumerate((("500m", "nginx", 20), ("1", "registry.k8s.io/app:1", 12), ("250m", "nginx", 25))):
+        for i in range(count):
+            pod = make_pod(f"r{run}-{i:02d}", cpu=cpu, memory="256Mi")
+            pod["spec"]["containers"][0]["image"] = image
+            pods.append(pod)
+        pods.append(make_pod(f"odd{run}", cpu="3", affinity={"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In",
+                                                                "values": ["z1"]}]}}]}}))
+    pods.append(make_pod("too-big", cpu="9"))
+    return nodes + pods
+
+
+def test_explanations_of_batched_pods_equal_the_unbatched_ones():
+    batched, reused = explained(mixed_cluster(), batching=True)
+    one_by_one, none = explained(mixed_cluster(), batching=False)
+    assert reused > 30 and none == 0
+    assert batched == one_by_one
+
+
+# --- signatures -------------------------------------------------------------------------------------
+class ClassicFilter(FilterPlugin):
+    """A user's per-node filter: it has no signature support."""
+
+    name = "ClassicFilter"
+
+    def filter(self, state: Any, pod: PodInfo, node_info: Any) -> Status | None:
+        return None
+
+
+def framework(spread_defaults: bool = True, classic: bool = False) -> Framework:
+    """The default profile's framework; ``spread_defaults`` off gives PodTopologySpread no default
+    constraints (``defaultingType: List``); ``classic`` adds a user's classic filter."""
+    config = default_configuration()
+    profile = config.profiles[0]
+    if not spread_defaults:
+        args = replace(profile.plugin_config["PodTopologySpread"], defaulting_type=LIST_DEFAULTING, default_constraints=[])
+        profile = replace(profile, plugin_config={**profile.plugin_config, "PodTopologySpread": args})
+    if classic:
+        profile.plugins.get("filter").enabled.append(PluginRef(ClassicFilter.name))
+    registry = merge(in_tree_registry(), {ClassicFilter.name: ClassicFilter})
+    sched = Scheduler(MemoryClient(ObjectStore(ManualClock(), seed=1)), SchedulerConfiguration(profiles=[profile]),
+                      registry=registry)
+    return sched.frameworks["default-scheduler"]
+
+
+SPREAD = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                          "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"a": "b"}}}]}
+ANTI = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+    {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"a": "b"}}}]}}}
+CLAIM = {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]}
+DRA = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}
+
+#: (case, profile options, pod spec, upstream signs it, kubesched batches it)
+SIGNING_CASES = [
+    ("plain pod, default profile: system default spreading leaves it unsigned upstream", {}, {}, False, True),
+    ("plain pod, no default spreading", {"spread_defaults": False}, {}, True, True),
+    ("spread constraints", {"spread_defaults": False}, SPREAD, False, False),
+    ("required anti-affinity", {"spread_defaults": False}, ANTI, False, False),
+    ("volume claim: signed by its volumes, not batched", {"spread_defaults": False}, CLAIM, True, False),
+    ("resource claims", {"spread_defaults": False}, DRA, False, False),
+    ("a classic filter without signature support", {"spread_defaults": False, "classic": True}, {}, False, False),
+]
+
+
+@pytest.mark.parametrize(("options", "spec", "signed", "batched"), [c[1:] for c in SIGNING_CASES],
+                         ids=[c[0] for c in SIGNING_CASES])
+def test_which_pods_are_signed_and_batched(options, spec, signed, batched):
+    fw = framework(**options)
+    pod = PodInfo(make_pod("p", cpu="100m", labels={"a": "b"}, **spec))
+    assert (fw.sign_pod(pod) is not None) == signed
+    assert (fw.batch_key(pod, fw.snapshot) is not None) == batched
+
+
+@pytest.mark.parametrize(("change", "same"), [
+    ("another name", True),
+    ("another cpu request", False),
+    ("a toleration", False),
+    ("another label", False),
+    ("a node selector", False),
+    ("another image", False),
+])
+def test_signatures_tell_apart_what_plugins_read(change, same):
+    fw = framework(spread_defaults=False)
+
+    def pod(name: str = "p", cpu: str = "100m", labels: dict | None = None, image: str = "nginx", **spec: Any) -> PodInfo:
+        manifest = make_pod(name, cpu=cpu, labels=labels or {"a": "b"}, **spec)
+        manifest["spec"]["containers"][0]["image"] = image
+        return PodInfo(manifest)
+
+    base = pod()
+    other = {
+        "another name": lambda: pod(name="q"),
+        "another cpu request": lambda: pod(cpu="200m"),
+        "a toleration": lambda: pod(tolerations=[{"key": "k", "operator": "Exists"}]),
+        "another label": lambda: pod(labels={"a": "c"}),
+        "a node selector": lambda: pod(nodeSelector={"disk": "ssd"}),
+        "another image": lambda: pod(image="redis"),
+    }[change]()
+    assert (fw.sign_pod(base) == fw.sign_pod(other)) == same
+    assert (fw.batch_key(base, fw.snapshot) == fw.batch_key(other, fw.snapshot)) == same
