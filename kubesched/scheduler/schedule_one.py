@@ -122,7 +122,7 @@ class Algorithm:
             return None
         shareable = not pod.nominated_node_name and not _nominations(fw)
         key = fw.batch_key(pod, table) if shareable else None
-        return fw.batches.begin(key, table, self._objects_version(fw), shareable)
+        return fw.batches.begin(key, table, self._objects_version(fw), shareable, fw.pod_readers)
 
     async def _scheduled_with(self, cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
                               attempt: Attempt | None) -> ScheduleResult | None:
@@ -301,19 +301,27 @@ class Algorithm:
             if cycle is not None:
                 cycle.fill = None
             return self._run_batch_filters(fw, state, pod, table, rotated)
+        readers = fw.pod_readers.__contains__
         entry = cycle.reuse
         if entry is not None:
             rows = np.flatnonzero(cycle.changed)
             if len(rows):
-                entry.set_filters(rows, *fw.run_batch_filters(state, pod, table.batch(rows)))
+                entry.set_filters(entry.pod_reading, rows, fw.run_batch_filters(state, pod, table.batch(rows), readers))
             return entry.first_pos[rotated], entry.ids[rotated], entry.statuses
-        first_pos, ids, statuses = self._run_batch_filters(fw, state, pod, table, rotated)
-        if cycle.fill is not None:
-            if fw.domain_scoped & _ran(fw, state, "filter"):
-                cycle.fill = None
-            else:
-                cycle.fill.set_filters(rotated, first_pos, ids, statuses)
-        return first_pos, ids, statuses
+        fill = cycle.fill
+        if fill is None or fw.domain_scoped & _ran(fw, state, "filter"):
+            cycle.fill = None
+            return self._run_batch_filters(fw, state, pod, table, rotated)
+        rows, every = np.arange(table.n), table.all_rows()
+        try:
+            node_only = fw.run_batch_filters(state, pod, every, lambda name: not readers(name))
+            pod_reading = fw.run_batch_filters(state, pod, every, readers)
+        except StatusError:  # perhaps on a node one pass would not ask: that pass decides
+            cycle.fill = None
+            return self._run_batch_filters(fw, state, pod, table, rotated)
+        fill.set_filters(fill.node_only, rows, node_only)
+        fill.set_filters(fill.pod_reading, rows, pod_reading)
+        return fill.first_pos[rotated], fill.ids[rotated], fill.statuses
 
     @staticmethod
     def _run_batch_filters(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
@@ -421,18 +429,15 @@ class Algorithm:
         since, or not feasible when the entry was filled); normalisation and weights as always."""
         entry = cycle.reuse
         assert entry is not None
-        rows = batch.row_ids()
-        need = rows[~entry.known[rows]]
-        lacking = batch.table.batch(need)
+        rows = batch.rows
 
         def raw_of(pl: BatchScorePlugin) -> np.ndarray:
+            need = entry.lacking(pl.name, rows)
             if len(need):
-                entry.set_raw(pl.name, need, fw.raw_scores(pl, state, pod, lacking))
-            return entry.raw[pl.name][rows]
+                entry.set_raw(pl.name, need, fw.raw_scores(pl, state, pod, batch.table.batch(need)))
+            return batch.col(entry.raw[pl.name])
 
-        result = fw.run_score(state, pod, batch, keep_parts, raw_of)
-        entry.known[need] = True
-        return result
+        return fw.run_score(state, pod, batch, keep_parts, raw_of)
 
     @staticmethod
     def _fill_scores(entry: BatchEntry, fw: Framework, state: CycleState, batch: NodeBatch, result: ScoreResult) -> None:
@@ -443,7 +448,6 @@ class Algorithm:
         rows = batch.row_ids()
         for name, raw in result.raw.items():
             entry.set_raw(name, rows, raw)
-        entry.known[rows] = True
         saved = state.clone()
         saved.pods_to_activate = {}
         entry.state = saved

@@ -33,10 +33,29 @@ from kubesched.scheduler.nodetable.table import NodeTable
 MAX_CHANGED_ROWS = 64
 
 
+_NO_FAILURE = np.iinfo(np.int32).max
+
+
+@dataclass
+class _Verdicts:
+    """Per row, the position of the first failing Filter plugin of a group (``_NO_FAILURE``: none)
+    and its status id (-1: passes)."""
+
+    first_pos: np.ndarray
+    ids: np.ndarray
+
+    @classmethod
+    def passing(cls, n: int) -> _Verdicts:
+        return cls(np.full(n, _NO_FAILURE, dtype=np.int32), np.full(n, -1, dtype=np.int32))
+
+
 @dataclass
 class BatchEntry:
     """One cycle's results over every row of ``table``, valid at ``version`` (see the module
-    docstring). ``ids`` index ``statuses`` (-1: the node passes the batch filters)."""
+    docstring). Filter verdicts are kept in two groups, the plugins that read only the node and
+    those that read the pods on it (``Framework.pod_readers``), and combined (``first_pos``,
+    ``ids``: the first failure by configured position, as one pass over every plugin finds it);
+    ids index ``statuses``."""
 
     key: tuple[Any, ...]
     table: NodeTable
@@ -44,22 +63,23 @@ class BatchEntry:
     objects: int
     version: int
     state: CycleState
+    node_only: _Verdicts
+    pod_reading: _Verdicts
     first_pos: np.ndarray
     ids: np.ndarray
-    statuses: list[Status]
-    #: Per Score plugin not skipped: raw scores by row, and which rows hold one.
+    statuses: list[Status] = field(default_factory=list)
+    #: Per Score plugin not skipped: raw scores by row, and which rows hold a current one.
     raw: dict[str, np.ndarray] = field(default_factory=dict)
-    known: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    known: dict[str, np.ndarray] = field(default_factory=dict)
     _status_index: dict[Status, int] = field(default_factory=dict)
 
     def add_statuses(self, statuses: list[Status]) -> np.ndarray:
         """Indices in ``statuses`` of the given statuses, appending those not seen (equal statuses
-        share one index, so the list stays as short as the distinct reasons)."""
+        share one index, so the list stays as short as the distinct reasons); the last slot maps
+        id -1 (pass) to -1."""
         index = self._status_index
-        if not index:
-            index.update((s, i) for i, s in reversed(list(enumerate(self.statuses))))
         out = np.empty(len(statuses) + 1, dtype=np.int32)
-        out[-1] = -1  # ids of -1 (pass) map to -1
+        out[-1] = -1
         for i, status in enumerate(statuses):
             at = index.get(status)
             if at is None:
@@ -68,17 +88,32 @@ class BatchEntry:
             out[i] = at
         return out
 
-    def set_filters(self, rows: np.ndarray, first_pos: np.ndarray, ids: np.ndarray, statuses: list[Status]) -> None:
-        """Store the batch filters' answer for ``rows`` (``ids`` index ``statuses``)."""
-        self.first_pos[rows] = first_pos
-        self.ids[rows] = self.add_statuses(statuses)[ids]
+    def set_filters(self, group: _Verdicts, rows: np.ndarray,
+                    answer: tuple[np.ndarray, np.ndarray, list[Status]]) -> None:
+        """Store one group's answer for ``rows`` (``Framework.run_batch_filters``'s triple) and
+        combine the two groups there."""
+        first_pos, ids, statuses = answer
+        group.first_pos[rows] = first_pos
+        group.ids[rows] = self.add_statuses(statuses)[ids]
+        node_first = self.node_only.first_pos[rows] <= self.pod_reading.first_pos[rows]
+        self.first_pos[rows] = np.where(node_first, self.node_only.first_pos[rows], self.pod_reading.first_pos[rows])
+        self.ids[rows] = np.where(node_first, self.node_only.ids[rows], self.pod_reading.ids[rows])
 
     def set_raw(self, name: str, rows: np.ndarray, values: np.ndarray) -> None:
         """Store a Score plugin's raw scores for ``rows``."""
         column = self.raw.get(name)
         if column is None:
             column = self.raw[name] = np.zeros(self.table.n, dtype=np.int64)
+            self.known[name] = np.zeros(self.table.n, dtype=bool)
         column[rows] = values
+        self.known[name][rows] = True
+
+    def lacking(self, name: str, rows: np.ndarray | None) -> np.ndarray:
+        """Those of ``rows`` (None: every row) without a current raw score of plugin ``name``."""
+        known = self.known.get(name)
+        if rows is None:
+            return np.arange(self.table.n) if known is None else np.flatnonzero(~known)
+        return rows if known is None else rows[~known[rows]]
 
 
 @dataclass
@@ -103,10 +138,12 @@ class BatchCache:
         self.reused = 0
         self.filled = 0
 
-    def begin(self, key: tuple[Any, ...] | None, table: NodeTable, objects: int | None, shareable: bool) -> BatchCycle | None:
+    def begin(self, key: tuple[Any, ...] | None, table: NodeTable, objects: int | None, shareable: bool,
+              pod_readers: frozenset[str]) -> BatchCycle | None:
         """The batching side of a cycle for a pod with ``key`` (None: not batchable). ``shareable``
         says whether the cycle may use or leave an entry at all (no nominations, no nominated node);
-        ``objects`` is the objects version (None: unknown, nothing is shared)."""
+        ``objects`` is the objects version (None: unknown, nothing is shared); the raw scores of
+        ``pod_readers`` on changed rows are stale."""
         if key is None or objects is None or not shareable:
             self.entry = None
             return None
@@ -117,7 +154,9 @@ class BatchCache:
             if len(rows) <= MAX_CHANGED_ROWS:
                 changed = np.zeros(table.n, dtype=bool)
                 changed[rows] = True
-                entry.known[rows] = False  # raw scores of changed rows are computed again when needed
+                for name, known in entry.known.items():
+                    if name in pod_readers:
+                        known[rows] = False  # computed again where needed
                 return BatchCycle(key, table.version, reuse=entry, changed=changed)
         self.entry = None
         return BatchCycle(key, table.version)
@@ -125,9 +164,8 @@ class BatchCache:
     def new_entry(self, cycle: BatchCycle, table: NodeTable, objects: int, state: CycleState) -> BatchEntry:
         """An empty entry for ``cycle`` over ``table`` as it is now; ``state`` is copied later."""
         n = table.n
-        return BatchEntry(cycle.key, table, table.generation, objects, table.version, state,
-                          np.full(n, np.iinfo(np.int32).max, dtype=np.int32), np.full(n, -1, dtype=np.int32), [],
-                          known=np.zeros(n, dtype=bool))
+        return BatchEntry(cycle.key, table, table.generation, objects, table.version, state, _Verdicts.passing(n),
+                          _Verdicts.passing(n), np.full(n, _NO_FAILURE, dtype=np.int32), np.full(n, -1, dtype=np.int32))
 
     def keep(self, entry: BatchEntry, reused: bool) -> None:
         """The cycle that filled or reused ``entry`` succeeded: the next pod may use it."""

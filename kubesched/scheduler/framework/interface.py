@@ -175,6 +175,10 @@ class SignPlugin(Plugin):
     """
 
     domain_scoped: ClassVar[bool] = False
+    #: Whether the plugin's verdict or score for a node depends on the pods on it (off for plugins
+    #: that read only the node: its labels, taints, images). A placement changes a row's pods only,
+    #: so a batched cycle runs only the plugins that read them on the rows that changed.
+    reads_node_pods: ClassVar[bool] = True
 
     def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
         """The pod's fragments, or an Unschedulable Status when this plugin cannot sign the pod

@@ -206,6 +206,8 @@ class Framework:
         self._signers, self.signatures_enabled = self._batchable_plugins()
         #: Plugins whose results depend on other rows; a cycle is reused only where they skipped.
         self.domain_scoped = frozenset(p.name for p in self._signers if p.domain_scoped)
+        #: Plugins whose answer for a node depends on the pods on it (``SignPlugin.reads_node_pods``).
+        self.pod_readers = frozenset(p.name for p in self._signers if p.reads_node_pods)
         #: The previous cycle's results, for the next pod with the same batch key.
         self.batches = BatchCache()
 
@@ -500,8 +502,9 @@ class Framework:
         return None
 
     # --- Filter --------------------------------------------------------------------------------
-    def run_batch_filters(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray, list[Status]]:
-        """Run the batch Filter plugins on every node of ``batch``.
+    def run_batch_filters(self, state: CycleState, pod: PodInfo, batch: NodeBatch,
+                          only: Callable[[str], bool] | None = None) -> tuple[np.ndarray, np.ndarray, list[Status]]:
+        """Run the batch Filter plugins (those ``only`` admits, if given) on every node of ``batch``.
 
         Returns (first failing filter position per node or a large number, status id per node,
         statuses). Raises StatusError when a plugin returns an Error.
@@ -512,7 +515,7 @@ class Framework:
         statuses: list[Status] = []
         skip = state.skip_filter_plugins
         for position, pl in enumerate(self._filters):
-            if pl.name in skip or not isinstance(pl, BatchFilterPlugin):
+            if pl.name in skip or not isinstance(pl, BatchFilterPlugin) or (only is not None and not only(pl.name)):
                 continue
             self._evaluated(pl.name, "Filter", size if not statuses else int(np.count_nonzero(ids < 0)))
             if pl.feasible_only:

@@ -201,6 +201,8 @@ def _error(message: str) -> Status:
 class DynamicResources(SignPlugin, PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, PostFilterPlugin, BatchScorePlugin,
                        ReservePlugin, PreBindPlugin, EnqueueExtensions):
     name = names.DynamicResources
+    #: Pods with claims are not signed; for the others this plugin answers without reading a node.
+    reads_node_pods = False
     Args = DynamicResourcesArgs
     #: The allocator's per-node work is expensive: run it only where earlier filters passed.
     feasible_only = True

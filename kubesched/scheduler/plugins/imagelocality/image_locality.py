@@ -160,6 +160,7 @@ class ImageIndex:
 
 class ImageLocality(SignPlugin, BatchScorePlugin):
     name = names.ImageLocality
+    reads_node_pods = False
 
     def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
         return [signers.images(pod)]

@@ -168,6 +168,7 @@ class _PreScoreState:
 
 class NodeAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.NodeAffinity
+    reads_node_pods = False
     Args = NodeAffinityArgs
 
     def __init__(self, args: NodeAffinityArgs | None = None, handle: Any = None) -> None:

@@ -25,6 +25,7 @@ def fits(pod: Mapping, node: Mapping) -> bool:
 
 class NodeName(SignPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.NodeName
+    reads_node_pods = False
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)

@@ -29,6 +29,7 @@ def tolerates_unschedulable(pod: PodInfo, comparison_operators: bool = False) ->
 
 class NodeUnschedulable(SignPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.NodeUnschedulable
+    reads_node_pods = False
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
