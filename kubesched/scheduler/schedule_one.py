@@ -74,6 +74,11 @@ class Algorithm:
         self.next_start_node_index = 0
         #: The batching context of the cycle running (None: not batched).
         self._batch: BatchCycle | None = None
+        #: The scheduling cycle, set by the scheduler before each attempt (upstream's cycle counter).
+        self.cycle = 0
+        #: The pod's signature and the node upstream's batching hinted at, this cycle.
+        self._signature: str | None = None
+        self._hint = ""
 
     async def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
                            attempt: Attempt | None = None) -> ScheduleResult:
@@ -90,7 +95,8 @@ class Algorithm:
             entry, start_index = cycle.reuse, self.next_start_node_index
             result = await self._scheduled_with(cycle, fw, state, pod, table, attempt)
             if result is not None:
-                entry.version = cycle.version
+                if cycle.refreshed:  # else the changed rows are still to be refreshed
+                    entry.version = cycle.version
                 fw.batches.keep(entry, reused=True)
                 return result
             state.restore(CycleState())
@@ -145,6 +151,7 @@ class Algorithm:
 
     async def _schedule(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
                         attempt: Attempt | None) -> ScheduleResult:
+        self._signature, self._hint = None, ""
         feasible, diagnosis = await self.find_nodes_that_fit(fw, state, pod, table, attempt)
         if len(feasible) == 0:
             raise FitError(pod.key, table.n, diagnosis)
@@ -153,6 +160,8 @@ class Algorithm:
             host = table.names[int(feasible[0])]
             if attempt is not None:
                 attempt.chosen = host
+            if fw.feature_gates.enabled(BATCHING_GATE):
+                fw.hints.store(self._signature, self._hint, host, None, self.cycle)
             return ScheduleResult(host, evaluated, 1)
         if len(feasible) == table.n and fw.options.fast_paths:
             # Every node is feasible: score whole columns in row order, then read totals in visiting order.
@@ -163,9 +172,13 @@ class Algorithm:
             totals = self.prioritize(fw, state, pod, table.batch(feasible), attempt)
         if self.extenders:
             totals = await self._add_extender_scores(pod, table, feasible, totals, attempt)
-        host = table.names[int(feasible[self.select_host(totals)])]
+        chosen = self.select_host(totals)
+        host = table.names[int(feasible[chosen])]
         if attempt is not None:
             attempt.chosen = host
+        if fw.feature_gates.enabled(BATCHING_GATE):
+            rest = None if self._signature is None else (table, np.delete(feasible, chosen), np.delete(totals, chosen))
+            fw.hints.store(self._signature, self._hint, host, rest, self.cycle)
         return ScheduleResult(host, evaluated, len(feasible))
 
     # --- filtering -------------------------------------------------------------------------------
@@ -190,8 +203,11 @@ class Algorithm:
             if attempt is not None:
                 attempt.pre_filter_status = status
             return np.empty(0, dtype=np.int64), diagnosis
-        if pod.nominated_node_name:
-            feasible = self._evaluate_nominated_node(fw, state, pod, table, diagnosis, attempt)
+        if fw.feature_gates.enabled(BATCHING_GATE):
+            self._signature = fw.sign_pod(pod)
+            self._hint = fw.hints.hint(self._signature, self.cycle, lambda name: self._fits(fw, state, pod, table, name))
+        if pod.nominated_node_name or self._hint:
+            feasible = self._evaluate_nominated_node(fw, state, pod, table, diagnosis, attempt, self._hint)
             if self.extenders:
                 feasible = await self._pass_extenders(pod, table, feasible, diagnosis, attempt)
             if len(feasible):
@@ -231,11 +247,21 @@ class Algorithm:
             attempt.feasible = [table.names[int(r)] for r in passed]
         return passed
 
+    @staticmethod
+    def _fits(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, name: str) -> bool:
+        """Whether the Filter plugins let the pod on node ``name`` (a missing node counts as
+        fitting: the ranking that named it is stale either way)."""
+        info = table.get(name)
+        if info is None:
+            return True
+        status = fw.run_filters_on_node_info(state, pod, info)
+        return status is None or not status.is_rejected()
+
     def _evaluate_nominated_node(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
-                                 diagnosis: Diagnosis, attempt: Attempt | None = None) -> np.ndarray:
-        """``evaluateNominatedNode``: the nominated node alone; the explanation shows that one node
-        (a failing one is then overwritten by the full pass)."""
-        row = table.row_of.get(pod.nominated_node_name)
+                                 diagnosis: Diagnosis, attempt: Attempt | None = None, hint: str = "") -> np.ndarray:
+        """``evaluateNominatedNode``: the nominated node alone, or else the node batching hints at;
+        the explanation shows that one node (a failing one is then overwritten by the full pass)."""
+        row = table.row_of.get(pod.nominated_node_name or hint)
         if row is None:
             return np.empty(0, dtype=np.int64)
         feasible, _ = self.find_nodes_that_pass_filters(fw, state, pod, table, np.array([row], dtype=np.int64), diagnosis,
@@ -307,6 +333,7 @@ class Algorithm:
             rows = np.flatnonzero(cycle.changed)
             if len(rows):
                 entry.set_filters(entry.pod_reading, rows, fw.run_batch_filters(state, pod, table.batch(rows), readers))
+            cycle.refreshed = True
             return entry.first_pos[rotated], entry.ids[rotated], entry.statuses
         fill = cycle.fill
         if fill is None or fw.domain_scoped & _ran(fw, state, "filter"):

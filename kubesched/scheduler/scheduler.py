@@ -334,6 +334,7 @@ class Scheduler:
             self.queue.done(pod.uid)
             return
         start = self.clock.now()
+        self.algorithm.cycle = self.queue.scheduling_cycle
         state = CycleState()
         state.record_plugin_metrics = self._metrics_sampler.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
         try:

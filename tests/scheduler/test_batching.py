@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kubesched.api.kinds import Kind, known_kind
@@ -20,6 +21,8 @@ from kubesched.bench import templates as t
 from kubesched.scheduler.config import default_configuration
 from kubesched.scheduler.config.args import LIST_DEFAULTING
 from kubesched.scheduler.config.types import PluginRef, SchedulerConfiguration
+from kubesched.scheduler.features import FeatureGates
+from kubesched.scheduler.framework.batch import OpportunisticBatch
 from kubesched.scheduler.framework.interface import FilterPlugin
 from kubesched.scheduler.framework.registry import merge
 from kubesched.scheduler.framework.runtime import Framework
@@ -302,3 +305,107 @@ def test_signatures_tell_apart_what_plugins_read(change, same):
     }[change]()
     assert (fw.sign_pod(base) == fw.sign_pod(other)) == same
     assert (fw.batch_key(base, fw.snapshot) == fw.batch_key(other, fw.snapshot)) == same
+
+
+# --- upstream's node hints (OpportunisticBatching) ------------------------------------------------
+class Table:
+    """A stand-in node table for the ranking: names by row, a generation."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.n = len(names)
+        self.generation = 0
+
+
+def ranked(*pairs: tuple[str, int]) -> tuple[Any, Any, Any]:
+    names = [name for name, _ in pairs]
+    return Table(names), np.arange(len(names)), np.array([score for _, score in pairs])
+
+
+#: (case, second pod's signature, its cycle, seconds later, does it fit the first pod's node, hint)
+HINT_CASES = [
+    ("same signature, next cycle, first node now full: the next best node", "sig", 2, 0.1, False, "n2"),
+    ("another signature", "other", 2, 0.1, False, ""),
+    ("an unsigned pod", None, 2, 0.1, False, ""),
+    ("a cycle in between (another pod, or a failure)", "sig", 3, 0.1, False, ""),
+    ("the first node still fits: its new score is unknown", "sig", 2, 0.1, True, ""),
+    ("results older than the batch age", "sig", 2, 0.6, False, ""),
+]
+
+
+@pytest.mark.parametrize(("signature", "cycle", "later", "fits", "expected"), [c[1:] for c in HINT_CASES],
+                         ids=[c[0] for c in HINT_CASES])
+def test_get_node_hint(signature, cycle, later, fits, expected):
+    clock = ManualClock()
+    batch = OpportunisticBatch(clock.now, random.Random(1))
+    assert batch.hint("sig", 1, lambda name: False) == ""
+    batch.store("sig", "", "n1", ranked(("n2", 90), ("n3", 80), ("n4", 70)), 1)
+    clock.step(later)
+    asked: list[str] = []
+    assert batch.hint(signature, cycle, lambda name: asked.append(name) or fits) == expected
+    if expected:
+        assert asked == ["n1"]
+
+
+def test_a_taken_hint_keeps_the_ranking_and_an_ignored_one_replaces_it():
+    clock = ManualClock()
+    batch = OpportunisticBatch(clock.now, random.Random(1))
+    batch.store("sig", "", "n1", ranked(("n2", 90), ("n3", 80), ("n4", 70)), 1)
+    assert batch.hint("sig", 2, lambda name: False) == "n2"
+    batch.store("sig", "n2", "n2", None, 2)
+    assert batch.batched_pods == 1
+    assert batch.hint("sig", 3, lambda name: False) == "n3"
+    batch.store("sig", "n3", "n5", ranked(("n6", 50), ("n4", 40)), 3)  # the hint failed its filters
+    assert batch.hint("sig", 4, lambda name: False) == "n6"
+
+
+def test_ties_in_the_ranking_are_taken_in_random_order():
+    picks = set()
+    for seed in range(20):
+        batch = OpportunisticBatch(ManualClock().now, random.Random(seed))
+        batch.store("sig", "", "n1", ranked(("a", 50), ("b", 50), ("c", 10)), 1)
+        first = batch.hint("sig", 2, lambda name: False)
+        picks.add(first)
+        batch.store("sig", first, first, None, 2)
+        assert {first, batch.hint("sig", 3, lambda name: False)} == {"a", "b"}
+    assert picks == {"a", "b"}
+
+
+def one_pod_per_node(gates: dict[str, bool]) -> tuple[dict[str, str], list[dict[str, Any]], int]:
+    """3-cpu pods on 4-cpu nodes, under a profile that signs them (no default spreading)."""
+    config = default_configuration()
+    profile = config.profiles[0]
+    args = replace(profile.plugin_config["PodTopologySpread"], defaulting_type=LIST_DEFAULTING, default_constraints=[])
+    profile = replace(profile, plugin_config={**profile.plugin_config, "PodTopologySpread": args})
+
+    async def body() -> tuple[dict[str, str], list[dict[str, Any]], int]:
+        clock = LoopClock(asyncio.get_running_loop(), VIRTUAL_EPOCH)
+        store = ObjectStore(clock, seed=2, auto_create_namespaces=True)
+        attempts: list[Any] = []
+        sched = Scheduler(MemoryClient(store), SchedulerConfiguration(profiles=[profile]), clock=clock, seed=2,
+                          feature_gates=FeatureGates(gates), on_attempt=attempts.append)
+        for i in range(8):
+            store.create(KIND_OF["Node"], make_node(f"n{i}", cpu=("4" if i % 2 else "8")))
+        for i in range(8):
+            store.create(POD, make_pod(f"p{i}", cpu="3"))
+        await sched.start()
+        loop = asyncio.get_running_loop().create_task(sched.run())
+        await asyncio.sleep(30)
+        hinted = sched.frameworks["default-scheduler"].hints.batched_pods
+        await sched.stop()
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+        placements = {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in store.iter_all(POD)}
+        return placements, attempts_to_json(attempts), hinted
+
+    return run_virtual(body())
+
+
+def test_pods_that_fill_their_node_take_the_next_node_of_the_previous_ranking():
+    placements, attempts, hinted = one_pod_per_node({})
+    assert all(placements.values())
+    assert hinted >= 3
+    # A hinted pod is placed without scoring: its attempt evaluated the hinted node alone.
+    assert sum(1 for a in attempts if len(a["nodes"]) == 1) == hinted
+    _, _, without = one_pod_per_node({"OpportunisticBatching": False})
+    assert without == 0

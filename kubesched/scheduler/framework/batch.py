@@ -20,6 +20,8 @@ skipped in the cycle the entry came from. Otherwise the cycle runs in full and l
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,6 +129,8 @@ class BatchCycle:
     reuse: BatchEntry | None = None
     changed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     fill: BatchEntry | None = None
+    #: Whether the reused entry's changed rows were refreshed (not so when one node was tried).
+    refreshed: bool = False
 
 
 class BatchCache:
@@ -177,3 +181,85 @@ class BatchCache:
 
     def drop(self) -> None:
         self.entry = None
+
+
+# --- upstream's node hints ------------------------------------------------------------------------
+#: Upstream's ``maxBatchAge``: older results are not handed out.
+MAX_BATCH_AGE = 0.5
+
+
+@dataclass
+class _Ranking:
+    """The rest of a cycle's feasible nodes with their total scores, best first when popped
+    (upstream ``sortedNodeScores``: ties in random order)."""
+
+    signature: str
+    names: np.ndarray
+    totals: np.ndarray
+    created: float
+
+    def pop(self, rng: random.Random) -> str:
+        best = np.flatnonzero(self.totals == self.totals.max())
+        at = int(best[rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
+        name = str(self.names[at])
+        self.names = np.delete(self.names, at)
+        self.totals = np.delete(self.totals, at)
+        return name
+
+
+class OpportunisticBatch:
+    """Upstream's OpportunisticBatching (``framework/runtime/batch.go``, gate OpportunisticBatching):
+    when the previous cycle placed a pod with the same signature on a node this pod no longer
+    fits, this pod is offered the next node of that cycle's ranking, and takes it if the node
+    passes the filters, without scoring. Upstream signs pods only where this gives the ranking one
+    full cycle would give; its default profile signs none (PodTopologySpread's system default
+    constraints).
+
+    ``hint`` is upstream's ``GetNodeHint`` and ``store`` its ``StoreScheduleResults``; the
+    scheduling cycle counter, the clock and the random source are the scheduler's.
+    """
+
+    def __init__(self, now: Callable[[], float], rng: random.Random) -> None:
+        self.now = now
+        self.rng = rng
+        self.ranking: _Ranking | None = None
+        self.last_cycle = -1
+        self.last_chosen = ""
+        #: Pods placed on a hinted node (upstream's ``batchedPods``).
+        self.batched_pods = 0
+        self._name_array: tuple[NodeTable, int, np.ndarray] | None = None
+
+    def hint(self, signature: str | None, cycle: int, fits_last_chosen: Callable[[str], bool]) -> str:
+        """The node to try first, or "" (upstream ``GetNodeHint``). ``fits_last_chosen(name)``
+        runs the filters on the node the previous pod took."""
+        ranking = self.ranking
+        if ranking is None or not len(ranking.names):
+            return ""
+        usable = (cycle == self.last_cycle + 1 and signature is not None and signature == ranking.signature
+                  and self.now() - ranking.created <= MAX_BATCH_AGE and not fits_last_chosen(self.last_chosen))
+        if not usable:
+            self.ranking = None
+            return ""
+        return ranking.pop(self.rng)
+
+    def store(self, signature: str | None, hinted: str, chosen: str, rest: tuple[NodeTable, np.ndarray, np.ndarray] | None,
+              cycle: int) -> None:
+        """Remember the cycle's outcome (upstream ``StoreScheduleResults``): a taken hint keeps the
+        ranking; otherwise ``rest`` (the table, and the other feasible rows with their totals)
+        becomes it."""
+        self.last_cycle, self.last_chosen = cycle, chosen
+        if hinted and hinted == chosen:
+            self.batched_pods += 1
+            return
+        if signature is None or rest is None or not len(rest[1]):
+            self.ranking = None
+            return
+        table, rows, totals = rest
+        self.ranking = _Ranking(signature, self._names(table)[rows], totals, self.now())
+
+    def _names(self, table: NodeTable) -> np.ndarray:
+        """The table's node names by row, as an array (kept while the table's nodes do not change)."""
+        cached = self._name_array
+        if cached is None or cached[0] is not table or cached[1] != table.generation:
+            cached = self._name_array = (table, table.generation, np.array(table.names[: table.n], dtype=object))
+        return cached[2]

@@ -24,7 +24,7 @@ from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.client.interface import ClusterClient
 from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
-from kubesched.scheduler.framework.batch import BatchCache
+from kubesched.scheduler.framework.batch import BatchCache, OpportunisticBatch
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ClusterEventWithHint, unroll_wildcard
 from kubesched.scheduler.framework.extender import Extender
@@ -210,6 +210,8 @@ class Framework:
         self.pod_readers = frozenset(p.name for p in self._signers if p.reads_node_pods)
         #: The previous cycle's results, for the next pod with the same batch key.
         self.batches = BatchCache()
+        #: Upstream's node hints (the OpportunisticBatching gate).
+        self.hints = OpportunisticBatch(ctx.clock.now, ctx.rng)
 
     def _plugins_at(self, point: str, kind: type[PluginT]) -> list[PluginT]:
         return [p for p in self.points[point] if isinstance(p, kind)]
