@@ -185,6 +185,11 @@ class SignPlugin(Plugin):
         (upstream ``fwk.SignPlugin.SignPod``)."""
         raise NotImplementedError
 
+    def signs_pods(self) -> bool:
+        """False when ``sign_pod`` answers Unschedulable for every pod whatever it is (a
+        configuration that rules signatures out): the profile then skips signing altogether."""
+        return True
+
     def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
         """What this plugin's results for ``pod`` depend on besides each node's own row, or an
         Unschedulable Status when they may depend on other rows too (never reused)."""

@@ -204,6 +204,7 @@ class Framework:
         self._classic_filters: list[tuple[int, FilterPlugin]] = [
             (i, p) for i, p in enumerate(self._filters) if isinstance(p, FilterPlugin) and not isinstance(p, BatchFilterPlugin)]
         self._signers, self.signatures_enabled = self._batchable_plugins()
+        self._signs_pods = all(p.signs_pods() for p in self._signers)
         #: Plugins whose results depend on other rows; a cycle is reused only where they skipped.
         self.domain_scoped = frozenset(p.name for p in self._signers if p.domain_scoped)
         #: Plugins whose answer for a node depends on the pods on it (``SignPlugin.reads_node_pods``).
@@ -233,7 +234,7 @@ class Framework:
     def sign_pod(self, pod: PodInfo) -> str | None:
         """Upstream's ``SignPod``: the scheduler name and every plugin's fragments as JSON, or None
         when signatures are off for the profile or a plugin cannot sign the pod."""
-        if not self.signatures_enabled:
+        if not self.signatures_enabled or not self._signs_pods:
             return None
         signature: dict[str, Any] = {"SchedulerName": pod.scheduler_name}
         for plugin in self._signers:

@@ -14,6 +14,7 @@ from kubesched.api import resources as res
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.framework.interface import SignFragment, unsignable
 from kubesched.scheduler.framework.status import Status
+from kubesched.scheduler.plugins._resource_allocation import pod_memo
 
 RESOURCES = "Resources"
 TOLERATIONS = "Tolerations"
@@ -29,7 +30,7 @@ TOPOLOGY_SPREAD = "TopologySpread"
 def resources(pod: PodInfo) -> SignFragment | Status:
     """The pod's requests, as every resource plugin reads them (containers, init containers,
     overhead, pod-level resources); a pod being resized in place is not signed."""
-    key = res.content_key(pod.pod)
+    key = pod_memo(pod, "_sign_resources", lambda: res.content_key(pod.pod))
     if key is None:
         return unsignable("pods being resized in place are not signable")
     return RESOURCES, key
@@ -58,7 +59,8 @@ def images(pod: PodInfo) -> SignFragment:
 
 def volumes(pod: PodInfo) -> SignFragment:
     """The volumes, except config maps and secrets (upstream leaves those out: they are synthetic)."""
-    return VOLUMES, [v for v in pod.spec.get("volumes") or () if "configMap" not in v and "secret" not in v]
+    return VOLUMES, pod_memo(pod, "_sign_volumes", lambda: [
+        v for v in pod.spec.get("volumes") or () if "configMap" not in v and "secret" not in v])
 
 
 def claimless_volumes(pod: PodInfo) -> SignFragment | Status:
@@ -76,7 +78,7 @@ def pod_affinity(pod: PodInfo) -> dict[str, Any]:
     return {k: affinity[k] for k in ("podAffinity", "podAntiAffinity") if affinity.get(k)}
 
 
-def identity(pod: PodInfo) -> dict[str, Any]:
+def identity(pod: PodInfo) -> tuple[str, Any, Any]:
     """What other pods' terms and selectors match a pod by: namespace, labels and owners."""
     meta = pod.pod.get("metadata") or {}
-    return {"namespace": pod.namespace, "labels": meta.get("labels"), "ownerReferences": meta.get("ownerReferences")}
+    return pod.namespace, meta.get("labels"), meta.get("ownerReferences")

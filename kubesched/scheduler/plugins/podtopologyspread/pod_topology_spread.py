@@ -393,6 +393,9 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
             return unsignable("pods with default topology constraints are not signable")
         return []
 
+    def signs_pods(self) -> bool:
+        return not self.default_constraints
+
     def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
         """Without constraints of its own, what the default constraints select the pod by (its
         namespace, labels and owners, against Services and controllers); a cycle is reused only
