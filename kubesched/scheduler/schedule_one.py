@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -456,15 +456,7 @@ class Algorithm:
         since, or not feasible when the entry was filled); normalisation and weights as always."""
         entry = cycle.reuse
         assert entry is not None
-        rows = batch.rows
-
-        def raw_of(pl: BatchScorePlugin) -> np.ndarray:
-            need = entry.lacking(pl.name, rows)
-            if len(need):
-                entry.set_raw(pl.name, need, fw.raw_scores(pl, state, pod, batch.table.batch(need)))
-            return batch.col(entry.raw[pl.name])
-
-        return fw.run_score(state, pod, batch, keep_parts, raw_of)
+        return fw.run_score(state, pod, batch, keep_parts, _ReusedScores(entry, fw, state, pod, batch))
 
     @staticmethod
     def _fill_scores(entry: BatchEntry, fw: Framework, state: CycleState, batch: NodeBatch, result: ScoreResult) -> None:
@@ -503,6 +495,29 @@ class Algorithm:
         if len(ties) == 1:
             return int(ties[0])
         return int(ties[self.rng.randrange(len(ties))])
+
+
+class _ReusedScores:
+    """A batched cycle's scores (``ScoreSource``): raw scores from the entry, computed on the rows
+    it lacks; over every node, a plugin's normalised scores too while its raw scores stay put."""
+
+    def __init__(self, entry: BatchEntry, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch) -> None:
+        self.entry, self.fw, self.state, self.pod, self.batch = entry, fw, state, pod, batch
+
+    def raw(self, pl: BatchScorePlugin) -> np.ndarray:
+        entry, batch = self.entry, self.batch
+        need = entry.lacking(pl.name, batch.rows)
+        if len(need):
+            entry.set_raw(pl.name, need, self.fw.raw_scores(pl, self.state, self.pod, batch.table.batch(need)))
+        return batch.col(entry.raw[pl.name])
+
+    def normalized(self, pl: BatchScorePlugin, raw: np.ndarray, normalize: Callable[[], np.ndarray]) -> np.ndarray:
+        if self.batch.rows is not None:
+            return normalize()
+        kept = self.entry.normalized.get(pl.name)
+        if kept is None:
+            kept = self.entry.normalized[pl.name] = normalize()
+        return kept
 
 
 def _nominations(fw: Framework) -> bool:

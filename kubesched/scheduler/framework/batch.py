@@ -73,6 +73,8 @@ class BatchEntry:
     #: Per Score plugin not skipped: raw scores by row, and which rows hold a current one.
     raw: dict[str, np.ndarray] = field(default_factory=dict)
     known: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per Score plugin, its normalised scores over every row, while its raw scores stay put.
+    normalized: dict[str, np.ndarray] = field(default_factory=dict)
     _status_index: dict[Status, int] = field(default_factory=dict)
 
     def add_statuses(self, statuses: list[Status]) -> np.ndarray:
@@ -109,6 +111,8 @@ class BatchEntry:
             self.known[name] = np.zeros(self.table.n, dtype=bool)
         column[rows] = values
         self.known[name][rows] = True
+        if len(rows):
+            self.normalized.pop(name, None)
 
     def lacking(self, name: str, rows: np.ndarray | None) -> np.ndarray:
         """Those of ``rows`` (None: every row) without a current raw score of plugin ``name``."""

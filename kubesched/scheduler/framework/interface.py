@@ -179,6 +179,10 @@ class SignPlugin(Plugin):
     #: that read only the node: its labels, taints, images). A placement changes a row's pods only,
     #: so a batched cycle runs only the plugins that read them on the rows that changed.
     reads_node_pods: ClassVar[bool] = True
+    #: Whether ``batch_key`` reads the node table as well as the pod. The framework reuses the other
+    #: plugins' fragments for a pod equal to the last one in spec, status, namespace, labels,
+    #: annotations and owners: fragments must not read anything else of the pod.
+    key_reads_table: ClassVar[bool] = False
 
     def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
         """The pod's fragments, or an Unschedulable Status when this plugin cannot sign the pod

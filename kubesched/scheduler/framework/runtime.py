@@ -15,6 +15,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
@@ -169,6 +170,18 @@ class ScoreResult:
         return ScoreResult(self.total[order], [(n, raw[order], norm[order], w) for n, raw, norm, w in self.plugins])
 
 
+class ScoreSource(Protocol):
+    """Scores a batched cycle already has (``schedule_one``'s reuse of the previous cycle)."""
+
+    def raw(self, pl: BatchScorePlugin) -> np.ndarray:
+        """The plugin's raw scores over the cycle's batch."""
+        ...
+
+    def normalized(self, pl: BatchScorePlugin, raw: np.ndarray, normalize: Callable[[], np.ndarray]) -> np.ndarray:
+        """The plugin's normalised scores: kept ones, or ``normalize()``."""
+        ...
+
+
 class Framework:
     """One scheduling profile. Plugins receive it as their ``handle``."""
 
@@ -205,6 +218,8 @@ class Framework:
             (i, p) for i, p in enumerate(self._filters) if isinstance(p, FilterPlugin) and not isinstance(p, BatchFilterPlugin)]
         self._signers, self.signatures_enabled = self._batchable_plugins()
         self._signs_pods = all(p.signs_pods() for p in self._signers)
+        #: The last pod's shape and the fragments of the signers that read only the pod.
+        self._pod_fragments: tuple[tuple[Any, ...], tuple[Any, ...] | None] | None = None
         #: Plugins whose results depend on other rows; a cycle is reused only where they skipped.
         self.domain_scoped = frozenset(p.name for p in self._signers if p.domain_scoped)
         #: Plugins whose answer for a node depends on the pods on it (``SignPlugin.reads_node_pods``).
@@ -251,8 +266,23 @@ class Framework:
         values are the pod's own fields, compared with ``==`` (no hashing, no serialising)."""
         if not self.signatures_enabled:
             return None
-        key: list[Any] = [pod.scheduler_name]
+        meta = pod.pod.get("metadata") or {}
+        shape = (pod.spec, pod.pod.get("status"), pod.namespace, meta.get("labels"), meta.get("annotations"),
+                 meta.get("ownerReferences"))
+        cached = self._pod_fragments
+        if cached is None or cached[0] != shape:  # a replica of the last pod has the same fragments
+            cached = self._pod_fragments = (shape, self._fragments(pod, table, False))
+        table_fragments = self._fragments(pod, table, True)
+        if cached[1] is None or table_fragments is None:
+            return None
+        return cached[1] + table_fragments
+
+    def _fragments(self, pod: PodInfo, table: NodeTable, reading_table: bool) -> tuple[Any, ...] | None:
+        """The batch-key fragments of the signers that read the table (or of the others)."""
+        key: list[Any] = []
         for plugin in self._signers:
+            if plugin.key_reads_table != reading_table:
+                continue
             fragments = plugin.batch_key(pod, table)
             if isinstance(fragments, Status):
                 return None
@@ -722,9 +752,9 @@ class Framework:
             self.observe("PreScore", status, start)
 
     def run_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch, keep_parts: bool = False,
-                  raw_of: Callable[[BatchScorePlugin], np.ndarray] | None = None) -> ScoreResult:
+                  source: ScoreSource | None = None) -> ScoreResult:
         """Score, normalise and weight every node of ``batch``. Raises StatusError on plugin errors.
-        ``raw_of`` supplies a batch plugin's raw scores in place of running it (a reused cycle)."""
+        ``source`` supplies batch plugins' scores in place of running them (a batched cycle)."""
         start = time.perf_counter()
         total = np.zeros(len(batch), dtype=np.int64)
         parts: list[tuple[str, np.ndarray, np.ndarray, int]] = []
@@ -735,9 +765,9 @@ class Framework:
                 if pl.name in state.skip_score_plugins:
                     continue
                 t = time.perf_counter()
-                if raw_of is not None and isinstance(pl, BatchScorePlugin):
-                    raw = raw_of(pl)
-                    normalized = self.normalize_one(pl, state, pod, batch, raw)
+                if source is not None and isinstance(pl, BatchScorePlugin):
+                    raw = source.raw(pl)
+                    normalized = source.normalized(pl, raw, partial(self.normalize_one, pl, state, pod, batch, raw))
                 else:
                     self._evaluated(pl.name, "Score", len(batch))
                     raw, normalized = self.score_one(pl, state, pod, batch)

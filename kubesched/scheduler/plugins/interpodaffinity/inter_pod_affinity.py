@@ -182,6 +182,8 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         return self.handle.objects("Namespace")
 
     # --- signature ----------------------------------------------------------------------------
+    key_reads_table = True
+
     def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
         """A pod without terms of its own is signed by what other pods' terms match it by."""
         if signers.pod_affinity(pod):
