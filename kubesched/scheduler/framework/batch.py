@@ -36,6 +36,7 @@ MAX_CHANGED_ROWS = 64
 
 
 _NO_FAILURE = np.iinfo(np.int32).max
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 @dataclass
@@ -75,6 +76,8 @@ class BatchEntry:
     known: dict[str, np.ndarray] = field(default_factory=dict)
     #: Per Score plugin, its normalised scores over every row, while its raw scores stay put.
     normalized: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per Score plugin, how many rows lack a current raw score (0 spares looking for them).
+    missing: dict[str, int] = field(default_factory=dict)
     _status_index: dict[Status, int] = field(default_factory=dict)
 
     def add_statuses(self, statuses: list[Status]) -> np.ndarray:
@@ -109,17 +112,28 @@ class BatchEntry:
         if column is None:
             column = self.raw[name] = np.zeros(self.table.n, dtype=np.int64)
             self.known[name] = np.zeros(self.table.n, dtype=bool)
+            self.missing[name] = self.table.n
         column[rows] = values
-        self.known[name][rows] = True
+        known = self.known[name]
+        self.missing[name] -= int(np.count_nonzero(~known[rows]))
+        known[rows] = True
         if len(rows):
             self.normalized.pop(name, None)
+
+    def forget(self, name: str, rows: np.ndarray) -> None:
+        """Rows whose raw scores of plugin ``name`` are no longer current."""
+        known = self.known[name]
+        self.missing[name] += int(np.count_nonzero(known[rows]))
+        known[rows] = False
 
     def lacking(self, name: str, rows: np.ndarray | None) -> np.ndarray:
         """Those of ``rows`` (None: every row) without a current raw score of plugin ``name``."""
         known = self.known.get(name)
-        if rows is None:
-            return np.arange(self.table.n) if known is None else np.flatnonzero(~known)
-        return rows if known is None else rows[~known[rows]]
+        if known is None:
+            return np.arange(self.table.n) if rows is None else rows
+        if not self.missing[name]:
+            return _NO_ROWS
+        return np.flatnonzero(~known) if rows is None else rows[~known[rows]]
 
 
 @dataclass
@@ -162,9 +176,9 @@ class BatchCache:
             if len(rows) <= MAX_CHANGED_ROWS:
                 changed = np.zeros(table.n, dtype=bool)
                 changed[rows] = True
-                for name, known in entry.known.items():
+                for name in entry.known:
                     if name in pod_readers:
-                        known[rows] = False  # computed again where needed
+                        entry.forget(name, rows)  # computed again where needed
                 return BatchCycle(key, table.version, reuse=entry, changed=changed)
         self.entry = None
         return BatchCycle(key, table.version)
