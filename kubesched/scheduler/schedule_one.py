@@ -103,7 +103,7 @@ class Algorithm:
             self.next_start_node_index = start_index
             cycle = BatchCycle(cycle.key, version=cycle.version)
         if cycle is not None:
-            cycle.fill = fw.batches.new_entry(cycle, table, self._objects_version(fw) or 0, state)
+            cycle.fill = fw.batches.new_entry(cycle, table, self._objects_version(fw) or 0)
         try:
             result = await self._schedule_once(cycle, fw, state, pod, table, attempt)
         except BaseException:

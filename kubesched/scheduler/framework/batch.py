@@ -183,10 +183,11 @@ class BatchCache:
         self.entry = None
         return BatchCycle(key, table.version)
 
-    def new_entry(self, cycle: BatchCycle, table: NodeTable, objects: int, state: CycleState) -> BatchEntry:
-        """An empty entry for ``cycle`` over ``table`` as it is now; ``state`` is copied later."""
+    def new_entry(self, cycle: BatchCycle, table: NodeTable, objects: int) -> BatchEntry:
+        """An empty entry for ``cycle`` over ``table`` as it is now (the cycle state is copied in
+        once PreScore ran)."""
         n = table.n
-        return BatchEntry(cycle.key, table, table.generation, objects, table.version, state, _Verdicts.passing(n),
+        return BatchEntry(cycle.key, table, table.generation, objects, table.version, CycleState(), _Verdicts.passing(n),
                           _Verdicts.passing(n), np.full(n, _NO_FAILURE, dtype=np.int32), np.full(n, -1, dtype=np.int32))
 
     def keep(self, entry: BatchEntry, reused: bool) -> None:
