@@ -11,22 +11,25 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.extender import extender_scores, find_nodes_that_pass_extenders, scaled
+from kubesched.scheduler.framework.batch import BatchCycle, BatchEntry
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.scheduler.framework.extender import EXTENDER_NAME, Extender
+from kubesched.scheduler.framework.interface import BatchScorePlugin
 from kubesched.scheduler.framework.runtime import Framework, ScoreResult
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+BATCHING_GATE = "OpportunisticBatching"
 
 
 @dataclass
@@ -69,13 +72,86 @@ class Algorithm:
         self.rng = rng
         self.extenders = tuple(extenders)
         self.next_start_node_index = 0
+        #: The batching context of the cycle running (None: not batched).
+        self._batch: BatchCycle | None = None
+        #: The scheduling cycle, set by the scheduler before each attempt (upstream's cycle counter).
+        self.cycle = 0
+        #: The pod's signature and the node upstream's batching hinted at, this cycle.
+        self._signature: str | None = None
+        self._hint = ""
 
     async def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
                            attempt: Attempt | None = None) -> ScheduleResult:
         """Pick a node or raise FitError / NoNodesAvailable / StatusError (ExtenderError too, from
-        an extender that is not ignorable)."""
+        an extender that is not ignorable).
+
+        With batching, a pod of the same shape as the last one reuses that cycle's results
+        (``framework/batch.py``); should the reused cycle find no node or meet an error, the cycle
+        runs in full from the start, so failures are diagnosed (and preempted for) as always."""
         if table.n == 0:
             raise NoNodesAvailable()
+        cycle = self._begin_batch(fw, pod, table)
+        if cycle is not None and cycle.reuse is not None:
+            entry, start_index = cycle.reuse, self.next_start_node_index
+            result = await self._scheduled_with(cycle, fw, state, pod, table, attempt)
+            if result is not None:
+                if cycle.refreshed:  # else the changed rows are still to be refreshed
+                    entry.version = cycle.version
+                fw.batches.keep(entry, reused=True)
+                return result
+            state.restore(CycleState())
+            self.next_start_node_index = start_index
+            cycle = BatchCycle(cycle.key, version=cycle.version)
+        if cycle is not None:
+            cycle.fill = fw.batches.new_entry(cycle, table, self._objects_version(fw) or 0)
+        try:
+            result = await self._schedule_once(cycle, fw, state, pod, table, attempt)
+        except BaseException:
+            fw.batches.drop()
+            raise
+        if cycle is not None and cycle.fill is not None and cycle.fill.raw:
+            fw.batches.keep(cycle.fill, reused=False)
+        else:
+            fw.batches.drop()
+        return result
+
+    # --- batching --------------------------------------------------------------------------------
+    @staticmethod
+    def _objects_version(fw: Framework) -> int | None:
+        version = fw.ctx.objects_version
+        return None if version is None else version()
+
+    def _begin_batch(self, fw: Framework, pod: PodInfo, table: NodeTable) -> BatchCycle | None:
+        """The cycle's batching context, None when the pod is not batched (option or gate off,
+        no key, a nominated node or nominated pods in play)."""
+        if not fw.options.batching or not fw.feature_gates.enabled(BATCHING_GATE):
+            return None
+        shareable = not pod.nominated_node_name and not _nominations(fw)
+        key = fw.batch_key(pod, table) if shareable else None
+        return fw.batches.begin(key, table, self._objects_version(fw), shareable, fw.pod_readers)
+
+    async def _scheduled_with(self, cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                              attempt: Attempt | None) -> ScheduleResult | None:
+        """The cycle on the reused entry; None when it found no node or a plugin failed."""
+        entry = cycle.reuse
+        assert entry is not None
+        state.restore(entry.state)
+        try:
+            return await self._schedule_once(cycle, fw, state, pod, table, attempt)
+        except (FitError, StatusError):
+            return None
+
+    async def _schedule_once(self, cycle: BatchCycle | None, fw: Framework, state: CycleState, pod: PodInfo,
+                             table: NodeTable, attempt: Attempt | None) -> ScheduleResult:
+        self._batch = cycle
+        try:
+            return await self._schedule(fw, state, pod, table, attempt)
+        finally:
+            self._batch = None
+
+    async def _schedule(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                        attempt: Attempt | None) -> ScheduleResult:
+        self._signature, self._hint = None, ""
         feasible, diagnosis = await self.find_nodes_that_fit(fw, state, pod, table, attempt)
         if len(feasible) == 0:
             raise FitError(pod.key, table.n, diagnosis)
@@ -84,6 +160,8 @@ class Algorithm:
             host = table.names[int(feasible[0])]
             if attempt is not None:
                 attempt.chosen = host
+            if fw.feature_gates.enabled(BATCHING_GATE):
+                fw.hints.store(self._signature, self._hint, host, None, self.cycle)
             return ScheduleResult(host, evaluated, 1)
         if len(feasible) == table.n and fw.options.fast_paths:
             # Every node is feasible: score whole columns in row order, then read totals in visiting order.
@@ -94,16 +172,27 @@ class Algorithm:
             totals = self.prioritize(fw, state, pod, table.batch(feasible), attempt)
         if self.extenders:
             totals = await self._add_extender_scores(pod, table, feasible, totals, attempt)
-        host = table.names[int(feasible[self.select_host(totals)])]
+        chosen = self.select_host(totals)
+        host = table.names[int(feasible[chosen])]
         if attempt is not None:
             attempt.chosen = host
+        if fw.feature_gates.enabled(BATCHING_GATE):
+            rest = None if self._signature is None else (table, np.delete(feasible, chosen), np.delete(totals, chosen))
+            fw.hints.store(self._signature, self._hint, host, rest, self.cycle)
         return ScheduleResult(host, evaluated, len(feasible))
 
     # --- filtering -------------------------------------------------------------------------------
     async def find_nodes_that_fit(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
                                   attempt: Attempt | None = None) -> tuple[np.ndarray, Diagnosis]:
         diagnosis = Diagnosis(table.names, table.n)
-        pre_result, status, plugins = fw.run_pre_filter(state, pod)
+        batch = self._batch
+        if batch is not None and batch.reuse is not None:
+            # PreFilter ran for the entry's pod: every node a candidate, nothing rejected.
+            pre_result, status, plugins = None, None, set[str]()
+        else:
+            pre_result, status, plugins = fw.run_pre_filter(state, pod)
+            if batch is not None and not (pre_result is None or pre_result.all_nodes()):
+                batch.fill = None
         diagnosis.unschedulable_plugins = set(plugins)
         if status is not None and not status.is_success():
             if not status.is_rejected():
@@ -114,8 +203,11 @@ class Algorithm:
             if attempt is not None:
                 attempt.pre_filter_status = status
             return np.empty(0, dtype=np.int64), diagnosis
-        if pod.nominated_node_name:
-            feasible = self._evaluate_nominated_node(fw, state, pod, table, diagnosis, attempt)
+        if fw.feature_gates.enabled(BATCHING_GATE):
+            self._signature = fw.sign_pod(pod)
+            self._hint = fw.hints.hint(self._signature, self.cycle, lambda name: self._fits(fw, state, pod, table, name))
+        if pod.nominated_node_name or self._hint:
+            feasible = self._evaluate_nominated_node(fw, state, pod, table, diagnosis, attempt, self._hint)
             if self.extenders:
                 feasible = await self._pass_extenders(pod, table, feasible, diagnosis, attempt)
             if len(feasible):
@@ -155,11 +247,21 @@ class Algorithm:
             attempt.feasible = [table.names[int(r)] for r in passed]
         return passed
 
+    @staticmethod
+    def _fits(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, name: str) -> bool:
+        """Whether the Filter plugins let the pod on node ``name`` (a missing node counts as
+        fitting: the ranking that named it is stale either way)."""
+        info = table.get(name)
+        if info is None:
+            return True
+        status = fw.run_filters_on_node_info(state, pod, info)
+        return status is None or not status.is_rejected()
+
     def _evaluate_nominated_node(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
-                                 diagnosis: Diagnosis, attempt: Attempt | None = None) -> np.ndarray:
-        """``evaluateNominatedNode``: the nominated node alone; the explanation shows that one node
-        (a failing one is then overwritten by the full pass)."""
-        row = table.row_of.get(pod.nominated_node_name)
+                                 diagnosis: Diagnosis, attempt: Attempt | None = None, hint: str = "") -> np.ndarray:
+        """``evaluateNominatedNode``: the nominated node alone, or else the node batching hints at;
+        the explanation shows that one node (a failing one is then overwritten by the full pass)."""
+        row = table.row_of.get(pod.nominated_node_name or hint)
         if row is None:
             return np.empty(0, dtype=np.int64)
         feasible, _ = self.find_nodes_that_pass_filters(fw, state, pod, table, np.array([row], dtype=np.int64), diagnosis,
@@ -193,7 +295,7 @@ class Algorithm:
     def _filter(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray, to_find: int,
                 diagnosis: Diagnosis, attempt: Attempt | None) -> tuple[np.ndarray, int]:
         n_all = len(rotated)
-        first_pos, ids, statuses = self._run_batch_filters(fw, state, pod, table, rotated)
+        first_pos, ids, statuses = self._batched_filters(fw, state, pod, table, rotated)
         statuses = list(statuses)
         nominees = _positions_with_nominees(fw, pod, table, rotated)
         if fw.has_classic_filters:
@@ -215,6 +317,38 @@ class Algorithm:
         if attempt is not None:
             self._record_filters(attempt, table, rotated, ids, statuses, positions, processed)
         return rotated[positions], processed
+
+    def _batched_filters(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
+                         rotated: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[Status]]:
+        """The batch filters' answer over ``rotated``: from the reused entry, refreshed on the rows
+        changed since; or computed, and kept in the entry being filled."""
+        cycle = self._batch
+        if cycle is None or len(rotated) != table.n:
+            if cycle is not None:
+                cycle.fill = None
+            return self._run_batch_filters(fw, state, pod, table, rotated)
+        readers = fw.pod_readers.__contains__
+        entry = cycle.reuse
+        if entry is not None:
+            rows = np.flatnonzero(cycle.changed)
+            if len(rows):
+                entry.set_filters(entry.pod_reading, rows, fw.run_batch_filters(state, pod, table.batch(rows), readers))
+            cycle.refreshed = True
+            return entry.first_pos[rotated], entry.ids[rotated], entry.statuses
+        fill = cycle.fill
+        if fill is None or fw.domain_scoped & _ran(fw, state, "filter"):
+            cycle.fill = None
+            return self._run_batch_filters(fw, state, pod, table, rotated)
+        rows, every = np.arange(table.n), table.all_rows()
+        try:
+            node_only = fw.run_batch_filters(state, pod, every, lambda name: not readers(name))
+            pod_reading = fw.run_batch_filters(state, pod, every, readers)
+        except StatusError:  # perhaps on a node one pass would not ask: that pass decides
+            cycle.fill = None
+            return self._run_batch_filters(fw, state, pod, table, rotated)
+        fill.set_filters(fill.node_only, rows, node_only)
+        fill.set_filters(fill.pod_reading, rows, pod_reading)
+        return fill.first_pos[rotated], fill.ids[rotated], fill.statuses
 
     @staticmethod
     def _run_batch_filters(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
@@ -301,13 +435,41 @@ class Algorithm:
         """The Score plugins' weighted totals (all ones when nothing scores at all)."""
         if not fw.has_score_plugins() and not self.extenders:
             return np.ones(len(batch), dtype=np.int64)
-        status = fw.run_pre_score(state, pod, batch)
-        if status is not None and not status.is_success():
-            raise StatusError(status)
-        result = fw.run_score(state, pod, batch, keep_parts=attempt is not None)
+        cycle = self._batch
+        if cycle is not None and cycle.reuse is not None:
+            result = self._reused_scores(cycle, fw, state, pod, batch, attempt is not None)
+        else:
+            status = fw.run_pre_score(state, pod, batch)
+            if status is not None and not status.is_success():
+                raise StatusError(status)
+            result = fw.run_score(state, pod, batch, keep_parts=attempt is not None)
+            if cycle is not None and cycle.fill is not None:
+                self._fill_scores(cycle.fill, fw, state, batch, result)
         if attempt is not None:
             attempt.scores = result
         return result.total
+
+    @staticmethod
+    def _reused_scores(cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch,
+                       keep_parts: bool) -> ScoreResult:
+        """Scores from the entry's raw scores, each plugin run only on the rows it lacks (changed
+        since, or not feasible when the entry was filled); normalisation and weights as always."""
+        entry = cycle.reuse
+        assert entry is not None
+        return fw.run_score(state, pod, batch, keep_parts, _ReusedScores(entry, fw, state, pod, batch))
+
+    @staticmethod
+    def _fill_scores(entry: BatchEntry, fw: Framework, state: CycleState, batch: NodeBatch, result: ScoreResult) -> None:
+        """Keep the raw scores and the cycle state (as PreScore left it) for the next pod, unless a
+        domain-scoped plugin scored."""
+        if fw.domain_scoped & _ran(fw, state, "score"):
+            return
+        rows = batch.row_ids()
+        for name, raw in result.raw.items():
+            entry.set_raw(name, rows, raw)
+        saved = state.clone()
+        saved.pods_to_activate = {}
+        entry.state = saved
 
     async def _add_extender_scores(self, pod: PodInfo, table: NodeTable, feasible: np.ndarray, totals: np.ndarray,
                                    attempt: Attempt | None) -> np.ndarray:
@@ -333,6 +495,44 @@ class Algorithm:
         if len(ties) == 1:
             return int(ties[0])
         return int(ties[self.rng.randrange(len(ties))])
+
+
+class _ReusedScores:
+    """A batched cycle's scores (``ScoreSource``): raw scores from the entry, computed on the rows
+    it lacks; over every node, a plugin's normalised scores too while its raw scores stay put."""
+
+    def __init__(self, entry: BatchEntry, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch) -> None:
+        self.entry, self.fw, self.state, self.pod, self.batch = entry, fw, state, pod, batch
+
+    def raw(self, pl: BatchScorePlugin) -> np.ndarray:
+        entry, batch = self.entry, self.batch
+        need = entry.lacking(pl.name, batch.rows)
+        if len(need):
+            entry.set_raw(pl.name, need, self.fw.raw_scores(pl, self.state, self.pod, batch.table.batch(need)))
+        return batch.col(entry.raw[pl.name])
+
+    def normalized(self, pl: BatchScorePlugin, raw: np.ndarray, normalize: Callable[[], np.ndarray]) -> np.ndarray:
+        if self.batch.rows is not None:
+            return normalize()
+        kept = self.entry.normalized.get(pl.name)
+        if kept is None:
+            kept = self.entry.normalized[pl.name] = normalize()
+        return kept
+
+
+def _nominations(fw: Framework) -> bool:
+    """Whether some pod is nominated to a node (the nominee pass then depends on more than rows)."""
+    nominator = fw.ctx.nominator
+    if nominator is None:
+        return False
+    names = getattr(nominator, "nominated_node_names", None)
+    return names is None or bool(names())
+
+
+def _ran(fw: Framework, state: CycleState, point: str) -> set[str]:
+    """The plugins at ``point`` ("filter" or "score") this cycle runs (PreFilter / PreScore did not skip them)."""
+    skipped = state.skip_filter_plugins if point == "filter" else state.skip_score_plugins
+    return {p.name for p in fw.points[point] if p.name not in skipped}
 
 
 def _record(position: int, status: Status, ids: np.ndarray, statuses: list[Status]) -> None:

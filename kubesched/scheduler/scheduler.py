@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubesched.api.types import PodInfo
-from kubesched.client.informers import InformerFactory
+from kubesched.client.informers import Handler, InformerFactory
 from kubesched.client.interface import ClusterClient
 from kubesched.client.recorder import Broadcaster, EventSink
 from kubesched.scheduler.backend.cache import Cache
@@ -88,13 +88,16 @@ class Scheduler:
         pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
         on_attempt: Callable[[Attempt], None] | None = None,
         fast_paths: bool = True,
+        batching: bool = True,
         algorithm: AlgorithmFactory = Algorithm,
         preemption_observer: PreemptionObserver | None = None,
         fence: Callable[[], str | None] | None = None,
         cache_check_interval: float = 0.0,
     ) -> None:
         """``fast_paths``: use the optimisations that never move a placement (off: their plain
-        counterparts, to compare); ``algorithm``: what runs one scheduling attempt;
+        counterparts, to compare); ``batching``: reuse the previous cycle's results for a pod of the
+        same shape where the OpportunisticBatching gate is on (never moves a placement either);
+        ``algorithm``: what runs one scheduling attempt;
         ``preemption_observer``: told of every preemption decision."""
         self.client = client
         self.config = config
@@ -110,6 +113,9 @@ class Scheduler:
         self.fence = fence
         #: Set when ``fence`` stopped the loop: the process must not touch the cluster any more.
         self.fenced = ""
+        #: Moves with every informed change of an object other than a pod or a node (the cache
+        #: and the node table follow those): what tells batched cycles that plugins may answer anew.
+        self.objects_version = 0
         self.informers = InformerFactory(client, on_handler_error=self._handler_failed, on_relist=self._relisted,
                                          on_server_changed=self._server_changed)
         self.cache = Cache(self.clock, ttl=assumed_pod_ttl)
@@ -127,9 +133,10 @@ class Scheduler:
                              activator=self._activate, informers=self.informers, feature_gates=self.feature_gates,
                              metrics=self.metrics, parallelism=config.parallelism, rng=self.rng,
                              preemption_observer=preemption_observer, extenders=tuple(self.extenders),
-                             workload_manager=self.workload_manager)
+                             workload_manager=self.workload_manager, objects_version=lambda: self.objects_version)
         registry = registry if registry is not None else in_tree_registry()
-        options = FrameworkOptions(fast_paths=fast_paths, trusted_score_ranges=trusted_score_ranges(registry))
+        options = FrameworkOptions(fast_paths=fast_paths, trusted_score_ranges=trusted_score_ranges(registry),
+                                   batching=batching)
         self.frameworks: dict[str, Framework] = {}
         ignored = ignored_by_scheduler(config.extenders)
         for profile in config.profiles:
@@ -181,7 +188,10 @@ class Scheduler:
         """Informers, event handlers and the event broadcaster, until synced: what a standby replica
         runs too (upstream starts informers before leader election, so a new leader has a warm cache)."""
         for kind in self.watched_kinds():
-            self.informers.informer(kind)
+            informer = self.informers.informer(kind)
+            if kind not in ("Pod", "Node"):
+                informer.add_handler(Handler(on_add=self._object_changed, on_update=self._object_changed,
+                                             on_delete=self._object_changed))
         self.handlers.register()
         self.informers.start()
         await self.informers.wait_for_sync()
@@ -264,6 +274,9 @@ class Scheduler:
             log.error("requeueing pod %s failed, it waits for its next update: %r", pod.key, e)
             self.queue.done(pod.uid)
 
+    def _object_changed(self, *_objects: dict | bool) -> None:
+        self.objects_version += 1
+
     def _handler_failed(self, kind: str, error: BaseException) -> None:
         """An event handler raised for one object: counted, the informer carries on."""
         self.metrics.event_handler_errors.labels(kind).inc()
@@ -331,6 +344,7 @@ class Scheduler:
             self.queue.done(pod.uid)
             return
         start = self.clock.now()
+        self.algorithm.cycle = self.queue.scheduling_cycle
         state = CycleState()
         state.record_plugin_metrics = self._metrics_sampler.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
         try:

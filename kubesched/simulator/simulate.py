@@ -238,9 +238,11 @@ def simulate(
     progress: ProgressCallback | None = None,
     fast_paths: bool = True,
     scenario: Scenario | None = None,
+    batching: bool = True,
 ) -> SimulationResult:
     """Schedule ``objects`` (already validated manifests) on an embedded cluster. ``fast_paths``
-    off runs the scheduler's plain code paths (same placements, slower: for comparisons). A
+    off runs the scheduler's plain code paths (same placements, slower: for comparisons), and so
+    does ``batching`` off (every pod scheduled from scratch, never from its predecessor's results). A
     ``scenario``'s steps fire at their virtual times; the run settles after the last one, and the
     result carries the timeline.
 
@@ -248,7 +250,7 @@ def simulate(
     started: list[SimulationResult] = []
     try:
         return run_virtual(_simulate(objects, config, seed, registry, feature_gates, explain, progress, fast_paths,
-                                     started, scenario))
+                                     started, scenario, batching))
     except SimulationInterrupted:
         raise
     except KeyboardInterrupt as e:
@@ -257,7 +259,8 @@ def simulate(
 
 async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: int, registry: Registry | None,
                     gates: FeatureGates | None, explain: bool, progress: ProgressCallback | None,
-                    fast_paths: bool, started: list[SimulationResult], scenario: Scenario | None) -> SimulationResult:
+                    fast_paths: bool, started: list[SimulationResult], scenario: Scenario | None,
+                    batching: bool = True) -> SimulationResult:
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates, keep_uids=True)
@@ -276,7 +279,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
         _report_progress(store, progress)
     components = start_components(store, SIMULATION_COMPONENTS)
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
-                      on_attempt=result.attempts.append if explain else None, fast_paths=fast_paths,
+                      on_attempt=result.attempts.append if explain else None, fast_paths=fast_paths, batching=batching,
                       preemption_observer=preemption_recorder(result, explain))
     await sched.start()
     start = loop.time()

@@ -45,6 +45,15 @@ class CycleState:
     def __contains__(self, key: str) -> bool:
         return key in self._data
 
+    def restore(self, saved: CycleState) -> None:
+        """Replace what plugins wrote and skipped with a copy of ``saved``'s (a batched cycle takes
+        over its predecessor's PreFilter and PreScore state; a fresh CycleState empties it). The
+        metrics sampling and the pods to activate stay this cycle's."""
+        self._data = {key: (value.clone() if hasattr(value, "clone") else value) for key, value in saved._data.items()}
+        self.skip_filter_plugins = set(saved.skip_filter_plugins)
+        self.skip_score_plugins = set(saved.skip_score_plugins)
+        self.skip_pre_bind_plugins = set(saved.skip_pre_bind_plugins)
+
     def clone(self) -> CycleState:
         copy = CycleState()
         for key, value in self._data.items():

@@ -24,12 +24,12 @@ import numpy as np
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ClusterEventWithHint
-from kubesched.scheduler.framework.status import Status
+from kubesched.scheduler.framework.status import Code, Status
 
 if TYPE_CHECKING:
     from kubesched.scheduler.framework.queued_pod_info import QueuedPodInfo
     from kubesched.scheduler.framework.runtime import Framework
-    from kubesched.scheduler.nodetable.table import NodeBatch
+    from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 
 #: Bounds of a normalized score (upstream ``framework.MaxNodeScore`` / ``MinNodeScore``).
 MAX_NODE_SCORE = 100
@@ -153,6 +153,56 @@ class FilterVerdict:
         """The Status of the node at ``position`` of the batch; None when it passes."""
         code = int(self.codes[position])
         return None if code < 0 else self.statuses[code]
+
+
+# --- signatures -----------------------------------------------------------------------------
+#: One part of a pod's scheduling signature: a key naming what was read (upstream's signer names,
+#: e.g. "Resources", "Tolerations") and a JSON-serialisable value (upstream ``fwk.SignFragment``).
+SignFragment = tuple[str, Any]
+
+
+class SignPlugin(Plugin):
+    """A plugin that can say which fields of a pod its PreFilter, Filter, PreScore and Score read
+    (upstream ``fwk.SignPlugin``). Two pods whose fragments agree for every enabled plugin get the
+    same feasibility and scores on the same nodes in the same state; a profile with any such plugin
+    that is not a SignPlugin signs no pod.
+
+    ``sign_pod`` answers as upstream's plugin does and drives OpportunisticBatching's node hints.
+    ``batch_key`` drives kubesched's exact reuse of the previous cycle's filter verdicts and scores
+    (see ``framework/batch.py``); it answers ``sign_pod``'s fragments unless the plugin knows
+    better. ``domain_scoped`` plugins' results depend on more than a node's own row (pods counted
+    per topology domain): a cycle's results are reused only where such a plugin skipped.
+    """
+
+    domain_scoped: ClassVar[bool] = False
+    #: Whether the plugin's verdict or score for a node depends on the pods on it (off for plugins
+    #: that read only the node: its labels, taints, images). A placement changes a row's pods only,
+    #: so a batched cycle runs only the plugins that read them on the rows that changed.
+    reads_node_pods: ClassVar[bool] = True
+    #: Whether ``batch_key`` reads the node table as well as the pod. The framework reuses the other
+    #: plugins' fragments for a pod equal to the last one in spec, status, namespace, labels,
+    #: annotations and owners: fragments must not read anything else of the pod.
+    key_reads_table: ClassVar[bool] = False
+
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """The pod's fragments, or an Unschedulable Status when this plugin cannot sign the pod
+        (upstream ``fwk.SignPlugin.SignPod``)."""
+        raise NotImplementedError
+
+    def signs_pods(self) -> bool:
+        """False when ``sign_pod`` answers Unschedulable for every pod whatever it is (a
+        configuration that rules signatures out): the profile then skips signing altogether."""
+        return True
+
+    def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
+        """What this plugin's results for ``pod`` depend on besides each node's own row, or an
+        Unschedulable Status when they may depend on other rows too (never reused)."""
+        return self.sign_pod(pod)
+
+
+def unsignable(reason: str) -> Status:
+    """The answer of a SignPlugin that cannot sign a pod."""
+    return Status(Code.Unschedulable, reason)
 
 
 # --- queueing -------------------------------------------------------------------------------

@@ -9,11 +9,13 @@ first failing plugin in configured order.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
@@ -25,6 +27,7 @@ from kubesched.client.informers import CustomObjectLister
 from kubesched.client.interface import ClusterClient
 from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
+from kubesched.scheduler.framework.batch import BatchCache, OpportunisticBatch
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ClusterEventWithHint, unroll_wildcard
 from kubesched.scheduler.framework.extender import Extender
@@ -53,6 +56,7 @@ from kubesched.scheduler.framework.interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
     normalizes,
 )
 from kubesched.scheduler.framework.registry import Registry
@@ -129,6 +133,9 @@ class HandleContext:
     #: The pod groups of Workloads; None unless the GenericWorkload gate is on (upstream
     #: ``Handle.WorkloadManager``).
     workload_manager: WorkloadManager | None = None
+    #: A number that moves whenever an informed object other than a pod or a node changes (what
+    #: plugins read besides the node table); None when nobody counts, which disables batching.
+    objects_version: Callable[[], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -143,10 +150,15 @@ class FrameworkOptions:
     [MIN_NODE_SCORE, MAX_NODE_SCORE], so the framework skips their range check. The scheduler fills
     it from the registry's declaration (``registry.score_range_trusted``): in-tree plugins only;
     every other plugin is checked, as upstream checks every plugin's.
+    ``batching``: see the field.
     """
 
     fast_paths: bool = True
     trusted_score_ranges: frozenset[str] = frozenset()
+    #: Reuse the previous cycle's filter verdicts and scores for a pod with the same batch key,
+    #: recomputing only the nodes that changed (``framework/batch.py``); placements are those of
+    #: scheduling every pod from scratch. Only where the OpportunisticBatching gate is on.
+    batching: bool = True
 
 
 @dataclass
@@ -155,10 +167,25 @@ class ScoreResult:
 
     total: np.ndarray
     plugins: list[tuple[str, np.ndarray, np.ndarray, int]]
+    #: Each scoring plugin's raw scores as the plugin returned them (may be memoised arrays the
+    #: plugin updates later: copy to keep).
+    raw: dict[str, np.ndarray] = field(default_factory=dict)
 
     def reordered(self, order: np.ndarray) -> ScoreResult:
         """The same scores for the nodes at ``order`` (positions into this result)."""
         return ScoreResult(self.total[order], [(n, raw[order], norm[order], w) for n, raw, norm, w in self.plugins])
+
+
+class ScoreSource(Protocol):
+    """Scores a batched cycle already has (``schedule_one``'s reuse of the previous cycle)."""
+
+    def raw(self, pl: BatchScorePlugin) -> np.ndarray:
+        """The plugin's raw scores over the cycle's batch."""
+        ...
+
+    def normalized(self, pl: BatchScorePlugin, raw: np.ndarray, normalize: Callable[[], np.ndarray]) -> np.ndarray:
+        """The plugin's normalised scores: kept ones, or ``normalize()``."""
+        ...
 
 
 class Framework:
@@ -195,9 +222,78 @@ class Framework:
         #: Classic (per-node) Filter plugins with their configured positions among all filters.
         self._classic_filters: list[tuple[int, FilterPlugin]] = [
             (i, p) for i, p in enumerate(self._filters) if isinstance(p, FilterPlugin) and not isinstance(p, BatchFilterPlugin)]
+        self._signers, self.signatures_enabled = self._batchable_plugins()
+        self._signs_pods = all(p.signs_pods() for p in self._signers)
+        #: The last pod's shape and the fragments of the signers that read only the pod.
+        self._pod_fragments: tuple[tuple[Any, ...], tuple[Any, ...] | None] | None = None
+        #: Plugins whose results depend on other rows; a cycle is reused only where they skipped.
+        self.domain_scoped = frozenset(p.name for p in self._signers if p.domain_scoped)
+        #: Plugins whose answer for a node depends on the pods on it (``SignPlugin.reads_node_pods``).
+        self.pod_readers = frozenset(p.name for p in self._signers if p.reads_node_pods)
+        #: The previous cycle's results, for the next pod with the same batch key.
+        self.batches = BatchCache()
+        #: Upstream's node hints (the OpportunisticBatching gate).
+        self.hints = OpportunisticBatch(ctx.clock.now, ctx.rng)
 
     def _plugins_at(self, point: str, kind: type[PluginT]) -> list[PluginT]:
         return [p for p in self.points[point] if isinstance(p, kind)]
+
+    def _batchable_plugins(self) -> tuple[list[SignPlugin], bool]:
+        """``computeBatchablePlugins``: the PreFilter, Filter, PreScore and Score plugins, each
+        once; signatures are off when one of them cannot sign, or with extenders."""
+        signers: dict[str, SignPlugin] = {}
+        enabled = not self.ctx.extenders
+        for point in ("preFilter", "filter", "preScore", "score"):
+            for plugin in self.points[point]:
+                if isinstance(plugin, SignPlugin):
+                    signers.setdefault(plugin.name, plugin)
+                else:
+                    enabled = False
+        return list(signers.values()), enabled
+
+    # --- signatures ----------------------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> str | None:
+        """Upstream's ``SignPod``: the scheduler name and every plugin's fragments as JSON, or None
+        when signatures are off for the profile or a plugin cannot sign the pod."""
+        if not self.signatures_enabled or not self._signs_pods:
+            return None
+        signature: dict[str, Any] = {"SchedulerName": pod.scheduler_name}
+        for plugin in self._signers:
+            fragments = plugin.sign_pod(pod)
+            if isinstance(fragments, Status):
+                return None
+            signature.update(fragments)
+        return json.dumps(signature, sort_keys=True, default=repr)
+
+    def batch_key(self, pod: PodInfo, table: NodeTable) -> tuple[Any, ...] | None:
+        """What the results of every plugin for ``pod`` depend on besides each node's own row
+        (``SignPlugin.batch_key``), or None when some plugin's may depend on other rows too. Two
+        pods with equal keys get the same verdicts and scores from the same table. The fragments'
+        values are the pod's own fields, compared with ``==`` (no hashing, no serialising)."""
+        if not self.signatures_enabled:
+            return None
+        meta = pod.pod.get("metadata") or {}
+        shape = (pod.spec, pod.pod.get("status"), pod.namespace, meta.get("labels"), meta.get("annotations"),
+                 meta.get("ownerReferences"))
+        cached = self._pod_fragments
+        if cached is None or cached[0] != shape:  # a replica of the last pod has the same fragments
+            cached = self._pod_fragments = (shape, self._fragments(pod, table, False))
+        table_fragments = self._fragments(pod, table, True)
+        if cached[1] is None or table_fragments is None:
+            return None
+        return cached[1] + table_fragments
+
+    def _fragments(self, pod: PodInfo, table: NodeTable, reading_table: bool) -> tuple[Any, ...] | None:
+        """The batch-key fragments of the signers that read the table (or of the others)."""
+        key: list[Any] = []
+        for plugin in self._signers:
+            if plugin.key_reads_table != reading_table:
+                continue
+            fragments = plugin.batch_key(pod, table)
+            if isinstance(fragments, Status):
+                return None
+            key.extend(fragments)
+        return tuple(key)
 
     # --- construction ------------------------------------------------------------------------
     def _build(self, registry: Registry) -> None:
@@ -460,8 +556,9 @@ class Framework:
         return None
 
     # --- Filter --------------------------------------------------------------------------------
-    def run_batch_filters(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray, list[Status]]:
-        """Run the batch Filter plugins on every node of ``batch``.
+    def run_batch_filters(self, state: CycleState, pod: PodInfo, batch: NodeBatch,
+                          only: Callable[[str], bool] | None = None) -> tuple[np.ndarray, np.ndarray, list[Status]]:
+        """Run the batch Filter plugins (those ``only`` admits, if given) on every node of ``batch``.
 
         Returns (first failing filter position per node or a large number, status id per node,
         statuses). Raises StatusError when a plugin returns an Error.
@@ -472,7 +569,7 @@ class Framework:
         statuses: list[Status] = []
         skip = state.skip_filter_plugins
         for position, pl in enumerate(self._filters):
-            if pl.name in skip or not isinstance(pl, BatchFilterPlugin):
+            if pl.name in skip or not isinstance(pl, BatchFilterPlugin) or (only is not None and not only(pl.name)):
                 continue
             self._evaluated(pl.name, "Filter", size if not statuses else int(np.count_nonzero(ids < 0)))
             if pl.feasible_only:
@@ -675,19 +772,26 @@ class Framework:
             state.skip_score_plugins = skip
             self.observe("PreScore", status, start)
 
-    def run_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch, keep_parts: bool = False) -> ScoreResult:
-        """Score, normalise and weight every node of ``batch``. Raises StatusError on plugin errors."""
+    def run_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch, keep_parts: bool = False,
+                  source: ScoreSource | None = None) -> ScoreResult:
+        """Score, normalise and weight every node of ``batch``. Raises StatusError on plugin errors.
+        ``source`` supplies batch plugins' scores in place of running them (a batched cycle)."""
         start = time.perf_counter()
         total = np.zeros(len(batch), dtype=np.int64)
         parts: list[tuple[str, np.ndarray, np.ndarray, int]] = []
+        raws: dict[str, np.ndarray] = {}
         status: Status | None = None
         try:
             for pl in self.points["score"]:
                 if pl.name in state.skip_score_plugins:
                     continue
                 t = time.perf_counter()
-                self._evaluated(pl.name, "Score", len(batch))
-                raw, normalized = self.score_one(pl, state, pod, batch)
+                if source is not None and isinstance(pl, BatchScorePlugin):
+                    raw = source.raw(pl)
+                    normalized = source.normalized(pl, raw, partial(self.normalize_one, pl, state, pod, batch, raw))
+                else:
+                    self._evaluated(pl.name, "Score", len(batch))
+                    raw, normalized = self.score_one(pl, state, pod, batch)
                 self._observe_plugin(state, pl.name, "Score", None, t)
                 if pl.name in self._range_checked and len(normalized) and \
                         (normalized.max() > MAX_NODE_SCORE or normalized.min() < MIN_NODE_SCORE):
@@ -697,9 +801,10 @@ class Framework:
                         f"it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing")))
                 weight = self.score_weights[pl.name]
                 total += normalized * weight
+                raws[pl.name] = raw
                 if keep_parts:  # copies: plugins may hand out memoised arrays they update later
                     parts.append((pl.name, raw.copy(), normalized.copy(), weight))
-            return ScoreResult(total, parts)
+            return ScoreResult(total, parts, raws)
         except StatusError as e:
             status = e.status
             raise
@@ -709,18 +814,8 @@ class Framework:
     def score_one(self, pl: Plugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
         """One Score plugin over ``batch``: raw and normalised scores, unweighted."""
         if isinstance(pl, BatchScorePlugin):
-            try:
-                raw = np.asarray(pl.score_nodes(state, pod, batch), dtype=np.int64)
-            except StatusError as e:
-                raise StatusError(_wrap(e.status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name)) from e
-            if not normalizes(pl):
-                return raw, raw
-            try:
-                out = pl.normalize_scores(state, pod, batch, raw.copy())
-            except StatusError as e:
-                raise StatusError(_wrap(e.status, f'running Normalize on Score plugins: plugin "{pl.name}" failed with',
-                                        pl.name)) from e
-            return raw, (raw if out is None else np.asarray(out, dtype=np.int64))
+            raw = self.raw_scores(pl, state, pod, batch)
+            return raw, self.normalize_one(pl, state, pod, batch, raw)
         assert isinstance(pl, ScorePlugin)
         scores = []
         for name in batch.names():
@@ -736,6 +831,25 @@ class Framework:
         if failed(s):
             raise StatusError(_wrap(s, f'running Normalize on Score plugins: plugin "{pl.name}" failed with', pl.name))
         return raw, np.array([x.score for x in scores], dtype=np.int64)
+
+    def raw_scores(self, pl: BatchScorePlugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> np.ndarray:
+        """A batch Score plugin's raw scores over ``batch``."""
+        try:
+            return np.asarray(pl.score_nodes(state, pod, batch), dtype=np.int64)
+        except StatusError as e:
+            raise StatusError(_wrap(e.status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name)) from e
+
+    @staticmethod
+    def normalize_one(pl: BatchScorePlugin, state: CycleState, pod: PodInfo, batch: NodeBatch, raw: np.ndarray) -> np.ndarray:
+        """A batch Score plugin's normalisation of ``raw`` (``raw`` itself when it has none)."""
+        if not normalizes(pl):
+            return raw
+        try:
+            out = pl.normalize_scores(state, pod, batch, raw.copy())
+        except StatusError as e:
+            raise StatusError(_wrap(e.status, f'running Normalize on Score plugins: plugin "{pl.name}" failed with',
+                                    pl.name)) from e
+        return raw if out is None else np.asarray(out, dtype=np.int64)
 
     # --- Reserve, Permit -----------------------------------------------------------------------
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:

@@ -67,6 +67,9 @@ from kubesched.scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     ReservePlugin,
+    SignFragment,
+    SignPlugin,
+    unsignable,
 )
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.selectors import node_selector_mask
@@ -195,9 +198,11 @@ def _error(message: str) -> Status:
     return Status.from_error(RuntimeError(message))
 
 
-class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, PostFilterPlugin, BatchScorePlugin,
+class DynamicResources(SignPlugin, PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, PostFilterPlugin, BatchScorePlugin,
                        ReservePlugin, PreBindPlugin, EnqueueExtensions):
     name = names.DynamicResources
+    #: Pods with claims are not signed; for the others this plugin answers without reading a node.
+    reads_node_pods = False
     Args = DynamicResourcesArgs
     #: The allocator's per-node work is expensive: run it only where earlier filters passed.
     feasible_only = True
@@ -254,6 +259,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, BatchFilterPlugin, Pos
         return None
 
     # --- PreFilter ------------------------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Pods with claims are not signed: whether a claim fits a node is not a question of the
+        pod and the node alone (upstream leaves them out for the same reason)."""
+        if pod.spec.get("resourceClaims"):
+            return unsignable("pods with dra resource claims are not signable")
+        return []
+
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         if not pod.spec.get("resourceClaims"):
             state.write(STATE_KEY, _NO_CLAIMS)

@@ -17,8 +17,10 @@ import numpy as np
 
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.framework.cycle_state import CycleState
-from kubesched.scheduler.framework.interface import MAX_NODE_SCORE, BatchScorePlugin
+from kubesched.scheduler.framework.interface import MAX_NODE_SCORE, BatchScorePlugin, SignFragment, SignPlugin
+from kubesched.scheduler.framework.status import Status
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._resource_allocation import go_div, pod_memo
 
@@ -156,8 +158,12 @@ class ImageIndex:
         return 0 if state is None else state[0]
 
 
-class ImageLocality(BatchScorePlugin):
+class ImageLocality(SignPlugin, BatchScorePlugin):
     name = names.ImageLocality
+    reads_node_pods = False
+
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        return [signers.images(pod)]
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
         index: ImageIndex = nodes.table.extension(EXTENSION_KEY, ImageIndex)

@@ -31,9 +31,13 @@ from kubesched.scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    SignFragment,
+    SignPlugin,
+    unsignable,
 )
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._affinity_terms import (
     IncomingTerm,
@@ -55,6 +59,7 @@ from kubesched.scheduler.plugins._topology import DomainCounts, StateUpdates, Ve
 
 PRE_FILTER_KEY = "PreFilter" + names.InterPodAffinity
 PRE_SCORE_KEY = "PreScore" + names.InterPodAffinity
+_TERM_KINDS = (REQUIRED_ANTI, REQUIRED_AFFINITY, PREFERRED_AFFINITY, PREFERRED_ANTI)
 
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
@@ -159,7 +164,7 @@ class _ScoreState:
         return self
 
 
-class InterPodAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
+class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.InterPodAffinity
     Args = InterPodAffinityArgs
 
@@ -175,6 +180,23 @@ class InterPodAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
         if self.handle is None:
             return {}
         return self.handle.objects("Namespace")
+
+    # --- signature ----------------------------------------------------------------------------
+    key_reads_table = True
+
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """A pod without terms of its own is signed by what other pods' terms match it by."""
+        if signers.pod_affinity(pod):
+            return unsignable("pods with inter-pod affinity terms are not signable")
+        return [(signers.POD_AFFINITY, signers.identity(pod))]
+
+    def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
+        """Reused only while no pod, incoming or placed, has terms: the plugin then skips wherever
+        pods land (a term counts pods per topology domain, beyond one node's row)."""
+        index = pod_index(table)
+        if signers.pod_affinity(pod) or any(index.term_counts(kind) for kind in _TERM_KINDS):
+            return unsignable("pods are not batched while inter-pod affinity terms are in play")
+        return self.sign_pod(pod)
 
     # --- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:

@@ -27,10 +27,13 @@ from kubesched.scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.selectors import label_selector_mask, node_selector_mask, node_selector_term_mask
 from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._affinity_terms import aggregate
 from kubesched.scheduler.plugins._resource_allocation import default_normalize, pod_memo
@@ -163,8 +166,9 @@ class _PreScoreState:
         return self
 
 
-class NodeAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
+class NodeAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.NodeAffinity
+    reads_node_pods = False
     Args = NodeAffinityArgs
 
     def __init__(self, args: NodeAffinityArgs | None = None, handle: Any = None) -> None:
@@ -187,6 +191,10 @@ class NodeAffinity(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScor
         self._pod_mismatch = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_POD)
 
     # --- PreFilter / Filter --------------------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """The node selector and node affinity (the profile's added affinity is the same for every pod)."""
+        return [signers.node_affinity(pod)]
+
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         required = _required_raw(pod)
         if required is None and self.added_selector is None and pod.spec.get("nodeSelector") is None:

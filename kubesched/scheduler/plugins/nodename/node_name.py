@@ -8,9 +8,10 @@ from typing import Any
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-from kubesched.scheduler.framework.interface import BatchFilterPlugin, EnqueueExtensions, FilterVerdict
+from kubesched.scheduler.framework.interface import BatchFilterPlugin, EnqueueExtensions, FilterVerdict, SignFragment, SignPlugin
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 
 ERR_REASON = "node(s) didn't match the requested node name"
@@ -22,12 +23,16 @@ def fits(pod: Mapping, node: Mapping) -> bool:
     return not wanted or wanted == node["metadata"]["name"]
 
 
-class NodeName(BatchFilterPlugin, EnqueueExtensions):
+class NodeName(SignPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.NodeName
+    reads_node_pods = False
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self._mismatch = Status(Code.UnschedulableAndUnresolvable, ERR_REASON)
+
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        return [signers.node_name(pod)]
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterVerdict | None:
         wanted = pod.node_name

@@ -21,9 +21,12 @@ from kubesched.scheduler.framework.interface import (
     FilterVerdict,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
 )
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 
 PRE_FILTER_KEY = "PreFilter" + names.NodePorts
@@ -133,12 +136,15 @@ class _WantedPorts(tuple):
         return self
 
 
-class NodePorts(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class NodePorts(SignPlugin, PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.NodePorts
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         self._no_free_ports = Status(Code.Unschedulable, ERR_REASON)
+
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        return [signers.host_ports(pod)]
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         ports = pod.host_ports

@@ -16,10 +16,11 @@ from kubesched.api.types import PodInfo
 from kubesched.scheduler.config.args import NodeResourcesBalancedAllocationArgs
 from kubesched.scheduler.features import DEFAULT_GATES
 from kubesched.scheduler.framework.cycle_state import CycleState
-from kubesched.scheduler.framework.interface import BatchScorePlugin, PreScorePlugin
+from kubesched.scheduler.framework.interface import BatchScorePlugin, PreScorePlugin, SignFragment, SignPlugin
 from kubesched.scheduler.framework.memo import memo_of
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._resource_allocation import (
     POD_LEVEL_RESOURCES_GATE,
@@ -44,7 +45,7 @@ class _PreScoreState:
         return self
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, BatchScorePlugin):
+class NodeResourcesBalancedAllocation(SignPlugin, PreScorePlugin, BatchScorePlugin):
     name = names.NodeResourcesBalancedAllocation
     Args = NodeResourcesBalancedAllocationArgs
 
@@ -58,6 +59,11 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, BatchScorePlugin):
         self.resources = specs_from(args.resources)
         #: Profiles share the snapshot's memos: scores are kept apart per resource list.
         self._memo = f"{self.name}/{self.resources}"
+
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Scoring reads the pod's requests."""
+        fragment = signers.resources(pod)
+        return fragment if isinstance(fragment, Status) else [fragment]
 
     def _requests(self, pod: PodInfo) -> list[int]:
         return pod_request_list(pod, self.resources, use_requested=True, pod_level=self.pod_level,

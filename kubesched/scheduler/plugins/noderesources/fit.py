@@ -29,10 +29,13 @@ from kubesched.scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from kubesched.scheduler.framework.memo import memo_of
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import PODS, NodeBatch
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._hints import is_same_pod
 from kubesched.scheduler.plugins._resource_allocation import (
@@ -172,7 +175,7 @@ def requested_resources_increased(pod: PodInfo, old: Mapping, new: Mapping, pod_
 
 
 # --- the plugin ---------------------------------------------------------------------------------------
-class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
+class NodeResourcesFit(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.NodeResourcesFit
     Args = NodeResourcesFitArgs
 
@@ -195,6 +198,11 @@ class NodeResourcesFit(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batch
         self.scorer = build_scorer(self.strategy, self.resources, shape, self.fast_paths)
         #: Profiles share the snapshot's memos: scores are kept apart per scoring configuration.
         self._score_memo = f"{self.name}/score/{self.strategy}/{self.resources}/{shape}"
+
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Filtering and scoring read the pod's requests."""
+        fragment = signers.resources(pod)
+        return fragment if isinstance(fragment, Status) else [fragment]
 
     # --- PreFilter / Filter -------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:

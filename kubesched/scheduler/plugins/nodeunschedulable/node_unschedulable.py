@@ -9,9 +9,10 @@ from kubesched.api.types import PodInfo, Taint
 from kubesched.scheduler.features import DEFAULT_GATES
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-from kubesched.scheduler.framework.interface import BatchFilterPlugin, EnqueueExtensions, FilterVerdict
+from kubesched.scheduler.framework.interface import BatchFilterPlugin, EnqueueExtensions, FilterVerdict, SignFragment, SignPlugin
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._hints import is_same_pod
 from kubesched.scheduler.plugins.tainttoleration.taint_toleration import COMPARISON_GATE, tolerations_tolerate
@@ -26,14 +27,19 @@ def tolerates_unschedulable(pod: PodInfo, comparison_operators: bool = False) ->
     return tolerations_tolerate(pod.tolerations, UNSCHEDULABLE_TAINT, comparison_operators)
 
 
-class NodeUnschedulable(BatchFilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(SignPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.NodeUnschedulable
+    reads_node_pods = False
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
         gates = getattr(handle, "feature_gates", None) or DEFAULT_GATES
         self.comparison_operators = gates.enabled(COMPARISON_GATE)
         self._unschedulable = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_UNSCHEDULABLE)
+
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Whether the pod tolerates the unschedulable taint."""
+        return [signers.tolerations(pod)]
 
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterVerdict | None:
         cordoned = nodes.col(nodes.table.unschedulable)

@@ -48,9 +48,12 @@ from kubesched.scheduler.framework.interface import (
     FilterVerdict,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
 )
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._resource_allocation import pod_memo
 from kubesched.scheduler.plugins.volumeutil.batch import ChangeFeed, CSINodeView, CSINodeViews, rows_mask
@@ -396,7 +399,7 @@ class _State:
         return self
 
 
-class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class NodeVolumeLimits(SignPlugin, PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.NodeVolumeLimits
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
@@ -440,6 +443,13 @@ class NodeVolumeLimits(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
         return out
 
     # --- PreFilter ----------------------------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        return [signers.volumes(pod)]
+
+    def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
+        fragment = signers.claimless_volumes(pod)
+        return fragment if isinstance(fragment, Status) else [fragment]
+
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         if not may_count(pod):
             return None, Status(Code.Skip)

@@ -45,9 +45,13 @@ from kubesched.scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    SignFragment,
+    SignPlugin,
+    unsignable,
 )
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._affinity_terms import selector_error
 from kubesched.scheduler.plugins._hints import is_same_pod, labels
@@ -330,7 +334,7 @@ def _domain_sums(codes: np.ndarray, eligible: np.ndarray, size: int, weights: np
     return sums.astype(np.int64)
 
 
-class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
+class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.PodTopologySpread
     Args = PodTopologySpreadArgs
 
@@ -375,6 +379,30 @@ class PodTopologySpread(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, Batc
             return []
         return [Constraint(c.max_skew, c.topology_key, selector, c.min_domains, c.node_affinity_policy, c.node_taints_policy)
                 for c in constraints]
+
+    # --- signature ----------------------------------------------------------------------------------
+    #: Pods are counted per topology domain: one placement moves every node of its domains.
+    domain_scoped = True
+
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Spreading is not a question of one pod and one node: pods with constraints, explicit or
+        from the profile's defaults, are not signed (upstream's rule)."""
+        if pod.spec.get("topologySpreadConstraints"):
+            return unsignable("pods with topology constraints are not signable")
+        if self.default_constraints:
+            return unsignable("pods with default topology constraints are not signable")
+        return []
+
+    def signs_pods(self) -> bool:
+        return not self.default_constraints
+
+    def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
+        """Without constraints of its own, what the default constraints select the pod by (its
+        namespace, labels and owners, against Services and controllers); a cycle is reused only
+        where the plugin skipped, i.e. where no default constraint applied."""
+        if pod.spec.get("topologySpreadConstraints"):
+            return unsignable("pods with topology constraints are not batched")
+        return [(signers.TOPOLOGY_SPREAD, signers.identity(pod))]
 
     # --- PreFilter / Filter -------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:

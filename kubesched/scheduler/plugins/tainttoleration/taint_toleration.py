@@ -24,9 +24,12 @@ from kubesched.scheduler.framework.interface import (
     EnqueueExtensions,
     FilterVerdict,
     PreScorePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._hints import is_same_pod
 from kubesched.scheduler.plugins._resource_allocation import default_normalize
@@ -187,8 +190,9 @@ class _PreScoreState:
         return self
 
 
-class TaintToleration(BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
+class TaintToleration(SignPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.TaintToleration
+    reads_node_pods = False
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
         super().__init__(args, handle)
@@ -197,6 +201,10 @@ class TaintToleration(BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, Enque
         self._untolerated = Status(Code.UnschedulableAndUnresolvable, ERR_REASON_UNTOLERATED)
 
     # --- Filter -----------------------------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        """Filtering and scoring read the pod's tolerations."""
+        return [signers.tolerations(pod)]
+
     def filter_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterVerdict | None:
         sigs = nodes.col(nodes.table.taint_sig)
         if not sigs.any():

@@ -67,9 +67,12 @@ from kubesched.scheduler.framework.interface import (
     PreFilterResult,
     PreScorePlugin,
     ReservePlugin,
+    SignFragment,
+    SignPlugin,
 )
 from kubesched.scheduler.framework.status import Code, Status
-from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, broken_linear
 from kubesched.scheduler.plugins.volumebinding._binder import (
@@ -132,7 +135,7 @@ class BindingError(Exception):
     pass
 
 
-class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, ReservePlugin, PreBindPlugin,
+class VolumeBinding(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, ReservePlugin, PreBindPlugin,
                     EnqueueExtensions):
     name = names.VolumeBinding
     Args = VolumeBindingArgs
@@ -161,6 +164,13 @@ class VolumeBinding(PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchSco
         return self.handle.objects(kind) if self.handle is not None else {}
 
     # --- PreFilter ----------------------------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        return [signers.volumes(pod)]
+
+    def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
+        fragment = signers.claimless_volumes(pod)
+        return fragment if isinstance(fragment, Status) else [fragment]
+
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         if not pod_claims(pod):
             state.write(STATE_KEY, _State())

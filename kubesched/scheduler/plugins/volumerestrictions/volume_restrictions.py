@@ -29,9 +29,12 @@ from kubesched.scheduler.framework.interface import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
 )
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._resource_allocation import pod_memo
 from kubesched.scheduler.plugins.volumeutil.batch import rows_mask
@@ -198,7 +201,7 @@ def _update(state: CycleState, pod: PodInfo, sign: int) -> Status | None:
     return None
 
 
-class VolumeRestrictions(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class VolumeRestrictions(SignPlugin, PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.VolumeRestrictions
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
@@ -211,6 +214,13 @@ class VolumeRestrictions(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
         return table.extension(EXTENSION_KEY, _Index)
 
     # --- PreFilter ----------------------------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        return [signers.volumes(pod)]
+
+    def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
+        fragment = signers.claimless_volumes(pod)
+        return fragment if isinstance(fragment, Status) else [fragment]
+
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         needs_check = bool(pod_disks(pod))
         claims = pvc_volume_claims(pod)

@@ -37,9 +37,12 @@ from kubesched.scheduler.framework.interface import (
     FilterVerdict,
     PreFilterPlugin,
     PreFilterResult,
+    SignFragment,
+    SignPlugin,
 )
 from kubesched.scheduler.framework.status import Code, Status
-from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins.volumeutil.claims import pvc_volume_claims, queue_if_pvc_volume_of_pod
 
@@ -69,7 +72,7 @@ def pv_topologies(pv: Mapping) -> list[PVTopology]:
     return out
 
 
-class VolumeZone(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
+class VolumeZone(SignPlugin, PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
     name = names.VolumeZone
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
@@ -80,6 +83,13 @@ class VolumeZone(PreFilterPlugin, BatchFilterPlugin, EnqueueExtensions):
         return self.handle.objects(kind) if self.handle is not None else {}
 
     # --- PreFilter ----------------------------------------------------------------------------------
+    def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
+        return [signers.volumes(pod)]
+
+    def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
+        fragment = signers.claimless_volumes(pod)
+        return fragment if isinstance(fragment, Status) else [fragment]
+
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         topologies, status = self.topologies_of(pod)
         if status is not None:

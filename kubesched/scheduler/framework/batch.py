@@ -1,0 +1,284 @@
+"""Batches of same-shaped pods: the previous cycle's filter verdicts and raw scores, reused for the
+next pod with the same batch key, exactly (kubesched's counterpart of upstream's
+``framework/runtime/batch.go``, which hands the next pod the previous ranking's next node).
+
+Replicas of one workload ask the same question of the same nodes; between two of them the cluster
+changed in a few rows only: the node that got the last pod (assumed, then bound), nodes where pods
+were deleted. A ``BatchEntry`` keeps, for every row of the node table, the verdict of the batch
+Filter plugins and the raw score of each Score plugin, with the PreFilter and PreScore state they
+were computed from. The next pod with the same key (``Framework.batch_key``: everything the plugins
+read of the pod) gets a copy of that state, the Filter plugins and raw scores are recomputed on the
+rows changed since, and everything that spans nodes is computed again as always: the visiting
+order, ``numFeasibleNodesToFind``, normalisation over the feasible nodes, weights, host selection.
+So the verdicts, scores and chosen node are those of a cycle that ran every plugin on every node.
+
+An entry is only used when nothing but rows changed: same table, no node added, removed or
+relabelled (``NodeTable.generation``), no other object changed (``HandleContext.objects_version``),
+no nominated pod anywhere, and every domain-scoped plugin (pods counted per topology domain)
+skipped in the cycle the entry came from. Otherwise the cycle runs in full and leaves a new entry.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.status import Status
+from kubesched.scheduler.nodetable.table import NodeTable
+
+#: Beyond this many changed rows a full cycle costs about what refreshing them does.
+MAX_CHANGED_ROWS = 64
+
+
+_NO_FAILURE = np.iinfo(np.int32).max
+_NO_ROWS = np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class _Verdicts:
+    """Per row, the position of the first failing Filter plugin of a group (``_NO_FAILURE``: none)
+    and its status id (-1: passes)."""
+
+    first_pos: np.ndarray
+    ids: np.ndarray
+
+    @classmethod
+    def passing(cls, n: int) -> _Verdicts:
+        return cls(np.full(n, _NO_FAILURE, dtype=np.int32), np.full(n, -1, dtype=np.int32))
+
+
+@dataclass
+class BatchEntry:
+    """One cycle's results over every row of ``table``, valid at ``version`` (see the module
+    docstring). Filter verdicts are kept in two groups, the plugins that read only the node and
+    those that read the pods on it (``Framework.pod_readers``), and combined (``first_pos``,
+    ``ids``: the first failure by configured position, as one pass over every plugin finds it);
+    ids index ``statuses``."""
+
+    key: tuple[Any, ...]
+    table: NodeTable
+    generation: int
+    objects: int
+    version: int
+    state: CycleState
+    node_only: _Verdicts
+    pod_reading: _Verdicts
+    first_pos: np.ndarray
+    ids: np.ndarray
+    statuses: list[Status] = field(default_factory=list)
+    #: Per Score plugin not skipped: raw scores by row, and which rows hold a current one.
+    raw: dict[str, np.ndarray] = field(default_factory=dict)
+    known: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per Score plugin, its normalised scores over every row, while its raw scores stay put.
+    normalized: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Per Score plugin, how many rows lack a current raw score (0 spares looking for them).
+    missing: dict[str, int] = field(default_factory=dict)
+    _status_index: dict[Status, int] = field(default_factory=dict)
+
+    def add_statuses(self, statuses: list[Status]) -> np.ndarray:
+        """Indices in ``statuses`` of the given statuses, appending those not seen (equal statuses
+        share one index, so the list stays as short as the distinct reasons); the last slot maps
+        id -1 (pass) to -1."""
+        index = self._status_index
+        out = np.empty(len(statuses) + 1, dtype=np.int32)
+        out[-1] = -1
+        for i, status in enumerate(statuses):
+            at = index.get(status)
+            if at is None:
+                at = index[status] = len(self.statuses)
+                self.statuses.append(status)
+            out[i] = at
+        return out
+
+    def set_filters(self, group: _Verdicts, rows: np.ndarray,
+                    answer: tuple[np.ndarray, np.ndarray, list[Status]]) -> None:
+        """Store one group's answer for ``rows`` (``Framework.run_batch_filters``'s triple) and
+        combine the two groups there."""
+        first_pos, ids, statuses = answer
+        group.first_pos[rows] = first_pos
+        group.ids[rows] = self.add_statuses(statuses)[ids]
+        node_first = self.node_only.first_pos[rows] <= self.pod_reading.first_pos[rows]
+        self.first_pos[rows] = np.where(node_first, self.node_only.first_pos[rows], self.pod_reading.first_pos[rows])
+        self.ids[rows] = np.where(node_first, self.node_only.ids[rows], self.pod_reading.ids[rows])
+
+    def set_raw(self, name: str, rows: np.ndarray, values: np.ndarray) -> None:
+        """Store a Score plugin's raw scores for ``rows``."""
+        column = self.raw.get(name)
+        if column is None:
+            column = self.raw[name] = np.zeros(self.table.n, dtype=np.int64)
+            self.known[name] = np.zeros(self.table.n, dtype=bool)
+            self.missing[name] = self.table.n
+        column[rows] = values
+        known = self.known[name]
+        self.missing[name] -= int(np.count_nonzero(~known[rows]))
+        known[rows] = True
+        if len(rows):
+            self.normalized.pop(name, None)
+
+    def forget(self, name: str, rows: np.ndarray) -> None:
+        """Rows whose raw scores of plugin ``name`` are no longer current."""
+        known = self.known[name]
+        self.missing[name] += int(np.count_nonzero(known[rows]))
+        known[rows] = False
+
+    def lacking(self, name: str, rows: np.ndarray | None) -> np.ndarray:
+        """Those of ``rows`` (None: every row) without a current raw score of plugin ``name``."""
+        known = self.known.get(name)
+        if known is None:
+            return np.arange(self.table.n) if rows is None else rows
+        if not self.missing[name]:
+            return _NO_ROWS
+        return np.flatnonzero(~known) if rows is None else rows[~known[rows]]
+
+
+@dataclass
+class BatchCycle:
+    """What one scheduling cycle knows of batching: the pod's key, the entry it reuses (with the
+    rows changed since), or the entry it is filling for the next pod."""
+
+    key: tuple[Any, ...]
+    #: The table's version when the cycle began: what the entry is valid at once the cycle ends.
+    version: int = 0
+    reuse: BatchEntry | None = None
+    changed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    fill: BatchEntry | None = None
+    #: Whether the reused entry's changed rows were refreshed (not so when one node was tried).
+    refreshed: bool = False
+
+
+class BatchCache:
+    """A profile's last entry (one: batches are consecutive pods of one shape)."""
+
+    def __init__(self) -> None:
+        self.entry: BatchEntry | None = None
+        #: Cycles served from an entry, and cycles run in full with a batch key (for tests and logs).
+        self.reused = 0
+        self.filled = 0
+
+    def begin(self, key: tuple[Any, ...] | None, table: NodeTable, objects: int | None, shareable: bool,
+              pod_readers: frozenset[str]) -> BatchCycle | None:
+        """The batching side of a cycle for a pod with ``key`` (None: not batchable). ``shareable``
+        says whether the cycle may use or leave an entry at all (no nominations, no nominated node);
+        ``objects`` is the objects version (None: unknown, nothing is shared); the raw scores of
+        ``pod_readers`` on changed rows are stale."""
+        if key is None or objects is None or not shareable:
+            self.entry = None
+            return None
+        entry = self.entry
+        if entry is not None and entry.key == key and entry.table is table and entry.generation == table.generation \
+                and entry.objects == objects and len(entry.ids) == table.n:
+            rows = table.changed_rows(entry.version)
+            if len(rows) <= MAX_CHANGED_ROWS:
+                changed = np.zeros(table.n, dtype=bool)
+                changed[rows] = True
+                for name in entry.known:
+                    if name in pod_readers:
+                        entry.forget(name, rows)  # computed again where needed
+                return BatchCycle(key, table.version, reuse=entry, changed=changed)
+        self.entry = None
+        return BatchCycle(key, table.version)
+
+    def new_entry(self, cycle: BatchCycle, table: NodeTable, objects: int) -> BatchEntry:
+        """An empty entry for ``cycle`` over ``table`` as it is now (the cycle state is copied in
+        once PreScore ran)."""
+        n = table.n
+        return BatchEntry(cycle.key, table, table.generation, objects, table.version, CycleState(), _Verdicts.passing(n),
+                          _Verdicts.passing(n), np.full(n, _NO_FAILURE, dtype=np.int32), np.full(n, -1, dtype=np.int32))
+
+    def keep(self, entry: BatchEntry, reused: bool) -> None:
+        """The cycle that filled or reused ``entry`` succeeded: the next pod may use it."""
+        self.entry = entry
+        if reused:
+            self.reused += 1
+        else:
+            self.filled += 1
+
+    def drop(self) -> None:
+        self.entry = None
+
+
+# --- upstream's node hints ------------------------------------------------------------------------
+#: Upstream's ``maxBatchAge``: older results are not handed out.
+MAX_BATCH_AGE = 0.5
+
+
+@dataclass
+class _Ranking:
+    """The rest of a cycle's feasible nodes with their total scores, best first when popped
+    (upstream ``sortedNodeScores``: ties in random order)."""
+
+    signature: str
+    names: np.ndarray
+    totals: np.ndarray
+    created: float
+
+    def pop(self, rng: random.Random) -> str:
+        best = np.flatnonzero(self.totals == self.totals.max())
+        at = int(best[rng.randrange(len(best))]) if len(best) > 1 else int(best[0])
+        name = str(self.names[at])
+        self.names = np.delete(self.names, at)
+        self.totals = np.delete(self.totals, at)
+        return name
+
+
+class OpportunisticBatch:
+    """Upstream's OpportunisticBatching (``framework/runtime/batch.go``, gate OpportunisticBatching):
+    when the previous cycle placed a pod with the same signature on a node this pod no longer
+    fits, this pod is offered the next node of that cycle's ranking, and takes it if the node
+    passes the filters, without scoring. Upstream signs pods only where this gives the ranking one
+    full cycle would give; its default profile signs none (PodTopologySpread's system default
+    constraints).
+
+    ``hint`` is upstream's ``GetNodeHint`` and ``store`` its ``StoreScheduleResults``; the
+    scheduling cycle counter, the clock and the random source are the scheduler's.
+    """
+
+    def __init__(self, now: Callable[[], float], rng: random.Random) -> None:
+        self.now = now
+        self.rng = rng
+        self.ranking: _Ranking | None = None
+        self.last_cycle = -1
+        self.last_chosen = ""
+        #: Pods placed on a hinted node (upstream's ``batchedPods``).
+        self.batched_pods = 0
+        self._name_array: tuple[NodeTable, int, np.ndarray] | None = None
+
+    def hint(self, signature: str | None, cycle: int, fits_last_chosen: Callable[[str], bool]) -> str:
+        """The node to try first, or "" (upstream ``GetNodeHint``). ``fits_last_chosen(name)``
+        runs the filters on the node the previous pod took."""
+        ranking = self.ranking
+        if ranking is None or not len(ranking.names):
+            return ""
+        usable = (cycle == self.last_cycle + 1 and signature is not None and signature == ranking.signature
+                  and self.now() - ranking.created <= MAX_BATCH_AGE and not fits_last_chosen(self.last_chosen))
+        if not usable:
+            self.ranking = None
+            return ""
+        return ranking.pop(self.rng)
+
+    def store(self, signature: str | None, hinted: str, chosen: str, rest: tuple[NodeTable, np.ndarray, np.ndarray] | None,
+              cycle: int) -> None:
+        """Remember the cycle's outcome (upstream ``StoreScheduleResults``): a taken hint keeps the
+        ranking; otherwise ``rest`` (the table, and the other feasible rows with their totals)
+        becomes it."""
+        self.last_cycle, self.last_chosen = cycle, chosen
+        if hinted and hinted == chosen:
+            self.batched_pods += 1
+            return
+        if signature is None or rest is None or not len(rest[1]):
+            self.ranking = None
+            return
+        table, rows, totals = rest
+        self.ranking = _Ranking(signature, self._names(table)[rows], totals, self.now())
+
+    def _names(self, table: NodeTable) -> np.ndarray:
+        """The table's node names by row, as an array (kept while the table's nodes do not change)."""
+        cached = self._name_array
+        if cached is None or cached[0] is not table or cached[1] != table.generation:
+            cached = self._name_array = (table, table.generation, np.array(table.names[: table.n], dtype=object))
+        return cached[2]
