@@ -11,6 +11,7 @@ import aiohttp
 import orjson
 import pytest
 
+from kubesched.api.apierrors import NotFound
 from kubesched.api.kinds import CRD, custom_resource_kind
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.memory_client import MemoryClient
@@ -346,4 +347,40 @@ async def test_the_scheduler_clients_read_and_write_status_of_custom_objects_by_
         updated = await client.update_status(kind, changed)
         assert (updated["kind"], updated["status"]) == ("PodGroup", {"phase": "Running"})
         assert (await client.get(kind, "default", "alpha"))["status"] == {"phase": "Running"}
+        await client.close()
+
+
+def _cluster_scoped_crd() -> dict:
+    """scheduler-plugins' ElasticQuota shape made cluster-scoped: a quota object per tenant."""
+    crd = copy.deepcopy(PODGROUP_CRD)
+    crd["metadata"]["name"] = f"tenantquotas.{GROUP}"
+    crd["spec"]["scope"] = "Cluster"
+    crd["spec"]["names"] = {"kind": "TenantQuota", "plural": "tenantquotas"}
+    return crd
+
+
+async def test_the_scheduler_clients_create_cluster_scoped_custom_objects_by_group_version_plural(api):
+    await api.call("POST", CRDS, _cluster_scoped_crd())
+    kind = custom_resource_kind(GROUP, "v1alpha1", "tenantquotas")
+    store = ObjectStore()
+    store.create(CRD, _cluster_scoped_crd())
+    for client in (api.kube_client(), MemoryClient(store)):
+        quota = {**podgroup("team-a"), "kind": "TenantQuota"}
+        created = await client.create(kind, quota)
+        assert "namespace" not in created["metadata"]
+        assert (await client.get(kind, None, "team-a"))["spec"]["minMember"] == 2
+        items, _ = await client.list(kind)
+        assert [o["metadata"]["name"] for o in items] == ["team-a"]
+        await client.close()
+    _, listed, _ = await api.call("GET", f"/apis/{GROUP}/v1alpha1/tenantquotas")
+    assert [o["metadata"]["name"] for o in listed["items"]] == ["team-a"]
+
+
+async def test_the_http_client_names_a_custom_resource_the_server_does_not_serve(api, crd):
+    client = api.kube_client()
+    try:
+        for version, plural in (("v1beta1", "podgroups"), ("v1alpha1", "tenantquotas")):
+            with pytest.raises(NotFound, match=rf"could not find the requested resource \({plural}.{version}.{GROUP}\)"):
+                await client.create(custom_resource_kind(GROUP, version, plural), podgroup("alpha"))
+    finally:
         await client.close()
