@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
+from kubesched.api.crd_rules import schema_rule_errors
 from kubesched.api.errors import FieldError, forbidden, invalid, required, unsupported
 from kubesched.api.kinds import CustomKind
 from kubesched.api.names import dns1123_label_errors, dns1123_subdomain_errors
@@ -119,6 +120,7 @@ def _versions_errors(versions: Any) -> list[FieldError]:
             errors.append(required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
         else:
             errors += structural_errors(schema, f"{path}.schema.openAPIV3Schema")
+            errors += schema_rule_errors(schema, f"{path}.schema.openAPIV3Schema")
         errors += _columns_errors(version.get("additionalPrinterColumns") or (), f"{path}.additionalPrinterColumns")
         errors += _selectable_errors(version.get("selectableFields") or (), schema, f"{path}.selectableFields")
     storage = [v.get("name") for v in versions if v.get("storage")]

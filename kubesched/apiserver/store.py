@@ -21,6 +21,7 @@ from typing import Any
 
 from kubesched.api import crd as crdapi
 from kubesched.api.apierrors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid, NotFound
+from kubesched.api.crd_rules import object_rule_errors
 from kubesched.api.defaults import WORKLOADS, default_namespace, set_defaults, validate_spec
 from kubesched.api.errors import FieldError
 from kubesched.api.kinds import CRD, EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, CustomKind, Kind, kind_for, served
@@ -459,6 +460,7 @@ class ObjectStore:
         errors: list[FieldError] = validate(obj, self.feature_gates)
         if isinstance(kind, CustomKind):
             errors += crdapi.validate_object(kind.schema, obj)
+            errors += object_rule_errors(kind.schema, obj, old) if not errors else []
         if not status_only:
             errors += validate_spec(kind, obj)
             if kind == CRD:

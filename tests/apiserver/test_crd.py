@@ -384,3 +384,32 @@ async def test_the_http_client_names_a_custom_resource_the_server_does_not_serve
                 await client.create(custom_resource_kind(GROUP, version, plural), podgroup("alpha"))
     finally:
         await client.close()
+
+
+def _crd_with_rules(*rules: dict) -> dict:
+    crd = copy.deepcopy(PODGROUP_CRD)
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = list(rules)
+    return crd
+
+
+async def test_cel_rules_refuse_a_write_naming_the_field_and_the_message(api):
+    rules = ({"rule": "self.minMember <= 10 || self.queue == 'batch'", "message": "more than 10 members need the batch queue",
+              "fieldPath": ".queue"},
+             {"rule": "self.minMember >= oldSelf.minMember", "message": "minMember may not decrease"})
+    assert (await api.call("POST", CRDS, _crd_with_rules(*rules)))[0] == 201
+    status, body, _ = await api.call("POST", PODGROUPS, podgroup("big", minMember=20, queue="interactive"))
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == ('PodGroup.scheduling.x-k8s.io "big" is invalid: spec.queue: Invalid value: "object": '
+                               "more than 10 members need the batch queue")
+    status, created, _ = await api.call("POST", PODGROUPS, podgroup("small", minMember=5))
+    assert status == 201
+    status, body, _ = await api.call("PUT", f"{PODGROUPS}/small", {**created, "spec": {"minMember": 4}})
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec")
+    assert "minMember may not decrease" in body["message"]
+
+
+async def test_a_crd_whose_rule_does_not_compile_is_refused(api):
+    status, body, _ = await api.call("POST", CRDS, _crd_with_rules({"rule": "self.minMember > limit"}))
+    assert status == 422
+    assert body["message"].endswith("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: "
+                                    "Invalid value: \"self.minMember > limit\": compilation failed: undeclared reference to 'limit' (in container '')")
