@@ -413,3 +413,60 @@ async def test_a_crd_whose_rule_does_not_compile_is_refused(api):
     assert status == 422
     assert body["message"].endswith("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: "
                                     "Invalid value: \"self.minMember > limit\": compilation failed: undeclared reference to 'limit' (in container '')")
+
+
+def scaled_crd() -> dict:
+    """A Worker pool CRD with the ``scale`` subresource (the shape of upstream's scale tests)."""
+    crd = copy.deepcopy(PODGROUP_CRD)
+    crd["metadata"]["name"] = f"workerpools.{GROUP}"
+    crd["spec"]["names"] = {"kind": "WorkerPool", "plural": "workerpools", "shortNames": ["wp"]}
+    version = crd["spec"]["versions"][0]
+    version["subresources"] = {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                                                       "labelSelectorPath": ".status.selector"}}
+    version["additionalPrinterColumns"] = []
+    version["schema"]["openAPIV3Schema"]["properties"] = {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer", "maximum": 10}}},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}, "selector": {"type": "string"}}}}
+    return crd
+
+
+WORKERPOOLS = f"/apis/{GROUP}/v1alpha1/namespaces/default/workerpools"
+
+
+async def test_the_scale_subresource_reads_and_writes_the_replicas_paths(api):
+    assert (await api.call("POST", CRDS, scaled_crd()))[0] == 201
+    pool = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "WorkerPool", "metadata": {"name": "gpu"}, "spec": {"replicas": 2}}
+    await api.call("POST", WORKERPOOLS, pool)
+    _, current, _ = await api.call("GET", f"{WORKERPOOLS}/gpu")
+    await api.call("PUT", f"{WORKERPOOLS}/gpu/status", {**current, "status": {"replicas": 2, "selector": "pool=gpu"}})
+    status, scale, _ = await api.call("GET", f"{WORKERPOOLS}/gpu/scale")
+    assert (status, scale["apiVersion"], scale["kind"]) == (200, "autoscaling/v1", "Scale")
+    assert (scale["spec"], scale["status"]) == ({"replicas": 2}, {"replicas": 2, "selector": "pool=gpu"})
+    status, scaled, _ = await api.call("PUT", f"{WORKERPOOLS}/gpu/scale", {**scale, "spec": {"replicas": 5}})
+    assert (status, scaled["spec"]["replicas"]) == (200, 5)
+    status, _, _ = await api.call("PATCH", f"{WORKERPOOLS}/gpu/scale", {"spec": {"replicas": 6}},
+                                  content_type="application/merge-patch+json")
+    _, stored, _ = await api.call("GET", f"{WORKERPOOLS}/gpu")
+    assert (status, stored["spec"]["replicas"]) == (200, 6)
+    status, refused, _ = await api.call("PATCH", f"{WORKERPOOLS}/gpu/scale", {"spec": {"replicas": 11}},
+                                        content_type="application/merge-patch+json")
+    assert (status, "spec.replicas in body should be less than or equal to 10" in refused["message"]) == (422, True)
+    assert (await api.call("GET", f"{PODGROUPS}/any/scale"))[0] == 404  # PodGroups declare no scale
+    _, resources, _ = await api.call("GET", f"/apis/{GROUP}/v1alpha1")
+    scale_entry = next(r for r in resources["resources"] if r["name"] == "workerpools/scale")
+    assert (scale_entry["group"], scale_entry["version"], scale_entry["kind"]) == ("autoscaling", "v1", "Scale")
+
+
+@pytest.mark.parametrize(("scale", "field", "detail"), [
+    ({"statusReplicasPath": ".status.replicas"}, "specReplicasPath", "Required value"),
+    ({"specReplicasPath": ".status.replicas", "statusReplicasPath": ".status.replicas"}, "specReplicasPath",
+     "should be a json path under .spec"),
+    ({"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".metadata.labels"},
+     "labelSelectorPath", "should be a json path under .spec or .status"),
+])
+async def test_an_invalid_scale_subresource_refuses_the_crd(api, scale, field, detail):
+    crd = scaled_crd()
+    crd["spec"]["versions"][0]["subresources"]["scale"] = scale
+    status, body, _ = await api.call("POST", CRDS, crd)
+    assert status == 422 and f"spec.versions[0].subresources.scale.{field}: " in body["message"] and detail in body["message"]
