@@ -334,7 +334,7 @@ class ObjectStore:
         if kind == NAMESPACE:
             return self._terminate_namespace(current)
         if kind == CRD:
-            self._delete_custom_objects(current)
+            return self._terminate_crd(current)
         if grace > 0 or meta.get("finalizers"):
             return self._mark_terminating(kind, current, grace)
         return self._remove(kind, current)
@@ -392,6 +392,9 @@ class ObjectStore:
             return
         if kind == NAMESPACE:
             self._after(0, lambda: self._finish_namespace(meta["name"]))
+            return
+        if kind == CRD:
+            self._after(0, lambda: self._finish_crd(meta["name"]))
             return
         if meta.get("deletionGracePeriodSeconds", 0) > 0:
             remaining = max(0.0, parse_time(meta["deletionTimestamp"]) - self.clock.wall())
@@ -575,6 +578,43 @@ class ObjectStore:
             new["status"] = crdapi.accepted_status(new, "", rfc3339(self.clock.wall()), crd.get("status"))
             self._commit(CRD, MODIFIED, new, crd)
 
+    def _terminate_crd(self, current: dict) -> dict:
+        """kube-apiserver's CRD deletion: the CRD gets its deletion timestamp, the cleanup finalizer
+        and a ``Terminating`` condition (its resource stops being served), then on the next loop
+        turn its objects go and it goes (``_finish_crd``)."""
+        meta = current["metadata"]
+        if not meta.get("deletionTimestamp"):
+            new = json_copy(current)
+            new["metadata"].update(deletionTimestamp=rfc3339(self.clock.wall()), deletionGracePeriodSeconds=0,
+                                   finalizers=[*(f for f in meta.get("finalizers") or () if f != CRD_CLEANUP), CRD_CLEANUP])
+            self._set_terminating(new, "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress")
+            current = self._commit(CRD, MODIFIED, new, current)
+        name = meta["name"]
+        self._after(0, lambda: self._finish_crd(name))
+        return current
+
+    def _set_terminating(self, crd: dict, status: str, reason: str, message: str) -> None:
+        state = crd.setdefault("status", {})
+        state["conditions"] = set_condition(state.get("conditions") or [],
+                                            {"type": "Terminating", "status": status, "reason": reason, "message": message},
+                                            self.clock.wall())
+
+    def _finish_crd(self, name: str) -> None:
+        """The customresourcecleanup finalizer's work: delete the objects, record it, release the
+        finalizer; the CRD goes unless other finalizers hold it."""
+        crd = self.try_get(CRD, None, name)
+        if crd is None or not crd["metadata"].get("deletionTimestamp") or CRD_CLEANUP not in (crd["metadata"].get("finalizers") or ()):
+            return
+        self._delete_custom_objects(crd)
+        new = json_copy(crd)
+        self._set_terminating(new, "False", "InstanceDeletionCompleted", "removed all instances")
+        new["metadata"]["finalizers"] = [f for f in crd["metadata"]["finalizers"] if f != CRD_CLEANUP]
+        if new["metadata"]["finalizers"]:
+            self._commit(CRD, MODIFIED, new, crd)
+            return
+        new["metadata"].pop("finalizers")
+        self._remove(CRD, self._commit(CRD, MODIFIED, new, crd))
+
     def _delete_custom_objects(self, crd: dict) -> None:
         """Deleting a CRD deletes its objects first (the customresourcecleanup finalizer's work)."""
         spec = crd.get("spec") or {}
@@ -681,6 +721,10 @@ class ObjectStore:
             action()
 
         loop.call_later(seconds, fire)
+
+
+#: The finalizer that holds a deleted CRD until its objects are gone.
+CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 
 
 def _decode(kind: Kind, obj: dict) -> None:

@@ -470,3 +470,18 @@ async def test_an_invalid_scale_subresource_refuses_the_crd(api, scale, field, d
     crd["spec"]["versions"][0]["subresources"]["scale"] = scale
     status, body, _ = await api.call("POST", CRDS, crd)
     assert status == 422 and f"spec.versions[0].subresources.scale.{field}: " in body["message"] and detail in body["message"]
+
+
+async def test_a_deleted_crd_terminates_then_goes_once_its_objects_are_deleted(api, crd):
+    await api.call("POST", PODGROUPS, podgroup("alpha"))
+    rv = crd["metadata"]["resourceVersion"]
+    status, terminating, _ = await api.call("DELETE", f"{CRDS}/podgroups.{GROUP}")
+    assert status == 200 and terminating["metadata"]["deletionTimestamp"]
+    assert terminating["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+    assert {c["type"]: (c["status"], c["reason"]) for c in terminating["status"]["conditions"]}["Terminating"] == \
+        ("True", "InstanceDeletionInProgress")
+    events = await api.watch_lines(CRDS, {"resourceVersion": rv, "fieldSelector": f"metadata.name=podgroups.{GROUP}"}, count=3)
+    assert [e["type"] for e in events] == ["MODIFIED", "MODIFIED", "DELETED"]
+    finished = {c["type"]: (c["status"], c["reason"]) for c in events[1]["object"]["status"]["conditions"]}
+    assert finished["Terminating"] == ("False", "InstanceDeletionCompleted")
+    assert (await api.call("GET", f"{CRDS}/podgroups.{GROUP}"))[0] == 404
