@@ -81,7 +81,10 @@ def _rule_errors(node: Mapping[str, Any], rule: Any, path: str, correlatable: bo
     errors: list[FieldError] = []
     try:
         tree = _compile(text)[0]
-        if cel.static_type(tree) not in ("bool", "dyn"):
+        undefined = _undefined_field(tree, node)
+        if undefined:
+            errors.append(invalid(f"{path}.rule", text, f"compilation failed: undefined field '{undefined}'"))
+        elif cel.static_type(tree) not in ("bool", "dyn"):
             errors.append(invalid(f"{path}.rule", text, "compilation failed: cel expression must evaluate to a bool"))
         uses_old = cel.references(tree, "oldSelf")
         if uses_old and not correlatable:
@@ -103,6 +106,43 @@ def _rule_errors(node: Mapping[str, Any], rule: Any, path: str, correlatable: bo
         except ValueError as e:
             errors.append(invalid(f"{path}.fieldPath", field_path, f"fieldPath must be a valid path: {e}"))
     return errors
+
+
+def _undefined_field(tree: Any, schema: Mapping[str, Any]) -> str:
+    """The first field a selection from ``self`` or ``oldSelf`` names that the schema does not
+    declare ("" when none): what cel-go's type checker refuses as an undefined field. Values whose
+    schema declares no properties (maps, preserved unknown fields) may have any field."""
+    if isinstance(tree, tuple) and tree and tree[0] == "select":
+        parent = _schema_of(tree[1], schema)
+        if parent is not None and _declares_fields(parent) and tree[2] not in parent["properties"]:
+            return str(tree[2])
+    if isinstance(tree, (tuple, list)):
+        for part in tree:
+            found = _undefined_field(part, schema)
+            if found:
+                return found
+    return ""
+
+
+def _schema_of(node: Any, schema: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The schema of the value an expression node selects from ``self``/``oldSelf``, if it does."""
+    if node in (("ident", "self"), ("ident", "oldSelf")):
+        return schema
+    if not isinstance(node, tuple) or not node or node[0] not in ("select", "index"):
+        return None
+    parent = _schema_of(node[1], schema)
+    if parent is None:
+        return None
+    if node[0] == "select":
+        child = (parent.get("properties") or {}).get(node[2])
+    else:
+        child = parent.get("items") if parent.get("type") == "array" else parent.get("additionalProperties")
+    return child if isinstance(child, Mapping) else None
+
+
+def _declares_fields(schema: Mapping[str, Any]) -> bool:
+    return bool(schema.get("properties")) and not schema.get("x-kubernetes-preserve-unknown-fields") and \
+        not schema.get("additionalProperties")
 
 
 def _message_errors(rule: Mapping[str, Any], path: str) -> list[FieldError]:

@@ -504,8 +504,11 @@ class RestAPI:
             selector = selectors.format_label_selector(spec.get("selector"))
             selector = "" if selector == "<none>" else selector
         scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta}
+        scale_status = {"replicas": status.get("replicas", 0), "selector": selector}
+        if custom is not None and not selector:
+            del scale_status["selector"]  # omitempty: a CRD without labelSelectorPath has none
         return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
-                "spec": {"replicas": spec.get("replicas", 0)}, "status": {"replicas": status.get("replicas", 0), "selector": selector}}
+                "spec": {"replicas": spec.get("replicas", 0)}, "status": scale_status}
 
     def _write_scale(self, call: Call, scale: dict, dry: bool) -> Reply:
         assert call.name is not None

@@ -102,6 +102,11 @@ INVALID_RULES = {
     "a function the interpreter lacks": ({"rule": "timestamp(self.image) > timestamp('2024-01-01T00:00:00Z')"},
                                          f"{ROOT}.properties[spec].x-kubernetes-validations[0].rule",
                                          "compilation failed: undeclared reference to 'timestamp' (in container '')"),
+    "a field the schema does not declare": ({"rule": "self.replica > 0"}, f"{ROOT}.properties[spec].x-kubernetes-validations[0].rule",
+                                            "compilation failed: undefined field 'replica'"),
+    "an undeclared field under has()": ({"rule": "has(self.ports[0].host)"},
+                                        f"{ROOT}.properties[spec].x-kubernetes-validations[0].rule",
+                                        "compilation failed: undefined field 'host'"),
     "a rule that is not a bool": ({"rule": "'text'"}, f"{ROOT}.properties[spec].x-kubernetes-validations[0].rule",
                                   "compilation failed: cel expression must evaluate to a bool"),
     "an empty rule": ({"rule": ""}, f"{ROOT}.properties[spec].x-kubernetes-validations[0].rule", ""),
@@ -132,3 +137,13 @@ def test_a_transition_rule_under_uncorrelatable_list_items_refuses_the_crd():
     errors = schema_rule_errors(schema, ROOT)
     assert [e.path for e in errors] == [f"{ROOT}.properties[spec].properties[tags].items.x-kubernetes-validations[0].rule"]
     assert "uncorrelatable" in errors[0].detail
+
+
+@pytest.mark.parametrize("rule", [
+    "has(self.image) || self.replicas > 0",
+    "!has(self.labels.team) || self.labels.team != ''",  # map values: any key
+    "self.ports.all(p, p.port > 0)",
+    "self.tags.exists(t, t == 'prod') || size(self.tags) == 0",
+])
+def test_rules_that_select_declared_fields_compile(rule):
+    assert schema_rule_errors(crontab({"rule": rule}), ROOT) == []
