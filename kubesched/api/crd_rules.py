@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from kubesched.api import cel
-from kubesched.api.errors import FieldError, forbidden, invalid, required, unsupported
+from kubesched.api.errors import OMIT_VALUE, FieldError, forbidden, invalid, required, unsupported
 
 REASONS = ["FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired"]
 _ROOT_META = ("name", "generateName")
@@ -278,7 +278,7 @@ def _old_items(schema: Mapping[str, Any], value: list[Any], old: Any) -> list[An
 
 def _evaluate(schema: Mapping[str, Any], value: Any, old: Any, path: str, report: Callable[[FieldError], None]) -> None:
     unchanged = old is not _MISSING and old == value
-    shown = _shown(value)
+    kind = str(schema.get("type") or "")  # evaluation errors show the schema's type as the value
     for rule in compiled_rules(schema):
         if (rule.transition and old is _MISSING) or (unchanged and not rule.transition):
             continue
@@ -286,23 +286,23 @@ def _evaluate(schema: Mapping[str, Any], value: Any, old: Any, path: str, report
         try:
             result = rule.program(env)
         except cel.CelError as e:
-            report(invalid(path, shown, f"{e} evaluating rule: {rule.shown()}"))
+            report(invalid(path, kind, f"{e} evaluating rule: {rule.shown()}"))
             continue
         except RecursionError:
-            report(invalid(path, shown, f"expression nesting too deep evaluating rule: {rule.shown()}"))
+            report(invalid(path, kind, f"expression nesting too deep evaluating rule: {rule.shown()}"))
             continue
         if result is True:
             continue
         if result is not False:
-            report(invalid(path, shown, f"rule did not evaluate to a bool evaluating rule: {rule.shown()}"))
+            report(invalid(path, kind, f"rule did not evaluate to a bool evaluating rule: {rule.shown()}"))
             continue
         at = ".".join(p for p in (path, *rule.field_path) if p)
         report(_reason_error(rule.reason, at, value, _message(rule, env)))
 
 
 def _shown(value: Any) -> Any:
-    """What an error shows of a value: an object or a list by its type alone."""
-    return "object" if isinstance(value, dict) else "array" if isinstance(value, list) else value
+    """What a failed rule's error shows of the value: nothing for an object or a list."""
+    return OMIT_VALUE if isinstance(value, (dict, list)) else value
 
 
 def _message(rule: CompiledRule, env: Mapping[str, Any]) -> str:

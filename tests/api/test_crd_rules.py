@@ -39,12 +39,12 @@ CREATE_CASES = {
     "a true rule admits the object": ([MIN_MAX], obj(minReplicas=1, replicas=2, maxReplicas=3), []),
     "a false rule answers with its message at the field":
         ([MIN_MAX], obj(minReplicas=1, replicas=5, maxReplicas=3),
-         ['spec: Invalid value: "object": replicas should be in the range minReplicas..maxReplicas.']),
+         ['spec: Invalid value: replicas should be in the range minReplicas..maxReplicas.']),
     "without a message the rule itself is named":
-        ([{"rule": "self.replicas > 0"}], obj(replicas=0), ['spec: Invalid value: "object": failed rule: self.replicas > 0']),
+        ([{"rule": "self.replicas > 0"}], obj(replicas=0), ['spec: Invalid value: failed rule: self.replicas > 0']),
     "messageExpression builds the message":
         ([{"rule": "self.replicas > 0", "messageExpression": "'replicas is ' + string(self.replicas) + ', must be positive'"}],
-         obj(replicas=-2), ['spec: Invalid value: "object": replicas is -2, must be positive']),
+         obj(replicas=-2), ['spec: Invalid value: replicas is -2, must be positive']),
     "fieldPath and reason place and type the error":
         ([{"rule": "has(self.image)", "message": "an image is required", "fieldPath": ".image", "reason": "FieldValueRequired"}],
          obj(replicas=1), ["spec.image: Required value: an image is required"]),
@@ -72,11 +72,11 @@ def test_rules_on_create(case):
 UPDATE_CASES = {
     "a transition rule compares with the old value": (
         [{"rule": "self.replicas >= oldSelf.replicas", "message": "replicas may not decrease"}], obj(replicas=2), obj(replicas=3),
-        ['spec: Invalid value: "object": replicas may not decrease']),
+        ['spec: Invalid value: replicas may not decrease']),
     "map list items correlate by their keys": (
         [], obj(ports=[{"name": "https", "port": 443}, {"name": "http", "port": 8080}]),
         obj(ports=[{"name": "http", "port": 9090}, {"name": "https", "port": 443}]),
-        ['spec.ports[1]: Invalid value: "object": ports only grow']),
+        ['spec.ports[1]: Invalid value: ports only grow']),
     "an unchanged value is not held to a rule it breaks (ratcheting)": (
         [{"rule": "self.replicas > 0"}], obj(replicas=0), obj(replicas=0), []),
 }

@@ -399,7 +399,7 @@ async def test_cel_rules_refuse_a_write_naming_the_field_and_the_message(api):
     assert (await api.call("POST", CRDS, _crd_with_rules(*rules)))[0] == 201
     status, body, _ = await api.call("POST", PODGROUPS, podgroup("big", minMember=20, queue="interactive"))
     assert (status, body["reason"]) == (422, "Invalid")
-    assert body["message"] == ('PodGroup.scheduling.x-k8s.io "big" is invalid: spec.queue: Invalid value: "object": '
+    assert body["message"] == ('PodGroup.scheduling.x-k8s.io "big" is invalid: spec.queue: Invalid value: '
                                "more than 10 members need the batch queue")
     status, created, _ = await api.call("POST", PODGROUPS, podgroup("small", minMember=5))
     assert status == 201
