@@ -606,14 +606,16 @@ class ObjectStore:
         if crd is None or not crd["metadata"].get("deletionTimestamp") or CRD_CLEANUP not in (crd["metadata"].get("finalizers") or ()):
             return
         self._delete_custom_objects(crd)
-        new = json_copy(crd)
-        self._set_terminating(new, "False", "InstanceDeletionCompleted", "removed all instances")
-        new["metadata"]["finalizers"] = [f for f in crd["metadata"]["finalizers"] if f != CRD_CLEANUP]
-        if new["metadata"]["finalizers"]:
-            self._commit(CRD, MODIFIED, new, crd)
+        done = json_copy(crd)
+        self._set_terminating(done, "False", "InstanceDeletionCompleted", "removed all instances")
+        done = self._commit(CRD, MODIFIED, done, crd)
+        released = json_copy(done)
+        released["metadata"]["finalizers"] = [f for f in done["metadata"]["finalizers"] if f != CRD_CLEANUP]
+        if released["metadata"]["finalizers"]:
+            self._commit(CRD, MODIFIED, released, done)
             return
-        new["metadata"].pop("finalizers")
-        self._remove(CRD, self._commit(CRD, MODIFIED, new, crd))
+        del released["metadata"]["finalizers"]  # the last finalizer of a deleted object: it goes
+        self._remove(CRD, released)
 
     def _delete_custom_objects(self, crd: dict) -> None:
         """Deleting a CRD deletes its objects first (the customresourcecleanup finalizer's work)."""

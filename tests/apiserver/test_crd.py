@@ -484,4 +484,6 @@ async def test_a_deleted_crd_terminates_then_goes_once_its_objects_are_deleted(a
     assert [e["type"] for e in events] == ["MODIFIED", "MODIFIED", "DELETED"]
     finished = {c["type"]: (c["status"], c["reason"]) for c in events[1]["object"]["status"]["conditions"]}
     assert finished["Terminating"] == ("False", "InstanceDeletionCompleted")
+    assert [e["object"]["metadata"].get("finalizers") for e in events] == [
+        ["customresourcecleanup.apiextensions.k8s.io"], ["customresourcecleanup.apiextensions.k8s.io"], None]
     assert (await api.call("GET", f"{CRDS}/podgroups.{GROUP}"))[0] == 404
