@@ -48,6 +48,11 @@ CREATE_CASES = {
     "fieldPath and reason place and type the error":
         ([{"rule": "has(self.image)", "message": "an image is required", "fieldPath": ".image", "reason": "FieldValueRequired"}],
          obj(replicas=1), ["spec.image: Required value: an image is required"]),
+    "reason FieldValueForbidden answers Forbidden":
+        ([{"rule": "!has(self.image) || !self.image.endsWith(':latest')", "message": "the latest tag is not allowed",
+           "fieldPath": ".image", "reason": "FieldValueForbidden"}], obj(image="nginx:latest"),
+         ["spec.image: Forbidden: the latest tag is not allowed"]),
+    "Kubernetes' quantity library": ([{"rule": "quantity(self.image).isLessThan(quantity('1Gi'))"}], obj(image="512Mi"), []),
     "a missing key is an evaluation error naming the rule":
         ([{"rule": "self.image.startsWith('registry.k8s.io/')"}], obj(replicas=1),
          ['spec: Invalid value: "object": no such key: image evaluating rule: self.image.startsWith(\'registry.k8s.io/\')']),
