@@ -6,6 +6,7 @@ columns, authorized by RBAC, persisted, and deleted with their CRD."""
 from __future__ import annotations
 
 import copy
+import re
 
 import aiohttp
 import orjson
@@ -487,3 +488,12 @@ async def test_a_deleted_crd_terminates_then_goes_once_its_objects_are_deleted(a
     assert [e["object"]["metadata"].get("finalizers") for e in events] == [
         ["customresourcecleanup.apiextensions.k8s.io"], ["customresourcecleanup.apiextensions.k8s.io"], None]
     assert (await api.call("GET", f"{CRDS}/podgroups.{GROUP}"))[0] == 404
+
+
+async def test_the_openapi_document_of_a_scaled_crd_defines_what_its_scale_path_references(api):
+    await api.call("POST", CRDS, scaled_crd())
+    _, doc, _ = await api.call("GET", f"/openapi/v3/apis/{GROUP}/v1alpha1")
+    scale = doc["paths"][f"{WORKERPOOLS.replace('default', '{namespace}')}/{{name}}/scale"]
+    referenced = set(re.findall(r'"#/components/schemas/([^"]+)"', orjson.dumps(doc["paths"]).decode()))
+    assert "io.k8s.api.autoscaling.v1.Scale" in referenced and set(scale) >= {"get", "put", "patch"}
+    assert referenced <= set(doc["components"]["schemas"])
