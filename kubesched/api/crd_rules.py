@@ -212,6 +212,8 @@ def compiled_rules(node: Mapping[str, Any]) -> list[CompiledRule]:
 
 # --- on a custom object's write ---------------------------------------------------------------------
 _MISSING = object()
+#: How an error at the object itself names its field (a nil ``field.Path``).
+_ROOT_PATH = "<nil>"
 
 
 def object_rule_errors(schema: Mapping[str, Any] | None, obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[FieldError]:
@@ -278,6 +280,7 @@ def _old_items(schema: Mapping[str, Any], value: list[Any], old: Any) -> list[An
 
 def _evaluate(schema: Mapping[str, Any], value: Any, old: Any, path: str, report: Callable[[FieldError], None]) -> None:
     unchanged = old is not _MISSING and old == value
+    where = path or _ROOT_PATH
     kind = str(schema.get("type") or "")  # evaluation errors show the schema's type as the value
     for rule in compiled_rules(schema):
         if (rule.transition and old is _MISSING) or (unchanged and not rule.transition):
@@ -286,17 +289,17 @@ def _evaluate(schema: Mapping[str, Any], value: Any, old: Any, path: str, report
         try:
             result = rule.program(env)
         except cel.CelError as e:
-            report(invalid(path, kind, f"{e} evaluating rule: {rule.shown()}"))
+            report(invalid(where, kind, f"{e} evaluating rule: {rule.shown()}"))
             continue
         except RecursionError:
-            report(invalid(path, kind, f"expression nesting too deep evaluating rule: {rule.shown()}"))
+            report(invalid(where, kind, f"expression nesting too deep evaluating rule: {rule.shown()}"))
             continue
         if result is True:
             continue
         if result is not False:
-            report(invalid(path, kind, f"rule did not evaluate to a bool evaluating rule: {rule.shown()}"))
+            report(invalid(where, kind, f"rule did not evaluate to a bool evaluating rule: {rule.shown()}"))
             continue
-        at = ".".join(p for p in (path, *rule.field_path) if p)
+        at = ".".join(p for p in (path, *rule.field_path) if p) or _ROOT_PATH
         report(_reason_error(rule.reason, at, value, _message(rule, env)))
 
 

@@ -93,6 +93,12 @@ def test_rules_on_update(case):
     assert [str(e) for e in object_rule_errors(crontab(*rules), new, old)] == want
 
 
+def test_a_rule_at_the_root_sees_the_name_and_errors_at_a_nil_path():
+    schema = {**crontab(), "x-kubernetes-validations": [{"rule": "self.metadata.name.startsWith('cron-')",
+                                                         "message": "names start with cron-"}]}
+    assert [str(e) for e in object_rule_errors(schema, obj(), None)] == ["<nil>: Invalid value: names start with cron-"]
+
+
 def test_a_rule_on_a_field_sees_the_value_itself():
     schema = crontab(replicas={"type": "integer", "x-kubernetes-validations": [
         {"rule": "self == oldSelf", "message": "Value is immutable"}]})
