@@ -18,13 +18,15 @@ from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
+from kubesched.api.crd_rules import schema_rule_errors
 from kubesched.api.errors import FieldError, forbidden, invalid, required, unsupported
 from kubesched.api.kinds import CustomKind
 from kubesched.api.names import dns1123_label_errors, dns1123_subdomain_errors
 
 GROUP = "apiextensions.k8s.io"
-#: The subresources of custom resources kubesched serves (``scale`` is not served).
-SERVED_SUBRESOURCES = ("status",)
+#: The subresources of custom resources (``status``, and ``scale`` read and written at the
+#: paths the version's ``subresources.scale`` names).
+SERVED_SUBRESOURCES = ("status", "scale")
 SCOPES = ["Cluster", "Namespaced"]
 #: The JSON types a structural schema may name.
 TYPES = ("array", "boolean", "integer", "number", "object", "string")
@@ -119,7 +121,9 @@ def _versions_errors(versions: Any) -> list[FieldError]:
             errors.append(required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
         else:
             errors += structural_errors(schema, f"{path}.schema.openAPIV3Schema")
+            errors += schema_rule_errors(schema, f"{path}.schema.openAPIV3Schema")
         errors += _columns_errors(version.get("additionalPrinterColumns") or (), f"{path}.additionalPrinterColumns")
+        errors += _scale_errors((version.get("subresources") or {}).get("scale"), f"{path}.subresources.scale")
         errors += _selectable_errors(version.get("selectableFields") or (), schema, f"{path}.selectableFields")
     storage = [v.get("name") for v in versions if v.get("storage")]
     if len(storage) != 1:
@@ -127,6 +131,57 @@ def _versions_errors(versions: Any) -> list[FieldError]:
     if not any(v.get("served") for v in versions):
         errors.append(invalid("spec.versions", _version_names(versions), "must have at least one version marked as served"))
     return errors
+
+
+def _scale_errors(scale: Any, path: str) -> list[FieldError]:
+    """``subresources.scale``: the replicas paths under ``.spec`` and ``.status``, the optional
+    label selector path under either."""
+    if scale is None:
+        return []
+    if not isinstance(scale, Mapping):
+        return [invalid(path, scale, "must be an object")]
+    errors: list[FieldError] = []
+    for field, roots, needed in (("specReplicasPath", (".spec.",), True), ("statusReplicasPath", (".status.",), True),
+                                 ("labelSelectorPath", (".spec.", ".status."), False)):
+        value = scale.get(field)
+        if not value:
+            if needed:
+                errors.append(required(f"{path}.{field}"))
+        elif not isinstance(value, str) or not value.startswith(roots) or not _SIMPLE_PATH.match(value):
+            where = " or ".join(r.rstrip(".") for r in roots)
+            errors.append(invalid(f"{path}.{field}", value, f"should be a json path under {where}"))
+    return errors
+
+
+_SIMPLE_PATH = re.compile(r"^(\.[A-Za-z0-9_-]+)+$")
+
+
+def scale_paths(crd: Mapping[str, Any] | None, version: str) -> Mapping[str, str] | None:
+    """The ``subresources.scale`` of ``version`` of ``crd``, None when it has none."""
+    for served in (crd or {}).get("spec", {}).get("versions") or ():
+        if served.get("name") == version:
+            scale = (served.get("subresources") or {}).get("scale")
+            return scale if isinstance(scale, Mapping) else None
+    return None
+
+
+def value_at(obj: Mapping[str, Any], json_path: str) -> Any:
+    """The value at a simple JSON path (``.spec.replicas``), None when absent."""
+    value: Any = obj
+    for part in json_path.lstrip(".").split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def set_value_at(obj: dict[str, Any], json_path: str, value: Any) -> None:
+    """Set the value at a simple JSON path, creating the objects on the way."""
+    *parents, last = json_path.lstrip(".").split(".")
+    node = obj
+    for part in parents:
+        if not isinstance(node.get(part), dict):
+            node[part] = {}
+        node = node[part]
+    node[last] = value
 
 
 def _version_names(versions: list[Mapping[str, Any]]) -> str:

@@ -28,6 +28,17 @@ class InvalidQuantity(KubeschedError, ValueError):
         self.detail = detail
 
 
+class _Omitted:
+    """``field.OmitValueType``: an error whose value is not shown (an object, a list)."""
+
+    def __repr__(self) -> str:
+        return "<omitted>"
+
+
+#: The value of an error that shows none: ``spec: Invalid value: <detail>``.
+OMIT_VALUE = _Omitted()
+
+
 @dataclass(frozen=True)
 class FieldError:
     """One problem at one field path: ``spec.containers[0].resources.requests[cpu]``."""
@@ -42,6 +53,8 @@ class FieldError:
 
     def body(self) -> str:
         """``field.Error.ErrorBody``: the message without its field path (a Status cause's message)."""
+        if self.kind == "Invalid value" and self.value is OMIT_VALUE:
+            return f"Invalid value: {self.detail}"
         if self.kind == "Invalid value":
             shown = json.dumps(self.value, ensure_ascii=False) if isinstance(self.value, str) else _go_repr(self.value)
             return f"Invalid value: {shown}: {self.detail}"

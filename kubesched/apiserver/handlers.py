@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from kubesched.api import crd as crdapi
 from kubesched.api import schema_validation
 from kubesched.api.apierrors import APIError, BadRequest, Conflict, Invalid, MethodNotAllowed, NotFound
 from kubesched.api.events import core_to_v1, v1_to_core
@@ -476,19 +477,38 @@ class RestAPI:
                        uid=pre.get("uid"), resource_version=pre.get("resourceVersion"), dry_run=dry)
         return Reply(201, SUCCESS_201)
 
+    def _scale_paths(self, kind: Kind) -> Mapping[str, str] | None:
+        """The CRD version's ``subresources.scale`` (None for a built-in kind)."""
+        if not isinstance(kind, CustomKind):
+            return None
+        paths = crdapi.scale_paths(self.store.custom.definition(kind), kind.version)
+        if paths is None:
+            raise NotFoundPath()
+        return paths
+
     def _scale_of(self, view: View, obj: dict) -> dict:
-        if view.kind.kind not in SCALABLE:
+        custom = self._scale_paths(view.kind)
+        if custom is None and view.kind.kind not in SCALABLE:
             raise NotFoundPath()
         spec, status, meta = obj.get("spec") or {}, obj.get("status") or {}, obj["metadata"]
-        if view.kind.kind == "ReplicationController":
+        if custom is not None:
+            # scaleFromCustomResource: absent values read as zero replicas and no selector
+            selector = crdapi.value_at(obj, custom["labelSelectorPath"]) if custom.get("labelSelectorPath") else None
+            spec = {"replicas": crdapi.value_at(obj, custom["specReplicasPath"]) or 0}
+            status = {"replicas": crdapi.value_at(obj, custom["statusReplicasPath"]) or 0}
+            selector = selector if isinstance(selector, str) else ""
+        elif view.kind.kind == "ReplicationController":
             selector = selectors.format_labels(spec.get("selector"))
             selector = "" if selector == "<none>" else selector
         else:
             selector = selectors.format_label_selector(spec.get("selector"))
             selector = "" if selector == "<none>" else selector
         scale_meta = {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp") if k in meta}
+        scale_status = {"replicas": status.get("replicas", 0), "selector": selector}
+        if custom is not None and not selector:
+            del scale_status["selector"]  # omitempty: a CRD without labelSelectorPath has none
         return {"kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": scale_meta,
-                "spec": {"replicas": spec.get("replicas", 0)}, "status": {"replicas": status.get("replicas", 0), "selector": selector}}
+                "spec": {"replicas": spec.get("replicas", 0)}, "status": scale_status}
 
     def _write_scale(self, call: Call, scale: dict, dry: bool) -> Reply:
         assert call.name is not None
@@ -503,7 +523,8 @@ class RestAPI:
             raise Conflict.of(call.view.kind.resource, call.name,
                               "the object has been modified; please apply your changes to the latest version and try again", call.view.kind.group)
         new = json_copy(current)
-        new.setdefault("spec", {})["replicas"] = replicas
+        custom = self._scale_paths(call.view.kind)
+        crdapi.set_value_at(new, custom["specReplicasPath"] if custom else ".spec.replicas", replicas)
         self._record(call, current, new, "scale")
         stored = self.store.update(call.view.store_kind, new, dry_run=dry)
         return Reply(200, self._scale_of(call.view, stored))

@@ -506,9 +506,12 @@ def _custom_definitions(kind: CustomKind, v3: bool) -> dict[str, Any]:
     return {name: schema, f"{name}List": list_schema}
 
 
-def _builtin_for_custom(v3: bool) -> dict[str, Any]:
+def _builtin_for_custom(v3: bool, kinds: Sequence[CustomKind] = ()) -> dict[str, Any]:
+    """The built-in definitions a group version of custom kinds references: the metadata's, and
+    the bodies of their subresources (``autoscaling/v1`` Scale)."""
     prefix = V3_REF if v3 else V2_REF
-    return {name: _definition(name, prefix, v3) for name in closure([*_META, _OBJECT_META, _LIST_META])}
+    bodies = [body for kind in kinds for sub in _documented_subresources(kind) if _has(body := _body_definition(kind, sub))]
+    return {name: _definition(name, prefix, v3) for name in closure([*_META, _OBJECT_META, _LIST_META, *bodies])}
 
 
 def _fingerprint(custom: Sequence[CustomKind]) -> str:
@@ -551,7 +554,7 @@ def _custom_document(kinds: Sequence[CustomKind]) -> bytes:
     def build() -> bytes:
         spelling = _Spelling(v3=True)
         paths: dict[str, Any] = {}
-        schemas = _builtin_for_custom(v3=True)
+        schemas = _builtin_for_custom(v3=True, kinds=kinds)
         for kind in kinds:
             paths.update(_paths(spelling, kind))
             schemas.update(_custom_definitions(kind, v3=True))

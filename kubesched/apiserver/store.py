@@ -21,6 +21,7 @@ from typing import Any
 
 from kubesched.api import crd as crdapi
 from kubesched.api.apierrors import AlreadyExists, BadRequest, Conflict, Forbidden, Gone, Invalid, NotFound
+from kubesched.api.crd_rules import object_rule_errors
 from kubesched.api.defaults import WORKLOADS, default_namespace, set_defaults, validate_spec
 from kubesched.api.errors import FieldError
 from kubesched.api.kinds import CRD, EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, CustomKind, Kind, kind_for, served
@@ -333,7 +334,7 @@ class ObjectStore:
         if kind == NAMESPACE:
             return self._terminate_namespace(current)
         if kind == CRD:
-            self._delete_custom_objects(current)
+            return self._terminate_crd(current)
         if grace > 0 or meta.get("finalizers"):
             return self._mark_terminating(kind, current, grace)
         return self._remove(kind, current)
@@ -391,6 +392,9 @@ class ObjectStore:
             return
         if kind == NAMESPACE:
             self._after(0, lambda: self._finish_namespace(meta["name"]))
+            return
+        if kind == CRD:
+            self._after(0, lambda: self._finish_crd(meta["name"]))
             return
         if meta.get("deletionGracePeriodSeconds", 0) > 0:
             remaining = max(0.0, parse_time(meta["deletionTimestamp"]) - self.clock.wall())
@@ -459,6 +463,7 @@ class ObjectStore:
         errors: list[FieldError] = validate(obj, self.feature_gates)
         if isinstance(kind, CustomKind):
             errors += crdapi.validate_object(kind.schema, obj)
+            errors += object_rule_errors(kind.schema, obj, old) if not errors else []
         if not status_only:
             errors += validate_spec(kind, obj)
             if kind == CRD:
@@ -573,6 +578,45 @@ class ObjectStore:
             new["status"] = crdapi.accepted_status(new, "", rfc3339(self.clock.wall()), crd.get("status"))
             self._commit(CRD, MODIFIED, new, crd)
 
+    def _terminate_crd(self, current: dict) -> dict:
+        """kube-apiserver's CRD deletion: the CRD gets its deletion timestamp, the cleanup finalizer
+        and a ``Terminating`` condition (its resource stops being served), then on the next loop
+        turn its objects go and it goes (``_finish_crd``)."""
+        meta = current["metadata"]
+        if not meta.get("deletionTimestamp"):
+            new = json_copy(current)
+            new["metadata"].update(deletionTimestamp=rfc3339(self.clock.wall()), deletionGracePeriodSeconds=0,
+                                   finalizers=[*(f for f in meta.get("finalizers") or () if f != CRD_CLEANUP), CRD_CLEANUP])
+            self._set_terminating(new, "True", "InstanceDeletionInProgress", "CustomResource deletion is in progress")
+            current = self._commit(CRD, MODIFIED, new, current)
+        name = meta["name"]
+        self._after(0, lambda: self._finish_crd(name))
+        return current
+
+    def _set_terminating(self, crd: dict, status: str, reason: str, message: str) -> None:
+        state = crd.setdefault("status", {})
+        state["conditions"] = set_condition(state.get("conditions") or [],
+                                            {"type": "Terminating", "status": status, "reason": reason, "message": message},
+                                            self.clock.wall())
+
+    def _finish_crd(self, name: str) -> None:
+        """The customresourcecleanup finalizer's work: delete the objects, record it, release the
+        finalizer; the CRD goes unless other finalizers hold it."""
+        crd = self.try_get(CRD, None, name)
+        if crd is None or not crd["metadata"].get("deletionTimestamp") or CRD_CLEANUP not in (crd["metadata"].get("finalizers") or ()):
+            return
+        self._delete_custom_objects(crd)
+        done = json_copy(crd)
+        self._set_terminating(done, "False", "InstanceDeletionCompleted", "removed all instances")
+        done = self._commit(CRD, MODIFIED, done, crd)
+        released = json_copy(done)
+        released["metadata"]["finalizers"] = [f for f in done["metadata"]["finalizers"] if f != CRD_CLEANUP]
+        if released["metadata"]["finalizers"]:
+            self._commit(CRD, MODIFIED, released, done)
+            return
+        del released["metadata"]["finalizers"]  # the last finalizer of a deleted object: it goes
+        self._remove(CRD, released)
+
     def _delete_custom_objects(self, crd: dict) -> None:
         """Deleting a CRD deletes its objects first (the customresourcecleanup finalizer's work)."""
         spec = crd.get("spec") or {}
@@ -679,6 +723,10 @@ class ObjectStore:
             action()
 
         loop.call_later(seconds, fire)
+
+
+#: The finalizer that holds a deleted CRD until its objects are gone.
+CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 
 
 def _decode(kind: Kind, obj: dict) -> None:

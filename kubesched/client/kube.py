@@ -40,7 +40,7 @@ import aiohttp
 import orjson
 
 from kubesched.api import apierrors as errors
-from kubesched.api.kinds import Kind
+from kubesched.api.kinds import CustomKind, Kind
 from kubesched.api.meta import set_condition
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
 from kubesched.client.interface import ClusterClient
@@ -164,6 +164,8 @@ class KubeClient(ClusterClient):
         #: Says why writes must not be sent (a replica that cannot prove it still leads), or None.
         #: Checked after the rate limiter, right before a write goes out.
         self.write_fence: Callable[[], str | None] | None = None
+        #: Whether each custom resource (group, version, plural) is namespaced, as discovery said.
+        self._custom_scopes: dict[tuple[str, str, str], bool] = {}
 
     @classmethod
     def for_server(cls, url: str, token: str | None = None, *, ca_data: bytes = b"", **kwargs: Any) -> KubeClient:
@@ -334,8 +336,31 @@ class KubeClient(ClusterClient):
         return orjson.loads(payload)
 
     async def create(self, kind: Kind, obj: dict) -> dict:
-        namespace = (obj.get("metadata") or {}).get("namespace") if kind.namespaced else None
-        return await self._call("POST", resource_path(kind, namespace or ("default" if kind.namespaced else None)), body=obj)
+        namespaced = await self.namespaced(kind)
+        namespace = (obj.get("metadata") or {}).get("namespace") if namespaced else None
+        path = resource_path(kind, namespace or "default") if namespaced else _cluster_path(kind)
+        return await self._call("POST", path, body=obj)
+
+    async def namespaced(self, kind: Kind) -> bool:
+        """Whether ``kind``'s objects live in namespaces. A custom resource named by group, version
+        and plural alone does not say (its CRD does): the server's discovery document of the group
+        version tells, as client-go's REST mapper learns it, once per resource."""
+        if not isinstance(kind, CustomKind) or kind.schema is not None:
+            return kind.namespaced
+        key = (kind.group, kind.version, kind.resource)
+        if key not in self._custom_scopes:
+            status, payload = await self.request("GET", f"/apis/{quote(kind.group)}/{quote(kind.version)}")
+            if status >= 400 and status != 404:
+                raise api_error(status, payload)
+            found = orjson.loads(payload) if status < 400 else {}
+            for resource in found.get("resources") or ():
+                if resource.get("name") == kind.resource:
+                    self._custom_scopes[key] = bool(resource.get("namespaced"))
+                    break
+            else:
+                raise errors.NotFound(f"the server could not find the requested resource ({kind.resource}.{kind.version}.{kind.group})",
+                                      kind=kind.resource, group=kind.group)
+        return self._custom_scopes[key]
 
     async def update(self, kind: Kind, obj: dict) -> dict:
         meta = obj["metadata"]
@@ -412,6 +437,11 @@ def resource_path(kind: Kind, namespace: str | None = None, name: str | None = N
         if subresource:
             path += f"/{subresource}"
     return path
+
+
+def _cluster_path(kind: Kind) -> str:
+    """The collection of a cluster-scoped ``kind`` (whatever its ``namespaced`` says)."""
+    return f"/apis/{kind.group}/{kind.version}/{kind.resource}" if kind.group else f"/api/v1/{kind.resource}"
 
 
 def resource_path_pod(namespace: str, name: str) -> str:

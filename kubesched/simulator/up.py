@@ -215,10 +215,31 @@ async def serve(options: UpOptions, ready: Callable[[Cluster], None] | None = No
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    async with Cluster(options) as cluster:
+    cluster = Cluster(options)
+    if not await _started_unless_stopped(cluster, stop):
+        return
+    try:
         if ready is not None:
             ready(cluster)
         await stop.wait()
+    finally:
+        await cluster.stop()
+
+
+async def _started_unless_stopped(cluster: Cluster, stop: asyncio.Event) -> bool:
+    """Start ``cluster`` unless ``stop`` comes first: a scheduler whose informers never sync (a
+    list the server refuses, a resource it does not serve) keeps the start waiting, and SIGTERM or
+    Ctrl-C must still end ``up`` then (the start is cancelled, which stops what had started)."""
+    starting = asyncio.ensure_future(cluster.start())
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({starting, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    stopped.cancel()
+    if not starting.done():
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        return False
+    starting.result()
+    return True
 
 
 def run(options: UpOptions, ready: Callable[[Cluster], None] | None = None) -> None:

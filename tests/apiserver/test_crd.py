@@ -6,11 +6,13 @@ columns, authorized by RBAC, persisted, and deleted with their CRD."""
 from __future__ import annotations
 
 import copy
+import re
 
 import aiohttp
 import orjson
 import pytest
 
+from kubesched.api.apierrors import NotFound
 from kubesched.api.kinds import CRD, custom_resource_kind
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.memory_client import MemoryClient
@@ -347,3 +349,151 @@ async def test_the_scheduler_clients_read_and_write_status_of_custom_objects_by_
         assert (updated["kind"], updated["status"]) == ("PodGroup", {"phase": "Running"})
         assert (await client.get(kind, "default", "alpha"))["status"] == {"phase": "Running"}
         await client.close()
+
+
+def _cluster_scoped_crd() -> dict:
+    """scheduler-plugins' ElasticQuota shape made cluster-scoped: a quota object per tenant."""
+    crd = copy.deepcopy(PODGROUP_CRD)
+    crd["metadata"]["name"] = f"tenantquotas.{GROUP}"
+    crd["spec"]["scope"] = "Cluster"
+    crd["spec"]["names"] = {"kind": "TenantQuota", "plural": "tenantquotas"}
+    return crd
+
+
+async def test_the_scheduler_clients_create_cluster_scoped_custom_objects_by_group_version_plural(api):
+    await api.call("POST", CRDS, _cluster_scoped_crd())
+    kind = custom_resource_kind(GROUP, "v1alpha1", "tenantquotas")
+    store = ObjectStore()
+    store.create(CRD, _cluster_scoped_crd())
+    for client in (api.kube_client(), MemoryClient(store)):
+        quota = {**podgroup("team-a"), "kind": "TenantQuota"}
+        created = await client.create(kind, quota)
+        assert "namespace" not in created["metadata"]
+        assert (await client.get(kind, None, "team-a"))["spec"]["minMember"] == 2
+        items, _ = await client.list(kind)
+        assert [o["metadata"]["name"] for o in items] == ["team-a"]
+        await client.close()
+    _, listed, _ = await api.call("GET", f"/apis/{GROUP}/v1alpha1/tenantquotas")
+    assert [o["metadata"]["name"] for o in listed["items"]] == ["team-a"]
+
+
+async def test_the_http_client_names_a_custom_resource_the_server_does_not_serve(api, crd):
+    client = api.kube_client()
+    try:
+        for version, plural in (("v1beta1", "podgroups"), ("v1alpha1", "tenantquotas")):
+            with pytest.raises(NotFound, match=rf"could not find the requested resource \({plural}.{version}.{GROUP}\)"):
+                await client.create(custom_resource_kind(GROUP, version, plural), podgroup("alpha"))
+    finally:
+        await client.close()
+
+
+def _crd_with_rules(*rules: dict) -> dict:
+    crd = copy.deepcopy(PODGROUP_CRD)
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = list(rules)
+    return crd
+
+
+async def test_cel_rules_refuse_a_write_naming_the_field_and_the_message(api):
+    rules = ({"rule": "self.minMember <= 10 || self.queue == 'batch'", "message": "more than 10 members need the batch queue",
+              "fieldPath": ".queue"},
+             {"rule": "self.minMember >= oldSelf.minMember", "message": "minMember may not decrease"})
+    assert (await api.call("POST", CRDS, _crd_with_rules(*rules)))[0] == 201
+    status, body, _ = await api.call("POST", PODGROUPS, podgroup("big", minMember=20, queue="interactive"))
+    assert (status, body["reason"]) == (422, "Invalid")
+    assert body["message"] == ('PodGroup.scheduling.x-k8s.io "big" is invalid: spec.queue: Invalid value: '
+                               "more than 10 members need the batch queue")
+    status, created, _ = await api.call("POST", PODGROUPS, podgroup("small", minMember=5))
+    assert status == 201
+    status, body, _ = await api.call("PUT", f"{PODGROUPS}/small", {**created, "spec": {"minMember": 4}})
+    assert (status, body["details"]["causes"][0]["field"]) == (422, "spec")
+    assert "minMember may not decrease" in body["message"]
+
+
+async def test_a_crd_whose_rule_does_not_compile_is_refused(api):
+    status, body, _ = await api.call("POST", CRDS, _crd_with_rules({"rule": "self.minMember > limit"}))
+    assert status == 422
+    assert body["message"].endswith("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: "
+                                    "Invalid value: \"self.minMember > limit\": compilation failed: undeclared reference to 'limit' (in container '')")
+
+
+def scaled_crd() -> dict:
+    """A Worker pool CRD with the ``scale`` subresource (the shape of upstream's scale tests)."""
+    crd = copy.deepcopy(PODGROUP_CRD)
+    crd["metadata"]["name"] = f"workerpools.{GROUP}"
+    crd["spec"]["names"] = {"kind": "WorkerPool", "plural": "workerpools", "shortNames": ["wp"]}
+    version = crd["spec"]["versions"][0]
+    version["subresources"] = {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas",
+                                                       "labelSelectorPath": ".status.selector"}}
+    version["additionalPrinterColumns"] = []
+    version["schema"]["openAPIV3Schema"]["properties"] = {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {"replicas": {"type": "integer", "maximum": 10}}},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}, "selector": {"type": "string"}}}}
+    return crd
+
+
+WORKERPOOLS = f"/apis/{GROUP}/v1alpha1/namespaces/default/workerpools"
+
+
+async def test_the_scale_subresource_reads_and_writes_the_replicas_paths(api):
+    assert (await api.call("POST", CRDS, scaled_crd()))[0] == 201
+    pool = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "WorkerPool", "metadata": {"name": "gpu"}, "spec": {"replicas": 2}}
+    await api.call("POST", WORKERPOOLS, pool)
+    _, current, _ = await api.call("GET", f"{WORKERPOOLS}/gpu")
+    await api.call("PUT", f"{WORKERPOOLS}/gpu/status", {**current, "status": {"replicas": 2, "selector": "pool=gpu"}})
+    status, scale, _ = await api.call("GET", f"{WORKERPOOLS}/gpu/scale")
+    assert (status, scale["apiVersion"], scale["kind"]) == (200, "autoscaling/v1", "Scale")
+    assert (scale["spec"], scale["status"]) == ({"replicas": 2}, {"replicas": 2, "selector": "pool=gpu"})
+    status, scaled, _ = await api.call("PUT", f"{WORKERPOOLS}/gpu/scale", {**scale, "spec": {"replicas": 5}})
+    assert (status, scaled["spec"]["replicas"]) == (200, 5)
+    status, _, _ = await api.call("PATCH", f"{WORKERPOOLS}/gpu/scale", {"spec": {"replicas": 6}},
+                                  content_type="application/merge-patch+json")
+    _, stored, _ = await api.call("GET", f"{WORKERPOOLS}/gpu")
+    assert (status, stored["spec"]["replicas"]) == (200, 6)
+    status, refused, _ = await api.call("PATCH", f"{WORKERPOOLS}/gpu/scale", {"spec": {"replicas": 11}},
+                                        content_type="application/merge-patch+json")
+    assert (status, "spec.replicas in body should be less than or equal to 10" in refused["message"]) == (422, True)
+    assert (await api.call("GET", f"{PODGROUPS}/any/scale"))[0] == 404  # PodGroups declare no scale
+    _, resources, _ = await api.call("GET", f"/apis/{GROUP}/v1alpha1")
+    scale_entry = next(r for r in resources["resources"] if r["name"] == "workerpools/scale")
+    assert (scale_entry["group"], scale_entry["version"], scale_entry["kind"]) == ("autoscaling", "v1", "Scale")
+
+
+@pytest.mark.parametrize(("scale", "field", "detail"), [
+    ({"statusReplicasPath": ".status.replicas"}, "specReplicasPath", "Required value"),
+    ({"specReplicasPath": ".status.replicas", "statusReplicasPath": ".status.replicas"}, "specReplicasPath",
+     "should be a json path under .spec"),
+    ({"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".metadata.labels"},
+     "labelSelectorPath", "should be a json path under .spec or .status"),
+])
+async def test_an_invalid_scale_subresource_refuses_the_crd(api, scale, field, detail):
+    crd = scaled_crd()
+    crd["spec"]["versions"][0]["subresources"]["scale"] = scale
+    status, body, _ = await api.call("POST", CRDS, crd)
+    assert status == 422 and f"spec.versions[0].subresources.scale.{field}: " in body["message"] and detail in body["message"]
+
+
+async def test_a_deleted_crd_terminates_then_goes_once_its_objects_are_deleted(api, crd):
+    await api.call("POST", PODGROUPS, podgroup("alpha"))
+    rv = crd["metadata"]["resourceVersion"]
+    status, terminating, _ = await api.call("DELETE", f"{CRDS}/podgroups.{GROUP}")
+    assert status == 200 and terminating["metadata"]["deletionTimestamp"]
+    assert terminating["metadata"]["finalizers"] == ["customresourcecleanup.apiextensions.k8s.io"]
+    assert {c["type"]: (c["status"], c["reason"]) for c in terminating["status"]["conditions"]}["Terminating"] == \
+        ("True", "InstanceDeletionInProgress")
+    events = await api.watch_lines(CRDS, {"resourceVersion": rv, "fieldSelector": f"metadata.name=podgroups.{GROUP}"}, count=3)
+    assert [e["type"] for e in events] == ["MODIFIED", "MODIFIED", "DELETED"]
+    finished = {c["type"]: (c["status"], c["reason"]) for c in events[1]["object"]["status"]["conditions"]}
+    assert finished["Terminating"] == ("False", "InstanceDeletionCompleted")
+    assert [e["object"]["metadata"].get("finalizers") for e in events] == [
+        ["customresourcecleanup.apiextensions.k8s.io"], ["customresourcecleanup.apiextensions.k8s.io"], None]
+    assert (await api.call("GET", f"{CRDS}/podgroups.{GROUP}"))[0] == 404
+
+
+async def test_the_openapi_document_of_a_scaled_crd_defines_what_its_scale_path_references(api):
+    await api.call("POST", CRDS, scaled_crd())
+    _, doc, _ = await api.call("GET", f"/openapi/v3/apis/{GROUP}/v1alpha1")
+    scale = doc["paths"][f"{WORKERPOOLS.replace('default', '{namespace}')}/{{name}}/scale"]
+    referenced = set(re.findall(r'"#/components/schemas/([^"]+)"', orjson.dumps(doc["paths"]).decode()))
+    assert "io.k8s.api.autoscaling.v1.Scale" in referenced and set(scale) >= {"get", "put", "patch"}
+    assert referenced <= set(doc["components"]["schemas"])

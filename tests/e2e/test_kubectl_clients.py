@@ -273,3 +273,18 @@ def test_a_crd_then_its_objects_with_apply_get_explain_patch_and_delete(kubectl)
     assert kubectl.json("get", "podgroup", "pg1")["spec"] == {"minMember": 3, "scheduleTimeoutSeconds": 60}
     kubectl("delete", "crd", "podgroups.scheduling.x-k8s.io")
     assert kubectl("get", "podgroups.scheduling.x-k8s.io", check=False).returncode == 1
+
+
+def test_kubectl_scale_of_a_crd_with_the_scale_subresource(kubectl):
+    from tests.apiserver.test_crd import GROUP, scaled_crd
+
+    crd, pool = kubectl.workdir / "scaled-crd.yaml", kubectl.workdir / "pool.yaml"
+    crd.write_text(yaml.safe_dump(scaled_crd()))
+    pool.write_text(yaml.safe_dump({"apiVersion": f"{GROUP}/v1alpha1", "kind": "WorkerPool", "metadata": {"name": "gpu"},
+                                    "spec": {"replicas": 1}}))
+    kubectl("apply", "-f", str(crd))
+    kubectl("wait", "--for=condition=Established", f"crd/workerpools.{GROUP}", "--timeout=20s")
+    kubectl("apply", "-f", str(pool))
+    assert kubectl("scale", "wp", "gpu", "--replicas=3").stdout == f"workerpool.{GROUP}/gpu scaled\n"
+    assert kubectl.json("get", "workerpool", "gpu")["spec"]["replicas"] == 3
+    kubectl("delete", "crd", f"workerpools.{GROUP}")

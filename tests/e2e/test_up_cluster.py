@@ -167,3 +167,28 @@ def test_get_raw_metrics_has_the_schedulers_and_the_api_servers_series(cluster):
     families = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
     assert {"scheduler_schedule_attempts_total", "scheduler_pending_pods", "apiserver_storage_objects"} <= families
     assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"}' in text
+
+
+def test_sigterm_stops_up_while_the_scheduler_waits_for_an_informer_that_never_syncs(tmp_path):
+    """Coscheduling's PodGroup informer lists ``v1alpha1``; the input's CRD of the same name serves
+    another version only, so that list fails forever and the scheduler never syncs."""
+    import yaml
+
+    crd = yaml.safe_load((ROOT / "kubesched/contrib/coscheduling/crds/scheduling.x-k8s.io_podgroups.yaml").read_text())
+    for version in crd["spec"]["versions"]:
+        version["name"] = "v1beta9"
+    (tmp_path / "crd.yaml").write_text(yaml.safe_dump(crd))
+    log = tmp_path / "up.log"
+    cmd = [sys.executable, "-m", "kubesched.cli.main", "up", "-f", str(tmp_path / "crd.yaml"), "--port", "0",
+           "--config", str(ROOT / "examples/coscheduling/config.yaml"), "--kubeconfig-out", str(tmp_path / "kubeconfig.yaml")]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        until(lambda: "list of podgroups failed" in log.read_text() or proc.poll() is not None, 60, "the informer never listed")
+        assert proc.poll() is None, log.read_text()
+        proc.terminate()
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)

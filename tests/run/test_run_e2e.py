@@ -295,3 +295,17 @@ def _error_body(sched: Scheduler, path: str) -> str:
     except urllib.error.HTTPError as e:
         return e.read().decode()
     return ""
+
+
+def test_sigterm_stops_run_while_an_informer_it_may_not_list_keeps_it_from_syncing(api, processes, tmp_path):
+    """As ``system:kube-scheduler``, whose bootstrap role grants nothing on PodGroups (no CRD
+    serves them either), Coscheduling's informer never syncs; SIGTERM still ends the process."""
+    api.start()
+    kubeconfig = api.write_kubeconfig("system:kube-scheduler", tmp_path / "scheduler.kubeconfig")
+    sched = Scheduler(tmp_path, "stuck", REPO / "examples" / "coscheduling" / "config.yaml", kubeconfig)
+    processes.append(sched)
+    sched.start(wait_ready=False)
+    until(lambda: "list of podgroups failed" in sched.output(), 30, lambda: f"no failed list of podgroups:\n{sched.output()}")
+    assert sched.status("/readyz") != 200
+    sched.signal(signal.SIGTERM)
+    assert sched.wait(15) == 0

@@ -17,7 +17,8 @@ parameters, ``resource.k8s.io/v1``), as kube-scheduler 1.35 allocates them.
 Reasons and codes are upstream's. See ``_dra_allocator`` for the allocator, ``_dra_cel`` for the
 selector language and ``_dra_manager`` for the shared claim and slice caches.
 
-Device selectors use kubesched's own CEL interpreter (``_dra_cel``), not a CEL library. Measured
+Device selectors use kubesched's own CEL interpreter (``kubesched.api.cel``, which CRD validation
+rules share; the selector glue is ``_cel``), not a CEL library. Measured
 on ``device.driver == "gpu.example.com" && device.capacity["gpu.example.com"].memory
 .compareTo(quantity("10Gi")) >= 0`` (one core, Python 3.11), with the Kubernetes functions added
 to each library as Python callables:
