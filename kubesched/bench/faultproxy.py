@@ -72,6 +72,14 @@ class Ledger:
     epoch: int = 0
 
 
+def is_lease_write(method: str, path: str) -> bool:
+    """A write of a Lease: an update (PUT to the Lease) or a create (POST to the collection, how a
+    candidate takes the Lease of a cluster that has none, such as one restarted without its data)."""
+    if method == "PUT":
+        return "/leases/" in path
+    return method == "POST" and path.rstrip("/").endswith("/leases")
+
+
 class FaultProxy:
     """One replica's way to the API server."""
 
@@ -128,7 +136,7 @@ class FaultProxy:
     async def _forward(self, request: web.Request, body: bytes) -> web.Response:
         sent = time.monotonic()
         status, payload, content_type = await self._send(request, body)
-        if status < 300 and "/leases/" in request.path and request.method in ("PUT", "POST"):
+        if status < 300 and is_lease_write(request.method, request.path):
             lease = orjson.loads(payload)
             holder = (lease.get("spec") or {}).get("holderIdentity") or ""
             version = str((lease.get("metadata") or {}).get("resourceVersion") or "0")

@@ -10,7 +10,7 @@ import asyncio
 import pytest
 
 from kubesched.bench.chaos import EXPECTED, ChaosOptions, ChaosRun, clear_workdir, failures
-from kubesched.bench.faultproxy import Write
+from kubesched.bench.faultproxy import Write, is_lease_write
 from kubesched.cli.main import main
 
 
@@ -56,6 +56,19 @@ def test_a_late_answer_to_the_old_leaders_last_renewal_is_not_taken_for_an_acqui
     run.ledger.bindings.append(Write("replica-1", "default/pod-1", sent=11.5, answered=11.6))
     assert [(w.replica, w.subject) for w in run._acquisitions()] == [("replica-0", "old"), ("replica-1", "new")]
     assert run.binds_without_lease() == ([], 0)
+
+
+@pytest.mark.parametrize(("method", "path", "recorded"), [
+    ("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler", True),
+    # A cluster restarted without its data has no Lease: the first candidate creates it, and that
+    # create is its acquisition (left out, the new leader's bindings looked like another's).
+    ("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", True),
+    ("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler", False),
+    ("POST", "/api/v1/namespaces/default/pods/p/binding", False),
+    ("PUT", "/api/v1/namespaces/default/pods/p/status", False),
+])
+def test_the_proxy_records_lease_updates_and_creates(method, path, recorded):
+    assert is_lease_write(method, path) is recorded
 
 
 @pytest.mark.parametrize(("argv", "message"), [
