@@ -202,6 +202,7 @@ def report_sections(result: SimulationResult) -> list[tuple[str, list[str]]]:
     sections = [
         ("Removed pods", [f"{r.key}: {r.explanation(r.node in nodes)}" for r in result.removed]),
         ("Warnings", [w.line() for w in result.warnings()]),
+        ("Spinning", [spin.line() for spin in result.spins]),
         ("Not acted on", not_acted_on_lines(result)),
     ]
     return [(title, lines) for title, lines in sections if lines]

@@ -28,6 +28,7 @@ from kubesched.contrib.coscheduling.pod_group import (
     pod_group_full_name,
     pod_group_label,
 )
+from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.utils.clock import Clock
 
 
@@ -38,6 +39,8 @@ class PermitOutcome(Enum):
     POD_GROUP_NOT_FOUND = "PodGroup not found"
     SUCCESS = "Success"
     WAIT = "Wait"
+    #: Wait, and the pod is the first of its group to be assigned: it activates its siblings.
+    FIRST_WAIT = "Wait (first of the group)"
 
 
 class PreFilterRefusal(Exception):
@@ -153,7 +156,8 @@ class PodGroupManager:
 
     # --- Permit ------------------------------------------------------------------------------------
     def permit(self, pod: PodInfo) -> PermitOutcome:
-        """Success once this pod completes ``minMember`` assigned pods of its group; Wait before."""
+        """Success once this pod completes ``minMember`` assigned pods of its group; Wait before
+        (FIRST_WAIT when it is the group's first assigned pod)."""
         full_name, group = self.pod_group(pod.pod)
         if not full_name:
             return PermitOutcome.POD_GROUP_NOT_SPECIFIED
@@ -161,9 +165,10 @@ class PodGroupManager:
             return PermitOutcome.POD_GROUP_NOT_FOUND
         # The pod is assumed on its node by now (upstream's snapshot does not show it yet): count
         # it once, whichever way the snapshot holds it.
-        if self.assigned_count(group.name, group.namespace, besides=pod.uid) + 1 >= group.min_member:
+        others = self.assigned_count(group.name, group.namespace, besides=pod.uid)
+        if others + 1 >= group.min_member:
             return PermitOutcome.SUCCESS
-        return PermitOutcome.WAIT
+        return PermitOutcome.FIRST_WAIT if others == 0 else PermitOutcome.WAIT
 
     def wait_time(self, group: PodGroup | None) -> float:
         """The PodGroup's ``scheduleTimeoutSeconds`` when set and positive, else the plugin's
@@ -172,17 +177,21 @@ class PodGroupManager:
             return float(group.schedule_timeout_seconds)
         return self.schedule_timeout
 
-    def activate_siblings(self, pod: PodInfo) -> None:
-        """Move the other pods of the group to the active queue: once one waits at Permit, the
-        rest are worth trying now rather than at their next event (upstream ``ActivateSiblings``)."""
+    def activate_siblings(self, pod: PodInfo, state: CycleState) -> None:
+        """Ask for the other pods of the group to be moved to the active queue at the end of this
+        cycle (upstream ``ActivateSiblings`` through ``PodsToActivate``): once the group's first
+        pod waits at Permit, the rest are worth trying now rather than at their next event.
+
+        Only the first assigned pod of the group asks (upstream's ``PermitState.Activate``): if
+        every waiting pod re-activated its siblings, a group that cannot fit would have its
+        rejected pods sent straight back to the active queue, past their backoff, by the next
+        sibling to wait, and the scheduler would retry the group in a hot loop."""
         group = pod_group_label(pod.pod)
         if not group:
             return
-        siblings = {f"{pod.namespace}/{p['metadata']['name']}": PodInfo(p)
-                    for p in self.siblings(pod.namespace, group)
-                    if p["metadata"].get("uid") != pod.uid and not (p.get("spec") or {}).get("nodeName")}
-        if siblings:
-            self.handle.activate(siblings)
+        for p in self.siblings(pod.namespace, group):
+            if p["metadata"].get("uid") != pod.uid and not (p.get("spec") or {}).get("nodeName"):
+                state.pods_to_activate[f"{pod.namespace}/{p['metadata']['name']}"] = PodInfo(p)
 
     def back_off(self, full_name: str, seconds: float) -> None:
         """Refuse the group at PreFilter for ``seconds``."""

@@ -132,9 +132,10 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
             return None, 0.0
         if outcome is PermitOutcome.POD_GROUP_NOT_FOUND:
             return Status(Code.Unschedulable, "PodGroup not found"), 0.0
-        if outcome is PermitOutcome.WAIT:
+        if outcome in (PermitOutcome.WAIT, PermitOutcome.FIRST_WAIT):
             _, group = self.manager.pod_group(pod.pod)
-            self.manager.activate_siblings(pod)
+            if outcome is PermitOutcome.FIRST_WAIT:
+                self.manager.activate_siblings(pod, state)
             return Status(Code.Wait), self.manager.wait_time(group)
         full_name = pod_group_full_name(pod.pod)
 
