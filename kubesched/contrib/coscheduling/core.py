@@ -18,10 +18,10 @@ from typing import Any
 from kubesched.api.quantity import format_quantity
 from kubesched.api.resources import CPU, PODS, to_int
 from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.contrib.coscheduling.index import GroupPods, assigned_pods
 from kubesched.contrib.coscheduling.pod_group import (
     GROUP,
     PLURAL,
-    POD_GROUP_LABEL,
     VERSION,
     InvalidPodGroup,
     PodGroup,
@@ -82,6 +82,8 @@ class PodGroupManager:
         self.backed_off = ExpiringSet(handle.clock)
         #: PodGroups, through an informer the scheduler starts with its others.
         self.pod_groups = handle.custom_objects(GROUP, VERSION, PLURAL)
+        #: The informer's pods by group.
+        self.group_pods = GroupPods.subscribed(handle)
 
     # --- lookups -----------------------------------------------------------------------------------
     def pod_group(self, pod: Mapping[str, Any]) -> tuple[str, PodGroup | None]:
@@ -98,26 +100,12 @@ class PodGroupManager:
     def siblings(self, namespace: str, group: str) -> list[dict[str, Any]]:
         """Every pod of the group known to the scheduler's informer, scheduled or not, except
         those that finished (upstream lists them through the pod lister)."""
-        out = []
-        for pod in self.handle.objects("Pod").values():
-            meta = pod.get("metadata") or {}
-            if (meta.get("namespace") or "default") != namespace or (meta.get("labels") or {}).get(POD_GROUP_LABEL) != group:
-                continue
-            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                continue
-            out.append(pod)
-        return out
+        return self.group_pods.pods(namespace, group)
 
     def assigned_count(self, group: str, namespace: str, besides: str = "") -> int:
         """Pods of the group that are assumed or bound: those on a node of the snapshot
         (upstream ``CalculateAssignedPods``), the pod with uid ``besides`` left out."""
-        table = self.handle.snapshot
-        count = 0
-        for info in table.infos[: table.n]:
-            for pod in info.pods.values():
-                if pod.namespace == namespace and pod.labels.get(POD_GROUP_LABEL) == group and pod.uid != besides:
-                    count += 1
-        return count
+        return assigned_pods(self.handle.snapshot).count(f"{namespace}/{group}", besides)
 
     def creation_time(self, pod: PodInfo, queued_at: float) -> float:
         """The wall time a pod sorts by: its PodGroup's creation, or (without one) the time the
@@ -140,7 +128,7 @@ class PodGroupManager:
             return
         if full_name in self.backed_off:
             raise PreFilterRefusal(f"podGroup {full_name} failed recently")
-        siblings = len(self.siblings(group.namespace, group.name))
+        siblings = self.group_pods.count(group.namespace, group.name)
         if siblings < group.min_member:
             raise PreFilterRefusal(f"pre-filter pod {pod.name} cannot find enough sibling pods, "
                                    f"current pods number: {siblings}, minMember of group: {group.min_member}")
@@ -149,7 +137,7 @@ class PodGroupManager:
         wanted = {name: amount for name, amount in group.min_resources.items()}
         wanted[PODS] = Fraction(group.min_member)
         table = self.handle.snapshot
-        gap = cluster_resource_gap(table.infos[: table.n], wanted, full_name)
+        gap = cluster_resource_gap(table.infos[: table.n], wanted, full_name, assigned_pods(table).by_node(full_name))
         if gap:
             raise PreFilterRefusal(f"resource gap: {format_gap(gap)}")
         self.permitted.add(full_name, self.schedule_timeout)
@@ -203,15 +191,19 @@ class PodGroupManager:
         self.permitted.discard(full_name)
 
 
-def cluster_resource_gap(nodes: Iterable[NodeInfo], wanted: Mapping[str, Fraction], group: str) -> dict[str, int]:
+def cluster_resource_gap(nodes: Iterable[NodeInfo], wanted: Mapping[str, Fraction], group: str,
+                         own: Mapping[str, list[PodInfo]] | None = None) -> dict[str, int]:
     """What of ``wanted`` the nodes cannot hold together, counting each node's free room as if the
-    group's own pods were not there (upstream ``CheckClusterResource``); {} when it fits."""
+    group's own pods were not there (upstream ``CheckClusterResource``); {} when it fits.
+    ``own``: the group's pods by node name, when an index has them (else each node's pods are
+    looked through)."""
     left = {name: to_int(name, amount) for name, amount in wanted.items()}
     left = {name: amount for name, amount in left.items() if amount > 0}
     for info in nodes:
         if info.node is None:
             continue
-        free = _free_without_group(info, group)
+        mine = own.get(info.name, []) if own is not None else [p for p in info.pods.values() if pod_group_full_name(p.pod) == group]
+        free = _free_without(info, mine)
         for name in list(left):
             left[name] -= free.get(name, 0)
             if left[name] <= 0:
@@ -221,10 +213,9 @@ def cluster_resource_gap(nodes: Iterable[NodeInfo], wanted: Mapping[str, Fractio
     return left
 
 
-def _free_without_group(info: NodeInfo, group: str) -> dict[str, int]:
-    """The node's allocatable minus what its pods outside ``group`` request, and its free pod slots."""
+def _free_without(info: NodeInfo, own: list[PodInfo]) -> dict[str, int]:
+    """The node's allocatable minus what its pods other than ``own`` request, and its free pod slots."""
     requested = dict(info.requested)
-    own = [p for p in info.pods.values() if pod_group_full_name(p.pod) == group]
     for pod in own:
         for name, amount in pod.requests.items():
             requested[name] = requested.get(name, 0) - amount

@@ -114,7 +114,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         if group.min_member and (group.min_member - assigned) / group.min_member <= SMALL_GAP:
             return PostFilterResult(), Status(Code.Unschedulable)
         self._reject_waiting(group, "optimistic rejection in PostFilter")
-        if self.args.pod_group_backoff_seconds > 0 and len(self.manager.siblings(group.namespace, group.name)) >= group.min_member:
+        if self.args.pod_group_backoff_seconds > 0 and self.manager.group_pods.count(group.namespace, group.name) >= group.min_member:
             self.manager.back_off(full_name, float(self.args.pod_group_backoff_seconds))
         self.manager.forget_permitted(full_name)
         return PostFilterResult(), Status(
