@@ -33,7 +33,7 @@ from kubesched.simulator.crds import custom_kinds_of, is_crd, unserved_reason, w
 from kubesched.simulator.nodestatus import LEASE_DURATION
 from kubesched.simulator.scenario import Scenario
 from kubesched.simulator.scenario_runner import ScenarioRunner
-from kubesched.simulator.spinning import Spin, SpinGuard
+from kubesched.simulator.spinning import Spin, watch_for_spinning
 from kubesched.simulator.timeline import Timeline, TimelineEntry
 from kubesched.simulator.virtualtime import run_virtual
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
@@ -278,9 +278,7 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     if progress is not None:
         _report_progress(store, progress)
     components = start_components(store, SIMULATION_COMPONENTS)
-    guard = SpinGuard(loop, lambda: tuple(store.progress), float(config.pod_initial_backoff_seconds),
-                      float(config.pod_max_backoff_seconds))
-    store.write_hooks.append(lambda _rv, _kind, _event: guard.notice_write())
+    guard = watch_for_spinning(store, config)
     result.spins = guard.spins
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
                       on_attempt=result.attempts.append if explain else None, fast_paths=fast_paths,

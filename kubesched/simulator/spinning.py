@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kubesched.api.types import PodInfo
+from kubesched.apiserver.store import ObjectStore
+from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.simulator.scenario import describe_seconds
 
 #: Attempts of one pod at one virtual instant, with no progress in between, that count as spinning.
@@ -110,4 +112,14 @@ class SpinGuard:
         spin.end = self._loop.time() - self.epoch
 
 
-__all__ = ["SPIN_REPEATS", "Spin", "SpinGuard"]
+def watch_for_spinning(store: ObjectStore, config: SchedulerConfiguration) -> SpinGuard:
+    """A guard on the running loop for a scheduler of ``config`` over ``store``: progress is what
+    ``store.progress`` counts (creations, bindings, deletions), and every write is noticed. Pass
+    its ``after_attempt`` to the Scheduler."""
+    guard = SpinGuard(asyncio.get_running_loop(), lambda: tuple(store.progress), float(config.pod_initial_backoff_seconds),
+                      float(config.pod_max_backoff_seconds))
+    store.write_hooks.append(lambda _rv, _kind, _event: guard.notice_write())
+    return guard
+
+
+__all__ = ["SPIN_REPEATS", "Spin", "SpinGuard", "watch_for_spinning"]
