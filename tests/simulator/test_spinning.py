@@ -26,9 +26,6 @@ class ReactivatesItself(PostFilterPlugin):
 
     name = "ReactivatesItself"
 
-    def __init__(self, args: object = None, handle: Any = None) -> None:
-        super().__init__(args, handle)
-
     def post_filter(self, state: CycleState, pod: PodInfo, statuses: Any) -> PostFilterOutcome:
         self.framework.activate({pod.key: pod})
         return PostFilterResult(), Status(Code.Unschedulable, "activated again")
