@@ -281,6 +281,8 @@ def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> 
         doc["explanations"] = attempts_to_json(result.attempts, result.preemption_of_attempt)
     if result.timeline is not None:
         doc["timeline"] = [entry.to_json() for entry in result.timeline]
+    if result.spins:
+        doc["spinning"] = [spin.to_json() for spin in result.spins]
     if fmt == "json":
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -44,6 +44,11 @@ class Spin:
     pods: set[str] = field(default_factory=set)
     attempts: int = 0
 
+    def to_json(self) -> dict[str, object]:
+        """The episode in ``simulate -o json|yaml`` (``spinning``)."""
+        return {"pods": sorted(self.pods), "attempts": self.attempts, "from": describe_seconds(self.start),
+                "fromSeconds": round(self.start, 3), "to": describe_seconds(self.end), "toSeconds": round(self.end, 3)}
+
     def line(self) -> str:
         """The episode in one line of the report."""
         return (f"{', '.join(sorted(self.pods))}: attempted {self.attempts} times from {describe_seconds(self.start)} "

@@ -72,6 +72,8 @@ def test_with_the_default_args_the_group_binds_when_the_node_joins(capsys: pytes
     bound = [e for e in doc["timeline"] if e["event"] == "bound"]
     assert sorted(e["object"] for e in bound) == [f"Pod default/trainer-{i}" for i in range(4)]
     assert {e["seconds"] for e in bound} == {120}
+    [spin] = doc["spinning"]
+    assert (spin["pods"], spin["fromSeconds"], spin["toSeconds"]) == ([f"default/trainer-{i}" for i in range(4)], 0, 120)
 
 
 def test_qossort_places_guaranteed_and_burstable_pods_first(capsys: pytest.CaptureFixture[str]) -> None:
