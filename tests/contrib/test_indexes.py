@@ -105,3 +105,4 @@ profiles:
     statuses = Counter(o["status"]["phase"] for o in result.store.iter_all(result.store.custom.resolve(
         "scheduling.x-k8s.io/v1alpha1", "PodGroup")))
     assert statuses == {"Running": 190, "Scheduling": 10}
+    assert result.spins == []  # the groups that do not fit wait in unschedulablePods: no spinning
