@@ -202,6 +202,7 @@ def report_sections(result: SimulationResult) -> list[tuple[str, list[str]]]:
     sections = [
         ("Removed pods", [f"{r.key}: {r.explanation(r.node in nodes)}" for r in result.removed]),
         ("Warnings", [w.line() for w in result.warnings()]),
+        ("Spinning", [spin.line() for spin in result.spins]),
         ("Not acted on", not_acted_on_lines(result)),
     ]
     return [(title, lines) for title, lines in sections if lines]
@@ -280,6 +281,8 @@ def print_objects(result: SimulationResult, fmt: str, explain: bool = False) -> 
         doc["explanations"] = attempts_to_json(result.attempts, result.preemption_of_attempt)
     if result.timeline is not None:
         doc["timeline"] = [entry.to_json() for entry in result.timeline]
+    if result.spins:
+        doc["spinning"] = [spin.to_json() for spin in result.spins]
     if fmt == "json":
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -93,12 +93,15 @@ class Scheduler:
         preemption_observer: PreemptionObserver | None = None,
         fence: Callable[[], str | None] | None = None,
         cache_check_interval: float = 0.0,
+        after_attempt: Callable[[PodInfo], Awaitable[None]] | None = None,
     ) -> None:
         """``fast_paths``: use the optimisations that never move a placement (off: their plain
         counterparts, to compare); ``batching``: reuse the previous cycle's results for a pod of the
         same shape where the OpportunisticBatching gate is on (never moves a placement either);
         ``algorithm``: what runs one scheduling attempt;
-        ``preemption_observer``: told of every preemption decision."""
+        ``preemption_observer``: told of every preemption decision; ``after_attempt``: awaited
+        after each pod's scheduling cycle in place of the bare yield to the loop (a simulation
+        uses it to let virtual time pass while the loop spins)."""
         self.client = client
         self.config = config
         #: The configuration's extenders, the ignorable ones last (upstream ``buildExtenders``).
@@ -122,6 +125,7 @@ class Scheduler:
         self.broadcaster = Broadcaster(EventSink(client), self.clock)
         self.algorithm = algorithm(config.percentage_of_nodes_to_score, self.rng, self.extenders)
         self.on_attempt = on_attempt
+        self.after_attempt = after_attempt
         self.binding_tasks: set[asyncio.Task] = set()
         self.api_tasks: set[asyncio.Task] = set()
         self._stopping = False
@@ -227,7 +231,10 @@ class Scheduler:
                 await self.schedule_one(qpi)
             except Exception as e:
                 self._contain(qpi, e)
-            await asyncio.sleep(0)  # let binding cycles and informers run between pods
+            if self.after_attempt is not None:
+                await self.after_attempt(qpi.pod_info)
+            else:
+                await asyncio.sleep(0)  # let binding cycles and informers run between pods
 
     def _check_fence(self, what: str) -> bool:
         """True (and the loop stops) when the fence forbids this replica to go on."""

@@ -44,6 +44,7 @@ from kubesched.simulator.simulate import (
     creation_order,
     settle,
 )
+from kubesched.simulator.spinning import watch_for_spinning
 from kubesched.simulator.virtualtime import run_virtual
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 
@@ -233,7 +234,8 @@ async def _capacity(objects: list[dict], templates: list[dict], config: Schedule
     components = start_components(store, SIMULATION_COMPONENTS)
     failed: dict[str, Attempt] = {}
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
-                      on_attempt=(lambda a: _keep_failed(failed, a)) if explain else None)
+                      on_attempt=(lambda a: _keep_failed(failed, a)) if explain else None,
+                      after_attempt=watch_for_spinning(store, config).after_attempt)
     await sched.start()
     runner = loop.create_task(sched.run(), name="scheduler")
     watch = _CopyWatch()

@@ -33,6 +33,7 @@ from kubesched.simulator.crds import custom_kinds_of, is_crd, unserved_reason, w
 from kubesched.simulator.nodestatus import LEASE_DURATION
 from kubesched.simulator.scenario import Scenario
 from kubesched.simulator.scenario_runner import ScenarioRunner
+from kubesched.simulator.spinning import Spin, watch_for_spinning
 from kubesched.simulator.timeline import Timeline, TimelineEntry
 from kubesched.simulator.virtualtime import run_virtual
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
@@ -141,6 +142,8 @@ class SimulationResult:
     timeline: list[TimelineEntry] | None = None
     #: With a scenario: the steps that could not be carried out, one line each.
     scenario_errors: list[str] = field(default_factory=list)
+    #: When the scheduler kept retrying the same pods without the cluster changing (``spinning``).
+    spins: list[Spin] = field(default_factory=list)
 
     @property
     def preemptions(self) -> list[PreemptionRecord]:
@@ -278,11 +281,13 @@ async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: i
     if progress is not None:
         _report_progress(store, progress)
     components = start_components(store, SIMULATION_COMPONENTS)
+    guard = watch_for_spinning(store, config)
+    result.spins = guard.spins
     sched = Scheduler(MemoryClient(store), config, registry=registry, clock=clock, seed=seed, feature_gates=gates,
                       on_attempt=result.attempts.append if explain else None, fast_paths=fast_paths, batching=batching,
-                      preemption_observer=preemption_recorder(result, explain))
+                      preemption_observer=preemption_recorder(result, explain), after_attempt=guard.after_attempt)
     await sched.start()
-    start = loop.time()
+    start = guard.epoch = loop.time()
     scheduling = loop.create_task(sched.run(), name="scheduler")
     try:
         if runner is not None and timeline is not None:

@@ -134,6 +134,23 @@ def test_permit(name, incoming, min_member, assigned, code, timeout):
     assert ((status.code.name if status is not None else "Success"), wait) == (code, timeout)
 
 
+ACTIVATE = [
+    ("the group's first assigned pod activates its unassigned siblings", 0, ["default/p"]),
+    ("a later pod of the group does not activate them again", 1, []),
+]
+
+
+@pytest.mark.parametrize("name,assigned,activated", ACTIVATE, ids=[c[0] for c in ACTIVATE])
+def test_permit_activates_siblings_only_from_the_first_pod(name, assigned, activated):
+    """Upstream's ``PermitState.Activate``: were every waiting pod to activate its siblings, the
+    pods a failed sibling's PostFilter rejected would go straight back to the active queue."""
+    h = waiting_harness(4, assigned)
+    state = CycleState()
+    status, _ = h.plugin.permit(state, PodInfo(pod("q", "pg")), "n1")
+    assert status is not None and status.code == Code.Wait
+    assert sorted(state.pods_to_activate) == activated
+
+
 def test_permit_waits_for_the_podgroups_own_timeout():
     """``scheduleTimeoutSeconds`` of the PodGroup overrides ``permitWaitingTimeSeconds``."""
     h = harness([pod_group("pg", 3, timeout=7)], [pod("p", "pg")], args={"permitWaitingTimeSeconds": 20})

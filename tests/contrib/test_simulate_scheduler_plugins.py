@@ -14,15 +14,21 @@ from kubesched.cli.main import main
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def simulate(capsys: pytest.CaptureFixture[str], example: str, scenario: bool = False) -> dict:
-    argv = ["simulate", "-f", str(EXAMPLES / example / "cluster.yaml"), "--config", str(EXAMPLES / example / "config.yaml"),
-            "-o", "json"]
+def simulate(capsys: pytest.CaptureFixture[str], example: str, scenario: bool = False, config: Path | None = None) -> dict:
+    return simulate_with_warnings(capsys, example, scenario, config)[0]
+
+
+def simulate_with_warnings(capsys: pytest.CaptureFixture[str], example: str, scenario: bool = False,
+                           config: Path | None = None) -> tuple[dict, str]:
+    """The JSON document ``simulate -o json`` prints, and what it warned of on stderr."""
+    config = config or EXAMPLES / example / "config.yaml"
+    argv = ["simulate", "-f", str(EXAMPLES / example / "cluster.yaml"), "--config", str(config), "-o", "json"]
     if scenario:
         argv += ["--scenario", str(EXAMPLES / example / "scenario.yaml")]
     code = main(argv)
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
     assert code == OK
-    return json.loads(out)
+    return json.loads(captured.out), captured.err
 
 
 def placements(doc: dict) -> dict[str, str]:
@@ -51,6 +57,23 @@ def test_the_group_binds_together_once_a_node_is_added(capsys: pytest.CaptureFix
     assert "node-extra-1" in placements(doc).values()
     [pod_group] = [item for item in doc["items"] if item["kind"] == "PodGroup"]
     assert pod_group["status"] == {"phase": "Running", "running": 4, "succeeded": 0, "failed": 0}
+
+
+def test_with_the_default_args_a_group_that_cannot_fit_does_not_hang_the_simulation(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without a group backoff, the pod rejected by a sibling's PostFilter is popped again at once
+    (SchedulerPopFromBackoffQ) and the group is retried in a loop: the run still ends, and says so."""
+    doc, warnings = simulate_with_warnings(capsys, "coscheduling", config=EXAMPLES / "coscheduling" / "config-defaults.yaml")
+    assert set(placements(doc).values()) == {""}
+    assert "warning: spinning: default/trainer-0, default/trainer-1, default/trainer-2, default/trainer-3: attempted " in warnings
+
+
+def test_with_the_default_args_the_group_binds_when_the_node_joins(capsys: pytest.CaptureFixture[str]) -> None:
+    doc = simulate(capsys, "coscheduling", scenario=True, config=EXAMPLES / "coscheduling" / "config-defaults.yaml")
+    bound = [e for e in doc["timeline"] if e["event"] == "bound"]
+    assert sorted(e["object"] for e in bound) == [f"Pod default/trainer-{i}" for i in range(4)]
+    assert {e["seconds"] for e in bound} == {120}
+    [spin] = doc["spinning"]
+    assert (spin["pods"], spin["fromSeconds"], spin["toSeconds"]) == ([f"default/trainer-{i}" for i in range(4)], 0, 120)
 
 
 def test_qossort_places_guaranteed_and_burstable_pods_first(capsys: pytest.CaptureFixture[str]) -> None:

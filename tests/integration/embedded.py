@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kubesched.api.kinds import kind_for, kind_named
+from kubesched.api.kinds import kind_named
 from kubesched.apiserver.memory_client import MemoryClient
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config import load_dict
@@ -89,10 +89,12 @@ class Cluster:
         return {p.name for p in pending if p.uid not in unschedulable}
 
     def create(self, *objects: Mapping[str, Any]) -> None:
+        """Create built-in objects, and custom objects of a CRD created before."""
         for obj in objects:
-            kind = kind_for(obj.get("apiVersion", ""), obj.get("kind", ""))
+            api_version, kind_name = obj.get("apiVersion", ""), obj.get("kind", "")
+            kind = self.store.custom.resolve(api_version, kind_name)
             if kind is None:
-                raise ValueError(f"kind {obj.get('kind')!r} is not served by kubesched")
+                raise ValueError(f"kind {kind_name!r} is not served by kubesched")
             self.store.create(kind, copy.deepcopy(dict(obj)))
 
     def mutate(self, kind: str, name: str, change: Callable[[dict], Any], namespace: str | None = None) -> None:

@@ -16,17 +16,27 @@ from typing import Any
 
 import pytest
 
-from kubesched.api.types import PodInfo
+from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
-from kubesched.scheduler.framework.interface import BindPlugin, EnqueueExtensions, PermitPlugin
+from kubesched.scheduler.framework.interface import BindPlugin, EnqueueExtensions, FilterPlugin, PermitPlugin
 from kubesched.scheduler.framework.registry import merge
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.framework.waiting_pods import WaitingPod
 from kubesched.scheduler.plugins.defaultbinder.default_binder import DefaultBinder
 from kubesched.scheduler.plugins.registry import in_tree_registry
 from tests.integration.embedded import FOREVER, Cluster, configuration, embedded, run
-from tests.integration.wrappers import bound_claim, claim_volume, node, persistent_volume, pod, spread
+from tests.integration.wrappers import (
+    bound_claim,
+    claim_volume,
+    node,
+    persistent_volume,
+    pod,
+    pod_group,
+    spread,
+    workload,
+    workload_ref,
+)
 
 NOT_READY = "node.kubernetes.io/not-ready"
 #: Time for the trigger's events to reach the queue (virtual seconds; far below the 5-minute flush).
@@ -781,3 +791,94 @@ def test_pop_from_backoff_q_when_active_q_empty() -> None:
     where, waited = run(scenario)
     assert where == "node-schedulable"
     assert waited < FOREVER
+
+
+# --- TestCustomResourceEnqueue -----------------------------------------------------------------------
+FOO_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "foos.example.com"},
+    "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "foos", "singular": "foo", "kind": "Foo"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "properties": {"field": {"type": "string"}}}}}]},
+}
+
+
+class FakeCR(FilterPlugin, EnqueueExtensions):
+    """Upstream's ``fakeCRPlugin``: every node fails its Filter; any change of a ``foos.v1.example.com``
+    custom resource may help (registered without a hint: always Queue)."""
+
+    name = "fakeCRPlugin"
+
+    def filter(self, state: CycleState, pod_info: PodInfo, node_info: NodeInfo) -> Status | None:
+        return Status(Code.Unschedulable, "always fail")
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(ClusterEvent(Resource.custom("example.com", "v1", "foos"), ActionType.All))]
+
+
+def test_custom_resource_enqueue() -> None:
+    """A pod the plugin rejected waits in unschedulablePods until a Foo is created: the scheduler
+    watches the custom resource because a plugin registered it, and the event moves the pod out,
+    to be attempted a second time."""
+    registry = merge(in_tree_registry(), {FakeCR.name: FakeCR})
+    config = configuration({"schedulerName": "default-scheduler", "plugins": {"filter": {"enabled": [{"name": FakeCR.name}]}}},
+                           registry=registry)
+
+    async def scenario() -> tuple[set[str], set[str], int]:
+        async with embedded(config, [FOO_CRD, node("fake-node")], registry=registry, controllers=False) as cluster:
+            cluster.create(pod("fake-pod"))
+            await cluster.unschedulable("fake-pod")
+            await cluster.stop_scheduling()
+            before = cluster.requeued()
+            cluster.create({"apiVersion": "example.com/v1", "kind": "Foo", "metadata": {"name": "foo1", "namespace": "default"}})
+            await asyncio.sleep(REQUEUE_WINDOW)
+            after = cluster.requeued()
+            popped = cluster.scheduler.queue.pop_nowait()
+            assert popped is not None
+            return before, after, popped.attempts
+
+    assert run(scenario) == (set(), {"fake-pod"}, 2)
+
+
+# --- TestCoreResourceEnqueue: the GangScheduling cases ------------------------------------------------
+GANG_GATES = {"GenericWorkload": True, "GangScheduling": True}
+
+
+def _gang_pod(name: str, workload_name: str, group: str) -> dict[str, Any]:
+    return pod(name, **workload_ref(workload_name, group))
+
+
+@pytest.mark.parametrize(("workloads", "pods", "trigger", "want"), [
+    pytest.param([workload("w", pod_group("pg1", min_count=2))],
+                 [_gang_pod("pod1", "w", "pg1"), _gang_pod("pod2", "w", "pg2")],
+                 lambda c: c.create(_gang_pod("pod3", "w", "pg1")), {"pod1", "pod3"},
+                 id="Pod rejected by the GangScheduling plugin is requeued when a new pod with matching scheduling group "
+                    "is created"),
+    pytest.param([],
+                 [_gang_pod("pod1", "w1", "pg1"), _gang_pod("pod2", "w2", "pg2")],
+                 lambda c: c.create(workload("w1", pod_group("pg1", min_count=1))), {"pod1"},
+                 id="Pod rejected by the GangScheduling plugin is requeued when a matching workload is created"),
+])
+def test_core_resource_enqueue_gang_scheduling(workloads: list[dict[str, Any]], pods: list[dict[str, Any]],
+                                               trigger: Callable[[Cluster], None], want: set[str]) -> None:
+    """Upstream's cases with ``ExpectedInitialRejectingPhase: PreEnqueue``: the pods never get a
+    scheduling cycle, GangScheduling's PreEnqueue holds them in unschedulablePods (the gang is
+    incomplete, or its Workload does not exist); the trigger's event moves the ones it helps, and a
+    new pod that completes a gang goes straight to activeQ. Upstream's file is written against the
+    Workload API after 1.35 (PodGroup objects, ``podGroupName``); these use 1.35's shape of the same
+    cases (pod groups inside the Workload, ``spec.workloadRef``)."""
+    config = configuration({"schedulerName": "default-scheduler", "plugins": {"multiPoint": {
+        "enabled": [{"name": "GangScheduling"}]}}}, gates=GANG_GATES)
+
+    async def scenario() -> set[str]:
+        async with embedded(config, [node("fake-node1"), *workloads], gates=GANG_GATES, controllers=False) as cluster:
+            cluster.create(*pods)
+            names = [p["metadata"]["name"] for p in pods]
+            await cluster.wait_for("the pods to wait in PreEnqueue",
+                                   lambda: set(names) <= {p.name for p in cluster.scheduler.queue.unschedulable_pods()})
+            await cluster.stop_scheduling()
+            assert cluster.requeued() == set(), "a pod left the unschedulable pool before the trigger"
+            trigger(cluster)
+            await asyncio.sleep(REQUEUE_WINDOW)
+            return cluster.requeued()
+
+    assert run(scenario) == want

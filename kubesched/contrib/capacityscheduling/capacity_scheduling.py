@@ -9,8 +9,9 @@ already nominated). PostFilter is its own preemption: a pod whose namespace is w
 priority; a pod of a namespace beyond its ``min`` may only evict lower-priority pods of its own
 namespace. Pods of namespaces without a quota preempt as DefaultPreemption does among themselves.
 
-Usage is read from the cycle's snapshot (assigned and assumed pods), so it is exact at every
-cycle without the plugin tracking pods between them; Reserve and Unreserve have nothing to add.
+Usage is that of the pods on the cycle's snapshot (assigned and assumed), which a node table
+extension keeps per namespace as pods come and go, so it is exact at every cycle without the
+plugin tracking pods itself; Reserve and Unreserve have nothing to add.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from kubesched.contrib.capacityscheduling.elasticquota import (
     InvalidElasticQuota,
     Resources,
     add_into,
-    build_infos,
+    parse_infos,
     pod_request,
 )
+from kubesched.contrib.capacityscheduling.usage import namespace_usage
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, Resource
 from kubesched.scheduler.framework.interface import (
@@ -93,6 +95,8 @@ class CapacityScheduling(PreFilterPlugin, PreFilterExtensions, PostFilterPlugin,
         super().__init__(args, handle)
         #: ElasticQuotas, through an informer the scheduler starts with its others.
         self.quotas = self.framework.custom_objects(GROUP, VERSION, PLURAL)
+        #: The quota objects last parsed, and what they parsed to (usage left empty).
+        self._parsed: tuple[list[dict], ElasticQuotaInfos] = ([], ElasticQuotaInfos())
         #: The cycle state of the PostFilter call in progress (eligibility reads the quotas from it).
         self._cycle_state: CycleState | None = None
         gates = getattr(handle, "feature_gates", None)
@@ -108,11 +112,26 @@ class CapacityScheduling(PreFilterPlugin, PreFilterExtensions, PostFilterPlugin,
 
     # --- the quotas ------------------------------------------------------------------------------------
     def snapshot_elastic_quota(self) -> ElasticQuotaSnapshot:
-        """Every namespace's quota with the use of its pods on the cycle's nodes."""
-        table = self.framework.snapshot
+        """Every namespace's quota with the use of its pods on the cycle's nodes, read from the
+        node table's per-namespace usage (kept as pods come and go) rather than summed again."""
+        infos = self._parsed_quotas().clone()
+        usage = namespace_usage(self.framework.snapshot)
+        for namespace, info in infos.items():
+            used = usage.usage(namespace)
+            if used is not None:
+                info.used = dict(used.used)
+                info.pods = set(used.pods)
+        return ElasticQuotaSnapshot(infos)
+
+    def _parsed_quotas(self) -> ElasticQuotaInfos:
+        """The ElasticQuotas parsed, without usage; parsed again only when the informer's objects
+        changed (an update replaces the object, so identity tells)."""
         quotas = self.quotas.list()
-        assigned = (pod for info in table.infos[: table.n] for pod in info.pods.values())
-        return ElasticQuotaSnapshot(build_infos(quotas, assigned))
+        cached, infos = self._parsed
+        if len(cached) != len(quotas) or any(a is not b for a, b in zip(cached, quotas, strict=True)):
+            infos = parse_infos(quotas)
+            self._parsed = (quotas, infos)
+        return infos
 
     # --- PreFilter -------------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:

@@ -146,14 +146,21 @@ def _resources(where: str, path: str, raw: Any) -> Resources | None:
     return out
 
 
-def build_infos(quotas: Iterable[Mapping[str, Any]], assigned: Iterable[PodInfo]) -> ElasticQuotaInfos:
-    """Every namespace's quota (the first one listed when a namespace has several, as upstream
-    keeps one) with the use of its assigned pods that have not finished."""
+def parse_infos(quotas: Iterable[Mapping[str, Any]]) -> ElasticQuotaInfos:
+    """Every namespace's quota without usage (the oldest when a namespace has several, as
+    upstream keeps one)."""
     infos = ElasticQuotaInfos()
     for obj in sorted(quotas, key=lambda o: ((o.get("metadata") or {}).get("creationTimestamp") or "",
                                              (o.get("metadata") or {}).get("name") or "")):
         info = parse_elastic_quota(obj)
         infos.setdefault(info.namespace, info)
+    return infos
+
+
+def build_infos(quotas: Iterable[Mapping[str, Any]], assigned: Iterable[PodInfo]) -> ElasticQuotaInfos:
+    """Every namespace's quota (``parse_infos``) with the use of its assigned pods that have not
+    finished, counted from the pods themselves."""
+    infos = parse_infos(quotas)
     for pod in assigned:
         quota = infos.get(pod.namespace)
         if quota is not None and pod.status.get("phase") not in ("Succeeded", "Failed"):
@@ -171,5 +178,6 @@ __all__ = [
     "build_infos",
     "exceeds",
     "parse_elastic_quota",
+    "parse_infos",
     "pod_request",
 ]

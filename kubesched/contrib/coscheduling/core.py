@@ -18,16 +18,17 @@ from typing import Any
 from kubesched.api.quantity import format_quantity
 from kubesched.api.resources import CPU, PODS, to_int
 from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.contrib.coscheduling.index import GroupPods, assigned_pods
 from kubesched.contrib.coscheduling.pod_group import (
     GROUP,
     PLURAL,
-    POD_GROUP_LABEL,
     VERSION,
     InvalidPodGroup,
     PodGroup,
     pod_group_full_name,
     pod_group_label,
 )
+from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.utils.clock import Clock
 
 
@@ -38,6 +39,8 @@ class PermitOutcome(Enum):
     POD_GROUP_NOT_FOUND = "PodGroup not found"
     SUCCESS = "Success"
     WAIT = "Wait"
+    #: Wait, and the pod is the first of its group to be assigned: it activates its siblings.
+    FIRST_WAIT = "Wait (first of the group)"
 
 
 class PreFilterRefusal(Exception):
@@ -79,6 +82,8 @@ class PodGroupManager:
         self.backed_off = ExpiringSet(handle.clock)
         #: PodGroups, through an informer the scheduler starts with its others.
         self.pod_groups = handle.custom_objects(GROUP, VERSION, PLURAL)
+        #: The informer's pods by group.
+        self.group_pods = GroupPods.subscribed(handle)
 
     # --- lookups -----------------------------------------------------------------------------------
     def pod_group(self, pod: Mapping[str, Any]) -> tuple[str, PodGroup | None]:
@@ -95,26 +100,12 @@ class PodGroupManager:
     def siblings(self, namespace: str, group: str) -> list[dict[str, Any]]:
         """Every pod of the group known to the scheduler's informer, scheduled or not, except
         those that finished (upstream lists them through the pod lister)."""
-        out = []
-        for pod in self.handle.objects("Pod").values():
-            meta = pod.get("metadata") or {}
-            if (meta.get("namespace") or "default") != namespace or (meta.get("labels") or {}).get(POD_GROUP_LABEL) != group:
-                continue
-            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-                continue
-            out.append(pod)
-        return out
+        return self.group_pods.pods(namespace, group)
 
     def assigned_count(self, group: str, namespace: str, besides: str = "") -> int:
         """Pods of the group that are assumed or bound: those on a node of the snapshot
         (upstream ``CalculateAssignedPods``), the pod with uid ``besides`` left out."""
-        table = self.handle.snapshot
-        count = 0
-        for info in table.infos[: table.n]:
-            for pod in info.pods.values():
-                if pod.namespace == namespace and pod.labels.get(POD_GROUP_LABEL) == group and pod.uid != besides:
-                    count += 1
-        return count
+        return assigned_pods(self.handle.snapshot).count(f"{namespace}/{group}", besides)
 
     def creation_time(self, pod: PodInfo, queued_at: float) -> float:
         """The wall time a pod sorts by: its PodGroup's creation, or (without one) the time the
@@ -137,7 +128,7 @@ class PodGroupManager:
             return
         if full_name in self.backed_off:
             raise PreFilterRefusal(f"podGroup {full_name} failed recently")
-        siblings = len(self.siblings(group.namespace, group.name))
+        siblings = self.group_pods.count(group.namespace, group.name)
         if siblings < group.min_member:
             raise PreFilterRefusal(f"pre-filter pod {pod.name} cannot find enough sibling pods, "
                                    f"current pods number: {siblings}, minMember of group: {group.min_member}")
@@ -146,14 +137,15 @@ class PodGroupManager:
         wanted = {name: amount for name, amount in group.min_resources.items()}
         wanted[PODS] = Fraction(group.min_member)
         table = self.handle.snapshot
-        gap = cluster_resource_gap(table.infos[: table.n], wanted, full_name)
+        gap = cluster_resource_gap(table.infos[: table.n], wanted, full_name, assigned_pods(table).by_node(full_name))
         if gap:
             raise PreFilterRefusal(f"resource gap: {format_gap(gap)}")
         self.permitted.add(full_name, self.schedule_timeout)
 
     # --- Permit ------------------------------------------------------------------------------------
     def permit(self, pod: PodInfo) -> PermitOutcome:
-        """Success once this pod completes ``minMember`` assigned pods of its group; Wait before."""
+        """Success once this pod completes ``minMember`` assigned pods of its group; Wait before
+        (FIRST_WAIT when it is the group's first assigned pod)."""
         full_name, group = self.pod_group(pod.pod)
         if not full_name:
             return PermitOutcome.POD_GROUP_NOT_SPECIFIED
@@ -161,9 +153,10 @@ class PodGroupManager:
             return PermitOutcome.POD_GROUP_NOT_FOUND
         # The pod is assumed on its node by now (upstream's snapshot does not show it yet): count
         # it once, whichever way the snapshot holds it.
-        if self.assigned_count(group.name, group.namespace, besides=pod.uid) + 1 >= group.min_member:
+        others = self.assigned_count(group.name, group.namespace, besides=pod.uid)
+        if others + 1 >= group.min_member:
             return PermitOutcome.SUCCESS
-        return PermitOutcome.WAIT
+        return PermitOutcome.FIRST_WAIT if others == 0 else PermitOutcome.WAIT
 
     def wait_time(self, group: PodGroup | None) -> float:
         """The PodGroup's ``scheduleTimeoutSeconds`` when set and positive, else the plugin's
@@ -172,17 +165,21 @@ class PodGroupManager:
             return float(group.schedule_timeout_seconds)
         return self.schedule_timeout
 
-    def activate_siblings(self, pod: PodInfo) -> None:
-        """Move the other pods of the group to the active queue: once one waits at Permit, the
-        rest are worth trying now rather than at their next event (upstream ``ActivateSiblings``)."""
+    def activate_siblings(self, pod: PodInfo, state: CycleState) -> None:
+        """Ask for the other pods of the group to be moved to the active queue at the end of this
+        cycle (upstream ``ActivateSiblings`` through ``PodsToActivate``): once the group's first
+        pod waits at Permit, the rest are worth trying now rather than at their next event.
+
+        Only the first assigned pod of the group asks (upstream's ``PermitState.Activate``): if
+        every waiting pod re-activated its siblings, a group that cannot fit would have its
+        rejected pods sent straight back to the active queue, past their backoff, by the next
+        sibling to wait, and the scheduler would retry the group in a hot loop."""
         group = pod_group_label(pod.pod)
         if not group:
             return
-        siblings = {f"{pod.namespace}/{p['metadata']['name']}": PodInfo(p)
-                    for p in self.siblings(pod.namespace, group)
-                    if p["metadata"].get("uid") != pod.uid and not (p.get("spec") or {}).get("nodeName")}
-        if siblings:
-            self.handle.activate(siblings)
+        for p in self.siblings(pod.namespace, group):
+            if p["metadata"].get("uid") != pod.uid and not (p.get("spec") or {}).get("nodeName"):
+                state.pods_to_activate[f"{pod.namespace}/{p['metadata']['name']}"] = PodInfo(p)
 
     def back_off(self, full_name: str, seconds: float) -> None:
         """Refuse the group at PreFilter for ``seconds``."""
@@ -194,15 +191,19 @@ class PodGroupManager:
         self.permitted.discard(full_name)
 
 
-def cluster_resource_gap(nodes: Iterable[NodeInfo], wanted: Mapping[str, Fraction], group: str) -> dict[str, int]:
+def cluster_resource_gap(nodes: Iterable[NodeInfo], wanted: Mapping[str, Fraction], group: str,
+                         own: Mapping[str, list[PodInfo]] | None = None) -> dict[str, int]:
     """What of ``wanted`` the nodes cannot hold together, counting each node's free room as if the
-    group's own pods were not there (upstream ``CheckClusterResource``); {} when it fits."""
+    group's own pods were not there (upstream ``CheckClusterResource``); {} when it fits.
+    ``own``: the group's pods by node name, when an index has them (else each node's pods are
+    looked through)."""
     left = {name: to_int(name, amount) for name, amount in wanted.items()}
     left = {name: amount for name, amount in left.items() if amount > 0}
     for info in nodes:
         if info.node is None:
             continue
-        free = _free_without_group(info, group)
+        mine = own.get(info.name, []) if own is not None else [p for p in info.pods.values() if pod_group_full_name(p.pod) == group]
+        free = _free_without(info, mine)
         for name in list(left):
             left[name] -= free.get(name, 0)
             if left[name] <= 0:
@@ -212,10 +213,9 @@ def cluster_resource_gap(nodes: Iterable[NodeInfo], wanted: Mapping[str, Fractio
     return left
 
 
-def _free_without_group(info: NodeInfo, group: str) -> dict[str, int]:
-    """The node's allocatable minus what its pods outside ``group`` request, and its free pod slots."""
+def _free_without(info: NodeInfo, own: list[PodInfo]) -> dict[str, int]:
+    """The node's allocatable minus what its pods other than ``own`` request, and its free pod slots."""
     requested = dict(info.requested)
-    own = [p for p in info.pods.values() if pod_group_full_name(p.pod) == group]
     for pod in own:
         for name, amount in pod.requests.items():
             requested[name] = requested.get(name, 0) - amount

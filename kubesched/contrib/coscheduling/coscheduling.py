@@ -114,7 +114,7 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
         if group.min_member and (group.min_member - assigned) / group.min_member <= SMALL_GAP:
             return PostFilterResult(), Status(Code.Unschedulable)
         self._reject_waiting(group, "optimistic rejection in PostFilter")
-        if self.args.pod_group_backoff_seconds > 0 and len(self.manager.siblings(group.namespace, group.name)) >= group.min_member:
+        if self.args.pod_group_backoff_seconds > 0 and self.manager.group_pods.count(group.namespace, group.name) >= group.min_member:
             self.manager.back_off(full_name, float(self.args.pod_group_backoff_seconds))
         self.manager.forget_permitted(full_name)
         return PostFilterResult(), Status(
@@ -132,9 +132,10 @@ class Coscheduling(QueueSortPlugin, PreFilterPlugin, PostFilterPlugin, PermitPlu
             return None, 0.0
         if outcome is PermitOutcome.POD_GROUP_NOT_FOUND:
             return Status(Code.Unschedulable, "PodGroup not found"), 0.0
-        if outcome is PermitOutcome.WAIT:
+        if outcome in (PermitOutcome.WAIT, PermitOutcome.FIRST_WAIT):
             _, group = self.manager.pod_group(pod.pod)
-            self.manager.activate_siblings(pod)
+            if outcome is PermitOutcome.FIRST_WAIT:
+                self.manager.activate_siblings(pod, state)
             return Status(Code.Wait), self.manager.wait_time(group)
         full_name = pod_group_full_name(pod.pod)
 
