@@ -267,8 +267,6 @@ class Informer:
             # Found while relisting after an error: the other informers may still hold the old cluster.
             self._server_changed_after(f"the API server's identity changed ({self.server_identity} -> {identity})")
         items, rv = await self.client.list(self.kind)
-        for item in items:
-            _trim(item)
         first = not self.synced.is_set()
         if self._lists:
             self.relists += 1
@@ -313,7 +311,6 @@ class Informer:
         if event.type == BOOKMARK:
             self.resource_version = obj["metadata"].get("resourceVersion", self.resource_version)
             return
-        _trim(obj)
         key = object_key(obj)
         self.resource_version = obj["metadata"].get("resourceVersion", self.resource_version)
         if event.type == DELETED:
@@ -487,11 +484,3 @@ class CustomObjectLister:
         if namespace is None:
             return list(objects)
         return [o for o in objects if (o.get("metadata") or {}).get("namespace") == namespace]
-
-
-def _trim(obj: dict) -> None:
-    """Drop what no handler reads before the object is cached: ``managedFields`` (server-side
-    apply's bookkeeping, often the largest part of an object a real API server sends)."""
-    meta = obj.get("metadata")
-    if meta is not None and "managedFields" in meta:
-        del meta["managedFields"]
