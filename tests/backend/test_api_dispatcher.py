@@ -116,6 +116,7 @@ async def test_add_reconciles_a_call_with_the_one_queued_for_the_same_pod(
     await dispatcher.close(timeout=5)
     assert client.sent == sent
     assert [None if e is None else type(e) for e in seen] == outcomes
+    assert dispatcher.executed == len(sent)
 
 
 async def test_a_call_for_a_pod_whose_call_is_in_flight_waits_for_it() -> None:

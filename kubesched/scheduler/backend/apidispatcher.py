@@ -193,6 +193,8 @@ class APIDispatcher:
         self._order: deque[str] = deque()
         self._in_flight: set[str] = set()
         self._ready: asyncio.Event | None = None
+        #: Set whenever no call is queued or in flight (what ``flush`` waits for).
+        self._drained: asyncio.Event | None = None
         self._workers: builtins.list[asyncio.Task[None]] = []
         self._closed = False
         #: Calls sent, and calls that merged into or were replaced by another (for metrics and tests).
@@ -238,15 +240,22 @@ class APIDispatcher:
             entry.finish(CallSkipped("call does not need to be executed because it has no effect"))
             return
         self._calls[uid] = entry
+        if self._drained is not None:
+            self._drained.clear()
         if old_present:
             return  # already in the order (queued), or requeued when the in-flight call finalizes
         self._order.append(uid)
         self._wake()
 
     def _remove_pending(self, uid: str) -> None:
-        self._calls.pop(uid, None)
+        self._forget(uid)
         if uid not in self._in_flight:
             self._order.remove(uid)
+
+    def _forget(self, uid: str) -> None:
+        self._calls.pop(uid, None)
+        if not self._calls and self._drained is not None:
+            self._drained.set()
 
     def sync_object(self, pod: Obj) -> Obj:
         """The pod as it will be once its queued call is sent; the call's own view of the pod is
@@ -269,6 +278,9 @@ class APIDispatcher:
         self._ready = asyncio.Event()
         if self._order:
             self._ready.set()
+        self._drained = asyncio.Event()
+        if not self._calls:
+            self._drained.set()
         self._workers = [loop.create_task(self._work(), name=f"api-dispatcher-{i}") for i in range(self.parallelism)]
 
     def idle(self) -> bool:
@@ -278,9 +290,9 @@ class APIDispatcher:
         return len(self._order)
 
     async def flush(self) -> None:
-        """Until every queued and in-flight call finished."""
-        while self._calls:
-            await asyncio.sleep(0.005)
+        """Until every queued and in-flight call finished (the workers must be running)."""
+        if self._drained is not None:
+            await self._drained.wait()
 
     async def close(self, timeout: float | None = None) -> None:
         """Send what is queued (for at most ``timeout`` seconds), then stop; calls still queued are
@@ -320,7 +332,7 @@ class APIDispatcher:
         self._in_flight.discard(uid)
         current = self._calls.get(uid)
         if current is None or current.call_id == entry.call_id:
-            self._calls.pop(uid, None)
+            self._forget(uid)
             return
         self._order.append(uid)
         self._wake()
