@@ -82,6 +82,7 @@ def print_table(result: BenchResult, console: Console) -> None:
     lines = [
         ("measured pods scheduled", f"{r.scheduled}/{r.measured_pods} in {r.measure_seconds:.1f}s "
                                     f"({_num(r.overall_pods_per_second)} pods/s overall)"),
+        ("CPU per pod", "-" if r.cpu_ms_per_pod is None else f"{r.cpu_ms_per_pod:.3f} ms of this process's CPU per scheduled pod"),
         ("attempts", ", ".join(f"{k} {v}" for k, v in r.attempts.items()) or "-"),
         ("nodes scored", "-" if r.nodes_scored_percent is None else f"{r.nodes_scored_percent:.1f}% of nodes per scheduled pod"),
         ("peak RSS", _mib(r.peak_rss_bytes) + (f" (API server process: {_mib(r.apiserver_peak_rss_bytes)})"

@@ -107,6 +107,9 @@ class BenchResult:
     throughput: dict[str, float] | None = None
     overall_pods_per_second: float | None = None
     measure_seconds: float = 0.0
+    #: CPU time (user + system, every thread) this process spent per scheduled pod while measuring:
+    #: the scheduler's own cost, as the measured pods are created from another process.
+    cpu_ms_per_pod: float | None = None
     setup_seconds: float = 0.0
     attempt_latency_ms: dict[str, float] | None = None
     #: The same for attempts that failed (Filter found no node; includes PostFilter, i.e. preemption).
@@ -390,15 +393,17 @@ class Executor:
         collector = ThroughputCollector(self.bound, [namespace])
         self._recording(True)
         collector.start()
-        begin = time.monotonic()
+        begin, cpu_begin = time.monotonic(), time.process_time()
         try:
             await self.target.create_many(pods, measured=True)
             complete = await self._wait_bound(namespace, count, "measured pods")
         finally:
-            end = time.monotonic()
+            end, cpu = time.monotonic(), time.process_time() - cpu_begin
             await collector.stop()
             self._recording(False)
         self._report(collector, namespace, count, begin, end, complete)
+        if self.result.scheduled:
+            self.result.cpu_ms_per_pod = 1000.0 * cpu / self.result.scheduled
         return complete
 
     def _recording(self, on: bool) -> None:

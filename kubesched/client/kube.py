@@ -38,6 +38,7 @@ from urllib.parse import quote
 
 import aiohttp
 import orjson
+import yarl
 
 from kubesched.api import apierrors as errors
 from kubesched.api.kinds import CustomKind, Kind
@@ -157,6 +158,9 @@ class KubeClient(ClusterClient):
         self.limiter = rate_limiter(qps, burst)
         self.user_agent = user_agent or USER_AGENT
         self._session: aiohttp.ClientSession | None = None
+        self._request_timeout = aiohttp.ClientTimeout(total=timeout)
+        #: The headers of a request by content type, built once per credential (see ``_request_headers``).
+        self._header_sets: dict[str, dict[str, str]] = {}
         self._auth = _auth_of(config)
         self._auth_headers: dict[str, str] | None = None
         self._auth_read = 0.0
@@ -192,8 +196,10 @@ class KubeClient(ClusterClient):
     async def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=self.connections, ssl=self._ssl(), keepalive_timeout=60)
+            # No cookie jar (the API sets no cookies), and no default headers to merge per request.
             self._session = aiohttp.ClientSession(connector=connector, json_serialize=lambda o: orjson.dumps(o).decode(),
-                                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout))
+                                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout),
+                                                  cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
     async def close(self) -> None:
@@ -214,7 +220,17 @@ class KubeClient(ClusterClient):
                 self._auth = _auth_of(self.config)
             self._auth_headers = await _run_auth_flow(self._auth, self.server)
             self._auth_read = time.monotonic()
+            self._header_sets.clear()
         return {**base, **self._auth_headers}
+
+    async def _request_headers(self, content_type: str, refresh: bool) -> dict[str, str]:
+        """The full header set of a request: built once per content type and credential, since
+        bindings and status patches send thousands of identical ones (aiohttp copies them)."""
+        auth = await self._headers(refresh=refresh)
+        headers = self._header_sets.get(content_type)
+        if headers is None:
+            headers = self._header_sets[content_type] = {**_JSON, "Content-Type": content_type, **auth}
+        return headers
 
     async def _throttle(self, method: str, path: str) -> None:
         if self.limiter is not None:
@@ -227,14 +243,15 @@ class KubeClient(ClusterClient):
         ``MAX_RETRIES`` times. Returns status and body."""
         session = await self.session()
         data = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
+        url = yarl.URL(self.server + path, encoded=True)  # paths are quoted already: no parsing again
         refreshed, retries = False, 0
         while True:
             await self._throttle(method, path)
-            headers = {**_JSON, "Content-Type": content_type, **await self._headers(refresh=refreshed)}
+            headers = await self._request_headers(content_type, refreshed)
             if method != "GET" and self.write_fence is not None and (reason := self.write_fence()):
                 raise WriteFenced(f"{method} {path} not sent: {reason}")
-            async with session.request(method, self.server + path, params=params, data=data, headers=headers,
-                                       timeout=aiohttp.ClientTimeout(total=self.timeout)) as resp:
+            async with session.request(method, url, params=params, data=data, headers=headers,
+                                       timeout=self._request_timeout) as resp:
                 payload = await resp.read()
                 status, retry_after = resp.status, resp.headers.get("Retry-After")
             if status == 401 and not refreshed and self._auth is not None:

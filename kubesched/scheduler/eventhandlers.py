@@ -183,6 +183,9 @@ class EventHandlers:
         if old["metadata"].get("resourceVersion") == new["metadata"].get("resourceVersion"):
             return
         start = time.perf_counter()
+        if self.sched.api_dispatcher is not None:
+            # Refreshes a queued status patch's view of the pod (the synced pod itself is not used, as upstream).
+            self.sched.api_dispatcher.sync_object(new)
         new_info = PodInfo(new)
         if self.sched.cache.is_assumed(new_info.uid):
             return

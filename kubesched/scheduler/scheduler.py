@@ -18,6 +18,7 @@ from kubesched.api.types import PodInfo
 from kubesched.client.informers import Handler, InformerFactory
 from kubesched.client.interface import ClusterClient
 from kubesched.client.recorder import Broadcaster, EventSink
+from kubesched.scheduler.backend.apidispatcher import APIDispatcher, DispatchingClient, PodStatusPatchCall
 from kubesched.scheduler.backend.cache import Cache
 from kubesched.scheduler.backend.queue import DEFAULT_POD_MAX_IN_UNSCHEDULABLE, QueueProfile, SchedulingQueue
 from kubesched.scheduler.backend.workloadmanager import WorkloadManager
@@ -128,12 +129,16 @@ class Scheduler:
         self.after_attempt = after_attempt
         self.binding_tasks: set[asyncio.Task] = set()
         self.api_tasks: set[asyncio.Task] = set()
+        #: Queues, coalesces and sends bindings and status patches (SchedulerAsyncAPICalls), or None.
+        self.api_dispatcher = APIDispatcher(client, config.parallelism) \
+            if self.feature_gates.enabled("SchedulerAsyncAPICalls") else None
         self._stopping = False
         #: Set once the informers synced and their handlers saw the initial lists (``/readyz``).
         self.handlers_synced = False
         #: The pod groups of Workloads (upstream creates the manager only with GenericWorkload on).
         self.workload_manager = WorkloadManager(self.clock) if self.feature_gates.enabled("GenericWorkload") else None
-        base = HandleContext(clock=self.clock, snapshot=lambda: self.cache.table, client=client,
+        plugin_client = client if self.api_dispatcher is None else DispatchingClient(client, self.api_dispatcher)
+        base = HandleContext(clock=self.clock, snapshot=lambda: self.cache.table, client=plugin_client,
                              activator=self._activate, informers=self.informers, feature_gates=self.feature_gates,
                              metrics=self.metrics, parallelism=config.parallelism, rng=self.rng,
                              preemption_observer=preemption_observer, extenders=tuple(self.extenders),
@@ -205,6 +210,8 @@ class Scheduler:
     def start_scheduling(self) -> None:
         """The queue's timers and the assumed-pod cleanup: what only the leader runs (then ``run()``)."""
         loop = asyncio.get_running_loop()
+        if self.api_dispatcher is not None:
+            self.api_dispatcher.start()
         self._background.append(loop.create_task(self.queue.run(), name="scheduling-queue"))
         if self.cache.ttl > 0:
             self._background.append(loop.create_task(self._cleanup_assumed(), name="cache-cleanup"))
@@ -311,6 +318,8 @@ class Scheduler:
         await _finish_or_cancel(self.binding_tasks, binding_timeout, "binding cycle")
         background = next(iter(self.frameworks.values())).ctx.background
         await _finish_or_cancel({*self.api_tasks, *background}, flush_timeout, "API write")
+        if self.api_dispatcher is not None:
+            await self.api_dispatcher.close(flush_timeout)
         await self.broadcaster.stop(flush_timeout)
         for extender in self.extenders:
             await extender.close()
@@ -323,7 +332,7 @@ class Scheduler:
         """Whether anything is in flight: pods to pop, bindings, API writes or events to send."""
         background = next(iter(self.frameworks.values())).ctx.background
         return bool(not self.queue.is_idle() or self.binding_tasks or self.api_tasks or background
-                    or not self.broadcaster.idle())
+                    or not self.broadcaster.idle() or (self.api_dispatcher is not None and not self.api_dispatcher.idle()))
 
     async def _cleanup_assumed(self) -> None:
         """Expire assumed pods (upstream's cache only forgets them: no queue event)."""
@@ -610,6 +619,9 @@ class Scheduler:
         if not condition_changes and nominated is None:
             return
         conditions = [condition] if condition_changes and condition is not None else []
+        if self.api_dispatcher is not None:
+            self.api_dispatcher.add(PodStatusPatchCall(pod.pod, conditions, nominated))
+            return
         task = asyncio.get_running_loop().create_task(self._patch(pod, conditions, nominated))
         self.api_tasks.add(task)
         task.add_done_callback(self.api_tasks.discard)

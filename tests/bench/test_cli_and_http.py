@@ -22,6 +22,7 @@ def test_json_output_has_every_figure_the_performance_page_needs(capsys: pytest.
     assert doc["variant"] == "custom" and doc["threshold"] is None and doc["target"] is None
     for key in ("throughput", "attempt_latency_ms", "nodes_scored_percent", "peak_rss_bytes", "overall_pods_per_second"):
         assert key in doc
+    assert doc["cpu_ms_per_pod"] > 0
     assert doc["machine"]["cpus"] >= 1 and doc["machine"]["python"]
     assert markdown_row(doc).startswith("| SchedulingBasic | custom | 5 / 5 / 10 |")
 
@@ -68,6 +69,15 @@ async def test_http_mode_binds_over_the_api(apiserver: str) -> None:
 async def test_http_mode_runs_preemption_and_churn(name: str, sizes: dict) -> None:
     result = await run_async(workload(name), BenchOptions(mode="http", timeout=30, **sizes))
     assert result.complete, result.incomplete_reason
+
+
+@pytest.mark.parametrize("name", ["SchedulingBasic", "PreemptionBasic"])
+async def test_http_mode_with_asynchronous_api_calls_binds_and_preempts(name: str) -> None:
+    """Bindings, the preemptors' nominations and the victims' conditions go through the API dispatcher."""
+    result = await run_async(workload(name), BenchOptions(mode="http", apiserver="in-process", nodes=5, init_pods=20, pods=5,
+                                                          timeout=30, feature_gates="SchedulerAsyncAPICalls=true"))
+    assert result.complete, result.incomplete_reason
+    assert result.scheduled == 5
 
 
 async def test_http_mode_preemption_with_the_api_server_in_process() -> None:
