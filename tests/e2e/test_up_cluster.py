@@ -47,12 +47,13 @@ def until(check: Callable[[], object], timeout: float, message: str) -> object:
 class UpProcess:
     """``kubesched up`` on a free port (``--port 0``), reached only through its kubeconfig."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, inputs: tuple[Path, ...] = (EXAMPLE,), flags: tuple[str, ...] = ()) -> None:
         self.workdir = workdir
         self.kubeconfig = workdir / "kubeconfig.yaml"
         self.log = workdir / "up.log"
-        cmd = [sys.executable, "-m", "kubesched.cli.main", "up", "-f", str(EXAMPLE), "--seed", "0", "--port", "0",
-               "--kubeconfig-out", str(self.kubeconfig)]
+        files = [arg for path in inputs for arg in ("-f", str(path))]
+        cmd = [sys.executable, "-m", "kubesched.cli.main", "up", *files, "--seed", "0", "--port", "0",
+               "--kubeconfig-out", str(self.kubeconfig), *flags]
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         until(self._ready, 60, "kubesched up did not become ready")
@@ -192,3 +193,56 @@ def test_sigterm_stops_up_while_the_scheduler_waits_for_an_informer_that_never_s
         if proc.poll() is None:
             proc.kill()
             proc.wait(5)
+
+
+NODES = """
+apiVersion: v1
+kind: Node
+metadata: {name: NAME, labels: {kubernetes.io/hostname: NAME}}
+status:
+  allocatable: {cpu: "2", memory: 4Gi, pods: "110"}
+  capacity: {cpu: "2", memory: 4Gi, pods: "110"}
+"""
+
+
+def gang(name: str, min_member: int, pods: int) -> str:
+    """A PodGroup and ``pods`` pods of 1.5 CPU joining it by the pod-group label."""
+    group = f"apiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata: {{name: {name}}}\nspec: {{minMember: {min_member}}}\n"
+    members = [f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}-{i}, labels: {{scheduling.x-k8s.io/pod-group: {name}}}}}\n"
+               "spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: 1500m, memory: 1Gi}}}]}\n"
+               for i in range(pods)]
+    return "---\n".join([group, *members])
+
+
+def test_kubectl_applies_podgroups_to_up_and_coscheduling_binds_a_whole_group_or_none_of_it(tmp_path):
+    """``up`` with scheduler-plugins' Coscheduling installs the PodGroup CRD; kubectl applies groups
+    like any other object: a group that fits binds whole, a group that cannot reach minMember binds
+    no pod and says why."""
+    (tmp_path / "nodes.yaml").write_text("---\n".join(NODES.replace("NAME", f"node-{i}") for i in range(3)))
+    up = UpProcess(tmp_path, inputs=(tmp_path / "nodes.yaml",),
+                   flags=("--config", str(ROOT / "examples/coscheduling/config.yaml")))
+    try:
+        (tmp_path / "fits.yaml").write_text(gang("fits", 3, 3))
+        up.kubectl("apply", "-f", str(tmp_path / "fits.yaml"))
+        placed = until(lambda: _nodes_of(up, "fits") if all(_nodes_of(up, "fits").values()) else None, 60,
+                       "the group that fits was not bound")
+        assert sorted(placed.values()) == ["node-0", "node-1", "node-2"]  # type: ignore[union-attr]
+        assert up.kubectl("get", "podgroups", "fits", "-o", "name").stdout.strip() == "podgroup.scheduling.x-k8s.io/fits"
+
+        (tmp_path / "too-big.yaml").write_text(gang("too-big", 2, 2))
+        up.kubectl("apply", "-f", str(tmp_path / "too-big.yaml"))
+        reasons = until(lambda: _failed_scheduling(up, "too-big-0"), 60, "no FailedScheduling event for too-big-0")
+        assert "PodGroup default/too-big gets rejected" in reasons, reasons  # type: ignore[operator]
+        assert not any(_nodes_of(up, "too-big").values())
+    finally:
+        up.stop()
+
+
+def _nodes_of(up: UpProcess, group: str) -> dict[str, str | None]:
+    pods = up.json("get", "pods", "-l", f"scheduling.x-k8s.io/pod-group={group}")["items"]
+    return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods}
+
+
+def _failed_scheduling(up: UpProcess, pod: str) -> str:
+    events = up.json("get", "events", "--field-selector", f"involvedObject.name={pod},reason=FailedScheduling")["items"]
+    return " ".join(e.get("message") or e.get("note") or "" for e in events)
