@@ -147,13 +147,17 @@ class PartSharer:
                 mapping[key] = self.share(value)
 
     def share_parts(self, obj: dict) -> None:
-        """Share the parts of ``obj`` (an object the store now owns): the fields of its metadata,
-        spec and status, which stay the object's own as every write replaces some field of them,
-        and its other top-level fields (an Event's source and involved object)."""
+        """Share the parts of ``obj`` (an object the store now owns): every top-level field but the
+        metadata, which names one object, is shared whole (the spec of pods waiting from one
+        template, the status of pods bound in the same second), and inside the metadata, spec and
+        status each field (labels, containers, conditions) is shared on its own, for the objects
+        whose spec or status as a whole differs (a bound pod's nodeName)."""
         for key, value in obj.items():
-            if key in _SECTIONS and isinstance(value, dict) and not isinstance(value, FrozenDict):
+            if not isinstance(value, (dict, list)) or isinstance(value, (FrozenDict, FrozenList)):
+                continue
+            if key in _SECTIONS and isinstance(value, dict):
                 self.share_values(value)
-            elif isinstance(value, (dict, list)):
+            if key != "metadata":
                 obj[key] = self.share(value)
 
     def __len__(self) -> int:

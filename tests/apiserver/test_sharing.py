@@ -31,7 +31,7 @@ def test_pods_from_one_template_share_their_spec_parts(store):
     b = store.create(POD, templated_pod("b"))
     assert a["spec"]["containers"] is b["spec"]["containers"]
     assert a["spec"]["tolerations"] is b["spec"]["tolerations"]
-    assert a["spec"] is not b["spec"]  # the spec itself is each pod's: binding sets its nodeName
+    assert a["metadata"] is not b["metadata"]
 
 
 def test_pods_with_different_parts_keep_their_own(store):
@@ -202,4 +202,15 @@ def test_labels_and_conditions_are_shared_too(store):
     b = store.bind("default", store.create(POD, templated_pod("b"))["metadata"]["name"], "node-1")
     assert a["metadata"]["labels"] is b["metadata"]["labels"]
     assert a["status"]["conditions"] is b["status"]["conditions"]  # bound in the same second
-    assert a["metadata"] is not b["metadata"] and a["status"] is not b["status"]
+    assert a["metadata"] is not b["metadata"]
+
+
+def test_a_whole_spec_or_status_is_shared_when_equal(store):
+    a = store.create(POD, templated_pod("a"))
+    b = store.create(POD, templated_pod("b"))
+    assert a["spec"] is b["spec"] and a["status"] is b["status"]  # waiting pods from one template
+    assert a["metadata"] is not b["metadata"]
+    a, b = store.bind("default", "a", "node-1"), store.bind("default", "b", "node-1")
+    assert a["spec"] is b["spec"] and a["spec"]["nodeName"] == "node-1"
+    c = store.bind("default", store.create(POD, templated_pod("c"))["metadata"]["name"], "node-2")
+    assert c["spec"] is not a["spec"] and c["spec"]["containers"] is a["spec"]["containers"]
