@@ -3,9 +3,10 @@
 Pods made from one template (a ReplicaSet's, a Job's, a benchmark's) carry equal containers,
 tolerations, affinity and volumes, and the embedded cluster keeps each pod once in the store, with
 the informers and the scheduler holding that same object. The store therefore keeps one copy of
-each distinct part of a pod's ``spec`` (see ``PartSharer``), as kube-apiserver's own decoding
-cannot but a single process can; the labels, owner references and conditions of pods bound in
-the same second are often equal too. A shared part is a ``FrozenDict`` or ``FrozenList``: equal to,
+each distinct part of the pods, nodes and events it commits (see ``PartSharer``), as
+kube-apiserver's own decoding cannot but a single process can: the containers of sibling pods,
+their labels and owner references, the conditions of pods bound in the same second, the whole
+spec of sibling pods bound to one node. A shared part is a ``FrozenDict`` or ``FrozenList``: equal to,
 and encoded like, a plain dict or list, but refusing every change, so that a writer that changes
 a stored object in place (against the store's contract) fails loudly instead of changing every
 pod that shares the part. Writers take a private copy (``json_copy``, ``dict(...)``) first, which
@@ -116,7 +117,6 @@ class PartSharer:
     def __init__(self, capacity: int = 4096) -> None:
         self._parts: OrderedDict[int, Any] = OrderedDict()
         self.capacity = capacity
-        self.hits = 0
 
     def share(self, value: Any) -> Any:
         """The shared read-only part equal to ``value`` (``value`` itself, frozen, when new)."""
@@ -130,7 +130,6 @@ class PartSharer:
         part = self._parts.get(digest)
         if part is not None and orjson.dumps(part, option=orjson.OPT_SORT_KEYS) == encoded:
             self._parts.move_to_end(digest)
-            self.hits += 1
             return part
         frozen = freeze(value)
         self._parts[digest] = frozen
