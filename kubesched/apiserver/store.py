@@ -7,7 +7,9 @@ pods bound to a node are deleted gracefully. The embedded cluster and the HTTP A
 sit on it.
 
 Objects handed to ``create``/``update`` become the store's; objects returned are shared and must
-not be mutated (``mutate`` gives a private copy to change).
+not be mutated (``mutate`` gives a private copy to change). The parts of pods, nodes and events (a
+pod's containers, tolerations, labels, conditions, ...) are kept once for all objects with equal
+ones, read-only (``sharing``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
 from kubesched.api.workload_api import drop_disabled_template_workload_ref, drop_disabled_workload_ref, validate_workload_update
 from kubesched.apiserver import admission
 from kubesched.apiserver.crds import CustomResources
+from kubesched.apiserver.sharing import PartSharer
 from kubesched.utils.clock import Clock, RealClock, rfc3339
 
 #: The last second an RFC 3339 timestamp can name (9999-12-31T23:59:59Z), in epoch seconds.
@@ -43,6 +46,9 @@ DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 Predicate = Callable[[dict], bool]
+
+#: The kinds whose equal parts the store keeps once (``sharing``): the many objects of a cluster.
+_SHARED_PARTS = frozenset((POD, NODE, EVENT))
 
 
 #: The version (4) and variant (RFC 4122) bits of a random UUID.
@@ -139,9 +145,13 @@ class ObjectStore:
         self.keep_uids = keep_uids
         self.rv = 0
         self._objects: dict[Kind, dict[tuple[str, str], dict]] = {}
-        self._history: deque[tuple[int, Kind, WatchEvent]] = deque()
+        #: The watch history, oldest first: each event and its kind in two parallel deques (a pair per
+        #: event would cost more than the event); an event's resourceVersion is its object's.
+        self._history: deque[WatchEvent] = deque()
+        self._history_kinds: deque[Kind] = deque()
         self._history_limit = history_limit
         self._watches: dict[Kind, set[Watch]] = {}
+        self._parts = PartSharer()
         self._rng = random.Random(seed)
         self._seeded = seed is not None
         self.auto_create_namespaces = auto_create_namespaces
@@ -205,11 +215,11 @@ class ObjectStore:
                 if w._visible(obj):
                     w.pending.append(WatchEvent(ADDED, obj))
         else:
-            oldest = self._history[0][0] if self._history else self.rv + 1
+            oldest = _version_of(self._history[0]) if self._history else self.rv + 1
             if since < oldest - 1 and since < self.rv:
                 raise Gone(f"too old resource version: {since} ({oldest - 1})")
-            for rv, k, event in self._history:
-                if rv > since and k == kind:
+            for k, event in zip(self._history_kinds, self._history):
+                if k == kind and _version_of(event) > since:
                     w.offer(event)
         self._watches.setdefault(kind, set()).add(w)
         return w
@@ -377,6 +387,7 @@ class ObjectStore:
         are re-armed for what is left of their grace period."""
         self._objects = {}
         self._history.clear()
+        self._history_kinds.clear()
         for kind, obj in objects:
             meta = obj["metadata"]
             self._objects.setdefault(kind, {})[(meta.get("namespace", ""), meta["name"])] = obj
@@ -527,11 +538,15 @@ class ObjectStore:
             self._objects.get(kind, {}).pop(key, None)
         else:
             meta["resourceVersion"] = str(self.rv)
+            if kind in _SHARED_PARTS:
+                self._parts.share_parts(obj)
             self._objects.setdefault(kind, {})[key] = obj
         event = WatchEvent(event_type, obj, old)
-        self._history.append((self.rv, kind, event))
+        self._history.append(event)
+        self._history_kinds.append(kind)
         if len(self._history) > self._history_limit:
             self._history.popleft()
+            self._history_kinds.popleft()
         for w in list(self._watches.get(kind, ())):
             w.offer(event)
         for hook in self.write_hooks:
@@ -737,6 +752,11 @@ def _decode(kind: Kind, obj: dict) -> None:
         decode(obj, kind.api_version, kind.kind)
     except DecodeError as e:
         raise BadRequest(str(e), kind=kind.kind, name=_name_of(obj)) from None
+
+
+def _version_of(event: WatchEvent) -> int:
+    """The resourceVersion of a committed event (its object carries the commit's)."""
+    return int(event.object["metadata"]["resourceVersion"])
 
 
 def _name_of(obj: dict) -> str:

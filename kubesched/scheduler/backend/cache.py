@@ -24,7 +24,7 @@ class CacheError(Exception):
     pass
 
 
-@dataclass
+@dataclass(slots=True)  # one per pod in the cluster
 class _PodState:
     pod: PodInfo
     deadline: float | None = None

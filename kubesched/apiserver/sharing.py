@@ -1,0 +1,163 @@
+"""Read-only parts that the store shares between the objects it holds.
+
+Pods made from one template (a ReplicaSet's, a Job's, a benchmark's) carry equal containers,
+tolerations, affinity and volumes, and the embedded cluster keeps each pod once in the store, with
+the informers and the scheduler holding that same object. The store therefore keeps one copy of
+each distinct part of the pods, nodes and events it commits (see ``PartSharer``), as
+kube-apiserver's own decoding cannot but a single process can: the containers of sibling pods,
+their labels and owner references, the conditions of pods bound in the same second, the whole
+spec of sibling pods bound to one node. A shared part is a ``FrozenDict`` or ``FrozenList``: equal to,
+and encoded like, a plain dict or list, but refusing every change, so that a writer that changes
+a stored object in place (against the store's contract) fails loudly instead of changing every
+pod that shares the part. Writers take a private copy (``json_copy``, ``dict(...)``) first, which
+is plain again.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import OrderedDict
+from typing import Any, NoReturn
+
+import orjson
+import yaml
+
+_READ_ONLY = "a part the store shares between objects is read-only: copy it (json_copy) before changing it"
+
+
+_SECTIONS = frozenset(("metadata", "spec", "status"))
+
+
+def _refuse(*_: object, **__: object) -> NoReturn:
+    raise TypeError(_READ_ONLY)
+
+
+class FrozenDict(dict):
+    """A dict that refuses changes; a write of the value a key already holds is allowed (defaulting
+    and decoding code set what is already set)."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if key not in self or self[key] != value:
+            _refuse()
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            _refuse()
+        return self[key]
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        if key in self:
+            _refuse()
+        if default:
+            return default[0]
+        raise KeyError(key)
+
+    def update(self, *other: Any, **more: Any) -> None:
+        for key, value in dict(*other, **more).items():
+            self[key] = value
+
+    def __ior__(self, other: Any) -> FrozenDict:  # type: ignore[misc]  # dict.__or__ returns a plain dict
+        self.update(other)
+        return self
+
+    __delitem__ = clear = popitem = _refuse
+
+    def __copy__(self) -> dict:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict:
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+    def __reduce__(self) -> tuple[type, tuple[dict]]:
+        return dict, (dict(self),)
+
+
+class FrozenList(list):
+    """A list that refuses changes."""
+
+    __slots__ = ()
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = remove = pop = clear = sort = reverse = _refuse
+
+    def __copy__(self) -> list:
+        return list(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list:
+        return [copy.deepcopy(v, memo) for v in self]
+
+    def __reduce__(self) -> tuple[type, tuple[list]]:
+        return list, (list(self),)
+
+
+yaml.SafeDumper.add_representer(FrozenDict, yaml.SafeDumper.represent_dict)
+yaml.SafeDumper.add_representer(FrozenList, yaml.SafeDumper.represent_list)
+
+
+def freeze(value: Any) -> Any:
+    """``value`` with every dict and list in it replaced by a read-only equal one."""
+    if isinstance(value, dict):
+        return value if isinstance(value, FrozenDict) else FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return value if isinstance(value, FrozenList) else FrozenList([freeze(v) for v in value])
+    return value
+
+
+class PartSharer:
+    """One read-only copy of each distinct part recently stored.
+
+    Parts are found by the hash of their canonical JSON and confirmed by comparing that JSON, so a
+    collision never shares unequal parts (nor ``1`` with ``true``, which Python calls equal). The
+    table remembers the ``capacity`` parts used last: pods from one template are created together,
+    a part only one pod has costs nothing beyond its lookup, and the table's own memory is bounded.
+    A part the table forgot stays shared by the objects that have it."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._parts: OrderedDict[int, Any] = OrderedDict()
+        self.capacity = capacity
+
+    def share(self, value: Any) -> Any:
+        """The shared read-only part equal to ``value`` (``value`` itself, frozen, when new)."""
+        if not isinstance(value, (dict, list)) or isinstance(value, (FrozenDict, FrozenList)):
+            return value
+        try:
+            encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            return value  # not JSON (a test's stand-in object): kept as it is
+        digest = hash(encoded)
+        part = self._parts.get(digest)
+        if part is not None and orjson.dumps(part, option=orjson.OPT_SORT_KEYS) == encoded:
+            self._parts.move_to_end(digest)
+            return part
+        frozen = freeze(value)
+        self._parts[digest] = frozen
+        self._parts.move_to_end(digest)
+        if len(self._parts) > self.capacity:
+            self._parts.popitem(last=False)
+        return frozen
+
+    def share_values(self, mapping: dict) -> None:
+        """Replace each dict or list value of ``mapping`` (an object the store now owns) by its
+        shared part."""
+        for key, value in mapping.items():
+            if isinstance(value, (dict, list)) and not isinstance(value, (FrozenDict, FrozenList)):
+                mapping[key] = self.share(value)
+
+    def share_parts(self, obj: dict) -> None:
+        """Share the parts of ``obj`` (an object the store now owns): every top-level field but the
+        metadata, which names one object, is shared whole (the spec of pods waiting from one
+        template, the status of pods bound in the same second), and inside the metadata, spec and
+        status each field (labels, containers, conditions) is shared on its own, for the objects
+        whose spec or status as a whole differs (a bound pod's nodeName)."""
+        for key, value in obj.items():
+            if not isinstance(value, (dict, list)) or isinstance(value, (FrozenDict, FrozenList)):
+                continue
+            if key in _SECTIONS and isinstance(value, dict):
+                self.share_values(value)
+            if key != "metadata":
+                obj[key] = self.share(value)
+
+    def __len__(self) -> int:
+        return len(self._parts)
