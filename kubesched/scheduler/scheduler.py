@@ -171,6 +171,7 @@ class Scheduler:
             pop_from_backoff=self.feature_gates.enabled("SchedulerPopFromBackoffQ"),
             metrics=self.metrics,
             pod_lister=self._lookup_pod,
+            sort_key=first.queue_sort_key(),
         )
         for fw in self.frameworks.values():
             fw.ctx.nominator = self.queue

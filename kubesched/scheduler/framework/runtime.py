@@ -483,6 +483,10 @@ class Framework:
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
         return self._queue_sort[0].less
 
+    def queue_sort_key(self) -> Callable[[QueuedPodInfo], Any] | None:
+        """The QueueSort plugin's key function, if it has one (same order as ``queue_sort_less``)."""
+        return self._queue_sort[0].sort_key()
+
     def pre_enqueue_plugins(self) -> list[PreEnqueuePlugin]:
         return self._pre_enqueue
 
