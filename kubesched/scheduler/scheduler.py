@@ -312,8 +312,8 @@ class Scheduler:
         stop the informers."""
         self._stopping = True
         self.queue.close()
-        while self._bindings:  # the worker starts every queued cycle; those that wait join binding_tasks
-            await asyncio.sleep(0)
+        while self._bindings and self._binding_worker is not None and not self._binding_worker.done():
+            await asyncio.sleep(0)  # the worker starts every queued cycle; those that wait join binding_tasks
         await _finish_or_cancel(self.binding_tasks, binding_timeout, "binding cycle")
         if self._binding_worker is not None:
             self._binding_worker.cancel()
@@ -375,7 +375,7 @@ class Scheduler:
         wakeup = self._binding_wakeup
         if wakeup is not None and not wakeup.done():
             wakeup.set_result(None)
-        if self._binding_worker is None:
+        if self._binding_worker is None or self._binding_worker.done():  # none yet, or cancelled from outside
             self._binding_worker = asyncio.get_running_loop().create_task(self._run_bindings(), name="binding-worker")
 
     async def _run_bindings(self) -> None:
