@@ -26,6 +26,11 @@ from kubesched.api.timeutil import parse_time
 DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
+#: Requests and non-zero requests by ``requests_key``: what replicas of one template share.
+_REQUESTS_BY_KEY: dict[Any, dict[str, int]] = {}
+_NON_ZERO_BY_KEY: dict[Any, tuple[int, int]] = {}
+_MEMO_LIMIT = 4096
+
 
 @dataclass(frozen=True, slots=True)
 class Taint:
@@ -220,8 +225,18 @@ class PodInfo:
     @cached_property
     def requests(self) -> dict[str, int]:
         """cpu (millicores), memory, ephemeral-storage and scalar resources, as NodeResourcesFit reads
-        them (upstream ``computePodResourceRequest``)."""
-        return res.scheduler_resources(self.request_amounts)
+        them (upstream ``computePodResourceRequest``). Replicas of one template share the
+        computation (by ``requests_key``): every pod the scheduler assumes and the cache accounts
+        needs it, and the exact arithmetic over quantities costs tens of microseconds."""
+        key = self.requests_key
+        if key is None:
+            return res.scheduler_resources(self.request_amounts)
+        found = _REQUESTS_BY_KEY.get(key)
+        if found is None:
+            if len(_REQUESTS_BY_KEY) >= _MEMO_LIMIT:
+                _REQUESTS_BY_KEY.clear()
+            found = _REQUESTS_BY_KEY[key] = res.scheduler_resources(self.request_amounts)
+        return dict(found)
 
     @cached_property
     def non_zero_amounts(self) -> dict[str, Any]:
@@ -232,9 +247,17 @@ class PodInfo:
     @cached_property
     def non_zero_requests(self) -> tuple[int, int]:
         """cpu (millicores) and memory with scoring's defaults (upstream
-        ``schedutil.GetNonzeroRequests``)."""
-        amounts = self.non_zero_amounts
-        return res.to_int(res.CPU, amounts.get(res.CPU, 0)), res.to_int(res.MEMORY, amounts.get(res.MEMORY, 0))
+        ``schedutil.GetNonzeroRequests``), shared by replicas of one template as ``requests`` is."""
+        key = self.requests_key
+        found = None if key is None else _NON_ZERO_BY_KEY.get(key)
+        if found is None:
+            amounts = self.non_zero_amounts
+            found = res.to_int(res.CPU, amounts.get(res.CPU, 0)), res.to_int(res.MEMORY, amounts.get(res.MEMORY, 0))
+            if key is not None:
+                if len(_NON_ZERO_BY_KEY) >= _MEMO_LIMIT:
+                    _NON_ZERO_BY_KEY.clear()
+                _NON_ZERO_BY_KEY[key] = found
+        return found
 
     # --- node selection --------------------------------------------------------------------
     @cached_property

@@ -111,16 +111,17 @@ class EventHandlers:
         if self.sched.workload_manager is not None:
             self.sched.workload_manager.update_pod(PodInfo(old), PodInfo(new))
         old_cache, new_cache = self._in_cache(old), self._in_cache(new)
+        old_queue = not old_cache and self._in_queue(old)
+        new_queue = not new_cache and self._in_queue(new)
         if old_cache and new_cache:
             self._update_in_cache(old, new)
         elif new_cache:
-            if self._in_queue(old):
+            if old_queue:
                 # A binding, not a removal: the binding cycle sends whatever notifications it needs.
                 self.sched.queue.delete(PodInfo(old))
             self._add_to_cache(new)
         elif old_cache:
             self._delete_from_cache(old)
-        old_queue, new_queue = self._in_queue(old), self._in_queue(new)
         if old_queue and new_queue:
             self._update_in_queue(old, new)
         elif new_queue:

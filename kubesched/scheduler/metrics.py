@@ -7,6 +7,7 @@ profiles' processes) never clash; ``/metrics`` serves that registry.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
@@ -59,6 +60,8 @@ class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
+        self._attempt_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+        self._sli_children: dict[str, Any] = {}
         self.schedule_attempts = Counter(
             "schedule_attempts", "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod "
             "could not be scheduled, while 'error' means an internal scheduler problem.",
@@ -142,13 +145,28 @@ class Metrics:
     ERROR = "error"
 
     def pod_scheduled(self, profile: str, seconds: float) -> None:
-        self.schedule_attempts.labels(self.SCHEDULED, profile).inc()
-        self.scheduling_attempt_duration.labels(self.SCHEDULED, profile).observe(seconds)
+        self._attempt(self.SCHEDULED, profile, seconds)
 
     def pod_unschedulable(self, profile: str, seconds: float) -> None:
-        self.schedule_attempts.labels(self.UNSCHEDULABLE, profile).inc()
-        self.scheduling_attempt_duration.labels(self.UNSCHEDULABLE, profile).observe(seconds)
+        self._attempt(self.UNSCHEDULABLE, profile, seconds)
 
     def pod_schedule_error(self, profile: str, seconds: float) -> None:
-        self.schedule_attempts.labels(self.ERROR, profile).inc()
-        self.scheduling_attempt_duration.labels(self.ERROR, profile).observe(seconds)
+        self._attempt(self.ERROR, profile, seconds)
+
+    def _attempt(self, result: str, profile: str, seconds: float) -> None:
+        """``schedule_attempts_total`` and ``scheduling_attempt_duration_seconds`` of one attempt;
+        the labelled children are looked up once per (result, profile), not once per pod."""
+        children = self._attempt_children.get((result, profile))
+        if children is None:
+            children = self._attempt_children[(result, profile)] = (
+                self.schedule_attempts.labels(result, profile), self.scheduling_attempt_duration.labels(result, profile))
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def sli_duration(self, attempts: int, seconds: float) -> None:
+        """``pod_scheduling_sli_duration_seconds{attempts}`` of a scheduled pod (15 and more share "15+")."""
+        label = "15+" if attempts >= 15 else str(attempts)
+        child = self._sli_children.get(label)
+        if child is None:
+            child = self._sli_children[label] = self.pod_scheduling_sli_duration.labels(label)
+        child.observe(seconds)

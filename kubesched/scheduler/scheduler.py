@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -64,6 +65,10 @@ GATED_WATCHED_KINDS = {"Workload": "GenericWorkload"}
 #: source and the extenders (``Algorithm`` itself, or a subclass that observes attempts, as the
 #: bench's does).
 AlgorithmFactory = Callable[[int, random.Random, Sequence[Extender]], Algorithm]
+
+
+#: A binding cycle waiting for the binding worker: what ``_binding_cycle`` takes.
+_Binding = tuple[CycleState, Framework, ScheduleResult, QueuedPodInfo, float]
 
 
 @dataclass
@@ -127,7 +132,12 @@ class Scheduler:
         self.algorithm = algorithm(config.percentage_of_nodes_to_score, self.rng, self.extenders)
         self.on_attempt = on_attempt
         self.after_attempt = after_attempt
+        #: Binding cycles that waited (on Permit, an API call, a slow PreBind): each finishes in its own task.
         self.binding_tasks: set[asyncio.Task] = set()
+        #: Assumed pods whose binding cycle has not started, drained in order by the binding worker.
+        self._bindings: deque[_Binding] = deque()
+        self._binding_worker: asyncio.Task | None = None
+        self._binding_wakeup: asyncio.Future[None] | None = None
         self.api_tasks: set[asyncio.Task] = set()
         #: Queues, coalesces and sends bindings and status patches (SchedulerAsyncAPICalls), or None.
         self.api_dispatcher = APIDispatcher(client, config.parallelism) \
@@ -170,6 +180,7 @@ class Scheduler:
             pop_from_backoff=self.feature_gates.enabled("SchedulerPopFromBackoffQ"),
             metrics=self.metrics,
             pod_lister=self._lookup_pod,
+            sort_key=first.queue_sort_key(),
         )
         for fw in self.frameworks.values():
             fw.ctx.nominator = self.queue
@@ -315,7 +326,13 @@ class Scheduler:
         stop the informers."""
         self._stopping = True
         self.queue.close()
+        while self._bindings and self._binding_worker is not None and not self._binding_worker.done():
+            await asyncio.sleep(0)  # the worker starts every queued cycle; those that wait join binding_tasks
         await _finish_or_cancel(self.binding_tasks, binding_timeout, "binding cycle")
+        if self._binding_worker is not None:
+            self._binding_worker.cancel()
+            await asyncio.gather(self._binding_worker, return_exceptions=True)
+            self._binding_worker = None
         background = next(iter(self.frameworks.values())).ctx.background
         await _finish_or_cancel({*self.api_tasks, *background}, flush_timeout, "API write")
         if self.api_dispatcher is not None:
@@ -331,7 +348,7 @@ class Scheduler:
     def busy(self) -> bool:
         """Whether anything is in flight: pods to pop, bindings, API writes or events to send."""
         background = next(iter(self.frameworks.values())).ctx.background
-        return bool(not self.queue.is_idle() or self.binding_tasks or self.api_tasks or background
+        return bool(not self.queue.is_idle() or self._bindings or self.binding_tasks or self.api_tasks or background
                     or not self.broadcaster.idle() or (self.api_dispatcher is not None and not self.api_dispatcher.idle()))
 
     async def _cleanup_assumed(self) -> None:
@@ -348,7 +365,7 @@ class Scheduler:
 
     # --- scheduleOne -------------------------------------------------------------------------------
     async def schedule_one(self, qpi: QueuedPodInfo) -> None:
-        """One scheduling cycle, then the binding cycle started in the background. The cycle
+        """One scheduling cycle, then the binding cycle handed to the binding worker. The cycle
         suspends only while extenders answer over HTTP."""
         pod = qpi.pod_info
         fw = self.frameworks.get(pod.scheduler_name)
@@ -370,9 +387,43 @@ class Scheduler:
         if outcome.status is not None and not outcome.status.is_success():
             self._handle_failure(fw, outcome.qpi, outcome.status, outcome.nominating, start)
             return
-        task = asyncio.get_running_loop().create_task(self._binding_cycle(state, fw, outcome.result, outcome.qpi, start))
-        self.binding_tasks.add(task)
-        task.add_done_callback(self.binding_tasks.discard)
+        self._bindings.append((state, fw, outcome.result, outcome.qpi, start))
+        wakeup = self._binding_wakeup
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
+        if self._binding_worker is None or self._binding_worker.done():  # none yet, or cancelled from outside
+            self._binding_worker = asyncio.get_running_loop().create_task(self._run_bindings(), name="binding-worker")
+
+    async def _run_bindings(self) -> None:
+        """The binding worker: runs queued binding cycles one after another, in the order their pods
+        were assumed, for as long as each completes without waiting (the embedded cluster's
+        binding, every plugin synchronous). The first cycle that waits (on Permit, on an API call,
+        on a slow PreBind) keeps this task as its own, so whatever the cycle tied to its task (a
+        timeout, a cancellation) stays with it, and a new worker takes over the queue: a waiting
+        pod never holds the others back, and no task is created for a binding that does not wait."""
+        loop = asyncio.get_running_loop()
+        while True:
+            while not self._bindings:
+                self._binding_wakeup = loop.create_future()
+                await self._binding_wakeup
+            self._binding_wakeup = None
+            cycle = self._binding_cycle(*self._bindings.popleft())
+            try:
+                waiting_on = cycle.send(None)
+            except StopIteration:
+                continue
+            except Exception as e:  # the cycle handles its own failures; this is the worker's guard
+                log.error("binding cycle raised %r", e, exc_info=e)
+                continue
+            break
+        task = asyncio.current_task()
+        if task is not None:
+            self.binding_tasks.add(task)
+            task.add_done_callback(self.binding_tasks.discard)
+        self._binding_worker = None
+        if self._bindings:
+            self._binding_worker = loop.create_task(self._run_bindings(), name="binding-worker")
+        await _Resumed(cycle, waiting_on)
 
     def _cycle_crashed(self, state: CycleState, fw: Framework, qpi: QueuedPodInfo, error: Exception) -> _Outcome:
         """A plugin, the framework or the cache raised: undo what the cycle assumed and fail the pod
@@ -525,8 +576,7 @@ class Scheduler:
         self.metrics.pod_scheduled(profile, now - start)
         self.metrics.pod_scheduling_attempts.observe(qpi.attempts)
         if qpi.initial_attempt_timestamp is not None:
-            attempts = "15+" if qpi.attempts >= 15 else str(qpi.attempts)
-            self.metrics.pod_scheduling_sli_duration.labels(attempts).observe(now - qpi.initial_attempt_timestamp)
+            self.metrics.sli_duration(qpi.attempts, now - qpi.initial_attempt_timestamp)
         fw.run_post_bind(state, pod, host)
         if state.pods_to_activate:
             self.queue.activate(dict(state.pods_to_activate))
@@ -631,6 +681,32 @@ class Scheduler:
             await self.client.patch_pod_status(pod.pod, conditions, nominated)
         except Exception as e:
             log.warning("Error updating pod %s: %s", pod.key, e)
+
+
+class _Resumed:
+    """Awaiting it finishes a coroutine whose first step was run by hand and yielded
+    ``waiting_on``: what the coroutine yields goes to the awaiting task, and what the task sends
+    or throws back (a result, a cancellation) goes to the coroutine, as if the task had started it."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, None], waiting_on: Any) -> None:
+        self._coroutine = coroutine
+        self._waiting_on = waiting_on
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        coroutine, yielded = self._coroutine, self._waiting_on
+        while True:
+            try:
+                sent = yield yielded
+            except BaseException as thrown:
+                try:
+                    yielded = coroutine.throw(thrown)
+                except StopIteration:
+                    return
+            else:
+                try:
+                    yielded = coroutine.send(sent)
+                except StopIteration:
+                    return
 
 
 def _with_ignored_resources(profile: Profile, ignored: list[str]) -> Profile:

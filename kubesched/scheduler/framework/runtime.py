@@ -483,6 +483,10 @@ class Framework:
     def queue_sort_less(self) -> Callable[[QueuedPodInfo, QueuedPodInfo], bool]:
         return self._queue_sort[0].less
 
+    def queue_sort_key(self) -> Callable[[QueuedPodInfo], Any] | None:
+        """The QueueSort plugin's key function, if it has one (same order as ``queue_sort_less``)."""
+        return self._queue_sort[0].sort_key()
+
     def pre_enqueue_plugins(self) -> list[PreEnqueuePlugin]:
         return self._pre_enqueue
 
@@ -859,10 +863,12 @@ class Framework:
         return status
 
     def _reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
+        record = state.record_plugin_metrics
         for pl in self._reserves:
-            t = time.perf_counter()
+            t = time.perf_counter() if record else 0.0
             s = pl.reserve(state, pod, node_name)
-            self._observe_plugin(state, pl.name, "Reserve", s, t)
+            if record:
+                self._observe_plugin(state, pl.name, "Reserve", s, t)
             if failed(s):
                 if s.is_rejected():
                     s.plugin = pl.name
@@ -889,10 +895,12 @@ class Framework:
 
     def _permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         waits: dict[str, float] = {}
+        record = state.record_plugin_metrics
         for pl in self._permits:
-            t = time.perf_counter()
+            t = time.perf_counter() if record else 0.0
             s, timeout = pl.permit(state, pod, node_name)
-            self._observe_plugin(state, pl.name, "Permit", s, t)
+            if record:
+                self._observe_plugin(state, pl.name, "Permit", s, t)
             if not failed(s):
                 continue
             if s.is_rejected():
@@ -941,10 +949,12 @@ class Framework:
     def _pre_bind_pre_flights(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         result: Status | None = Status(Code.Skip)
         skip: set[str] = set()
+        record = state.record_plugin_metrics
         for pl in self._pre_binds:
-            t = time.perf_counter()
+            t = time.perf_counter() if record else 0.0
             s = pl.pre_bind_pre_flight(state, pod, node_name)
-            self._observe_plugin(state, pl.name, "PreBindPreFlight", s, t)
+            if record:
+                self._observe_plugin(state, pl.name, "PreBindPreFlight", s, t)
             if s is not None and s.code == Code.Error:
                 return _wrap(s, f'running PreBindPreFlight "{pl.name}"', pl.name)
             if not failed(s):
@@ -986,10 +996,12 @@ class Framework:
 
     async def _bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status | None:
         status: Status | None = Status(Code.Skip, "")
+        record = state.record_plugin_metrics
         for pl in self._binds:
-            t = time.perf_counter()
+            t = time.perf_counter() if record else 0.0
             status = await _maybe_await(pl.bind(state, pod, node_name))
-            self._observe_plugin(state, pl.name, "Bind", status, t)
+            if record:
+                self._observe_plugin(state, pl.name, "Bind", status, t)
             if status is not None and status.code == Code.Skip:
                 continue
             if failed(status):

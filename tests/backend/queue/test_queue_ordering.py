@@ -217,3 +217,33 @@ def test_profiles_are_per_scheduler_name():
     q = new_test_queue(profile=QueueProfile())
     q.add(make_pod("a"))
     assert q.pop_nowait().pod_info.scheduler_name == "default-scheduler"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_priority_sorts_key_pops_in_the_same_order_as_its_less(seed):
+    """The active queue compares PrioritySort's keys instead of calling ``less``: same order,
+    ties (same priority and timestamp) in insertion order, through removals and re-sorts."""
+    import random
+
+    from kubesched.scheduler.framework.queued_pod_info import QueuedPodInfo
+    from kubesched.scheduler.plugins.queuesort import PrioritySort
+
+    sort = PrioritySort.__new__(PrioritySort)
+    rng = random.Random(seed)
+    by_less: KeyedHeap[QueuedPodInfo] = KeyedHeap(sort.less, QueuedPodInfo.snapshot)
+    by_key: KeyedHeap[QueuedPodInfo] = KeyedHeap(sort.less, QueuedPodInfo.snapshot, sort.sort_key())
+    for i in range(300):
+        pod, queued = make_pod(f"p{i}", priority=rng.choice([LOW, MEDIUM, HIGH, -5])), float(rng.randrange(20))
+        for heap in (by_less, by_key):
+            heap.add_or_update(pod.key, QueuedPodInfo(pod, queued))
+    removed = set(rng.sample(range(300), 120))
+    readded = set(rng.sample(range(300), 60))
+    for i in removed:
+        for heap in (by_less, by_key):
+            heap.remove(f"default/p{i}")
+    for i in readded:
+        pod = make_pod(f"p{i}", priority=HIGH)
+        for heap in (by_less, by_key):
+            heap.add_or_update(pod.key, QueuedPodInfo(pod, 7.0))
+    order = [[q.pod_info.name for q in iter(heap.pop, None)] for heap in (by_less, by_key)]
+    assert order[0] == order[1] and len(order[0]) == 300 - len(removed - readded)

@@ -34,8 +34,9 @@ class InFlightEvent:
 
 
 class ActiveQueue:
-    def __init__(self, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool], recorder: QueueRecorder) -> None:
-        self.heap: KeyedHeap[QueuedPodInfo] = KeyedHeap(less, QueuedPodInfo.snapshot)
+    def __init__(self, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool], recorder: QueueRecorder,
+                 sort_key: Callable[[QueuedPodInfo], Any] | None = None) -> None:
+        self.heap: KeyedHeap[QueuedPodInfo] = KeyedHeap(less, QueuedPodInfo.snapshot, sort_key)
         self.scheduling_cycle = 0
         self._recorder = recorder
         #: uid -> (sequence number when popped, pod as popped), in pop order.

@@ -4,8 +4,10 @@ Upstream's heap keeps each item's index so it can delete or re-sort it in place.
 so deletions and updates here are lazy: the old entry is marked dead and skipped when it surfaces,
 and the heap is rebuilt once dead entries outnumber live ones. Pop and push stay in C.
 
-The ordering is a comparator (a QueueSort ``less``), not a key, so entries carry ``__lt__``; items
-that compare equal pop in insertion order (the counter), which makes PrioritySort FIFO on ties.
+The ordering is a comparator (a QueueSort ``less``), so entries carry ``__lt__``; items that
+compare equal pop in insertion order (the counter), which makes PrioritySort FIFO on ties. Where
+the comparator comes with a key function of the same order (PrioritySort's), each slot is a
+``(key, counter, entry)`` tuple, so popping and pushing compare in C without calling Python.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import heapq
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -67,10 +69,14 @@ class KeyedHeap(Generic[T]):
     if the caller goes on to change the live object (timestamps, backoff expiry, the pod itself).
     """
 
-    def __init__(self, less: Callable[[T, T], bool], snapshot: Callable[[T], T] = _identity) -> None:
+    def __init__(self, less: Callable[[T, T], bool], snapshot: Callable[[T], T] = _identity,
+                 sort_key: Callable[[T], Any] | None = None) -> None:
+        """``sort_key``: a key function ordering items exactly as ``less`` does, or None."""
         self._entry = _entry_class(less)
         self._snapshot = snapshot
-        self._heap: list[_EntryBase[T]] = []
+        self._sort_key = sort_key
+        #: Slots: ``(key, counter, entry)``, where the key is the entry itself without ``sort_key``.
+        self._heap: list[tuple[Any, int, _EntryBase[T]]] = []
         self._live: dict[str, _EntryBase[T]] = {}
         self._seq = 0
         self._dead = 0
@@ -102,7 +108,7 @@ class KeyedHeap(Generic[T]):
         self._seq += 1
         entry = self._entry(item, key, self._seq)
         self._live[key] = entry
-        heapq.heappush(self._heap, entry)
+        heapq.heappush(self._heap, (entry if self._sort_key is None else self._sort_key(item), self._seq, entry))
 
     def remove(self, key: str) -> T | None:
         entry = self._live.pop(key, None)
@@ -114,15 +120,15 @@ class KeyedHeap(Generic[T]):
 
     def peek(self) -> T | None:
         heap = self._heap
-        while heap and not heap[0].live:
+        while heap and not heap[0][2].live:
             heapq.heappop(heap)
             self._dead -= 1
-        return heap[0].item if heap else None
+        return heap[0][2].item if heap else None
 
     def pop(self) -> T | None:
         heap = self._heap
         while heap:
-            entry = heapq.heappop(heap)
+            entry = heapq.heappop(heap)[2]
             if entry.live:
                 del self._live[entry.key]
                 return entry.item
@@ -134,6 +140,6 @@ class KeyedHeap(Generic[T]):
         entry.item = self._snapshot(entry.item)
         self._dead += 1
         if self._dead > _MIN_DEAD_TO_COMPACT and self._dead > len(self._live):
-            self._heap = [e for e in self._heap if e.live]
+            self._heap = [slot for slot in self._heap if slot[2].live]
             heapq.heapify(self._heap)
             self._dead = 0

@@ -109,7 +109,8 @@ class SchedulingQueue:
     def __init__(self, clock: Clock, less: Callable[[QueuedPodInfo, QueuedPodInfo], bool],
                  profiles: dict[str, QueueProfile], *, initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE, pop_from_backoff: bool = True, metrics: Metrics | None = None,
-                 pod_lister: PodLister | None = None) -> None:
+                 pod_lister: PodLister | None = None, sort_key: Callable[[QueuedPodInfo], Any] | None = None) -> None:
+        """``sort_key``: the QueueSort plugin's key function (the same order as ``less``), if it has one."""
         self._clock = clock
         self._profiles = profiles
         self._max_in_unschedulable = max_in_unschedulable
@@ -118,7 +119,7 @@ class SchedulingQueue:
         self._recorder.watch_pending(lambda: len(self._active), lambda: len(self._backoff),
                                      lambda: len(self._unschedulable) - self._unschedulable.gated_count,
                                      lambda: self._unschedulable.gated_count)
-        self._active = ActiveQueue(less, self._recorder)
+        self._active = ActiveQueue(less, self._recorder, sort_key)
         self._backoff = BackoffQueue(clock, initial_backoff, max_backoff, less, pop_from_backoff, self._recorder)
         self._unschedulable = UnschedulablePods(self._recorder)
         self._nominator = Nominator(pod_lister)
