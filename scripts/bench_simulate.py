@@ -69,7 +69,7 @@ def main() -> int:
             phases.end("create objects")
         seen.add(phase)
 
-    result = simulate(objects, cfg, seed=args.seed, progress=progress)
+    result = simulate(objects, cfg, seed=args.seed, progress=progress, decoded=True)
     phases.end("schedule, kubelet, controllers")
     with stdout_to_devnull():
         if args.output == "json":

@@ -214,12 +214,15 @@ class ObjectStore:
         return w
 
     # --- writing ------------------------------------------------------------------------------
-    def create(self, kind: Kind, obj: dict, namespace: str | None = None, *, dry_run: bool = False) -> dict:
-        """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``)."""
+    def create(self, kind: Kind, obj: dict, namespace: str | None = None, *, dry_run: bool = False,
+               decoded: bool = False) -> dict:
+        """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``).
+        ``decoded``: ``obj`` was type-checked against its kind's schema already (a loaded manifest)."""
         if not served(kind, self.feature_gates):
             raise NotFound(f"the server could not find the requested resource ({kind.api_version} {kind.kind} is served "
                            f"only with the {kind.feature_gate} feature gate on)", kind=kind.resource, group=kind.group)
-        _decode(kind, obj)
+        if not decoded or isinstance(kind, CustomKind):
+            _decode(kind, obj)
         kind = self._custom_decode(kind, obj)
         if isinstance(kind, CustomKind) and "status" in kind.subresources:
             obj.pop("status", None)  # PrepareForCreate: the status is the status subresource's to write
