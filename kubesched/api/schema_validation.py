@@ -181,6 +181,39 @@ def decode(obj: dict[str, Any], api_version: str, kind: str) -> StrictProblems:
     return problems
 
 
+def decode_field(obj: dict[str, Any], api_version: str, kind: str, field_name: str) -> StrictProblems:
+    """:func:`decode` of one top-level field of ``obj`` alone (the same errors, the same
+    normalisation of that field), for a writer whose other fields come from a stored object that
+    was decoded when it was written: a status write replaces only the status."""
+    group, _, version = api_version.rpartition("/")
+    name = openapi_spec.definition_name(group, version, kind)
+    problems = StrictProblems()
+    value = obj.get(field_name)
+    if name is None or value is None or (isinstance(obj, DuplicateKeyDict) and obj.duplicates):
+        return decode(obj, api_version, kind)
+    check = _struct_fields(name).get(field_name)
+    if check is None:
+        return decode(obj, api_version, kind)
+    try:
+        new = check(value, field_name, problems)
+    except _Mismatch as e:
+        if not e.struct:
+            e.struct = name.rpartition(".")[2]
+        raise DecodeError(kind, api_version, _go_message(e), e.path) from None
+    if new is not value:
+        obj[field_name] = new
+    return problems
+
+
+def _struct_fields(name: str) -> dict[str, Checker]:
+    """The checkers of a definition's fields, by field name (compiled once, as :func:`_struct`)."""
+    fields = _FIELDS.get(name)
+    if fields is None:
+        properties = openapi_spec.definition(name).get("properties") or {}
+        fields = _FIELDS[name] = {key: _compile(sub) for key, sub in properties.items()}
+    return fields
+
+
 def _go_message(e: _Mismatch) -> str:
     if e.detail is not None:
         return e.detail
@@ -192,6 +225,7 @@ def _go_message(e: _Mismatch) -> str:
 # --- compiling --------------------------------------------------------------------------------
 
 _STRUCTS: dict[str, Checker] = {}
+_FIELDS: dict[str, dict[str, Checker]] = {}
 
 
 def _struct(name: str) -> Checker:

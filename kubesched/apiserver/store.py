@@ -29,7 +29,7 @@ from kubesched.api.errors import FieldError
 from kubesched.api.kinds import CRD, EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, CustomKind, Kind, kind_for, served
 from kubesched.api.meta import json_copy, set_condition
 from kubesched.api.pod_update import validate_pod_update
-from kubesched.api.schema_validation import DecodeError, decode
+from kubesched.api.schema_validation import DecodeError, decode, decode_field
 from kubesched.api.timeutil import parse_time
 from kubesched.api.validation import validate
 from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
@@ -225,12 +225,15 @@ class ObjectStore:
         return w
 
     # --- writing ------------------------------------------------------------------------------
-    def create(self, kind: Kind, obj: dict, namespace: str | None = None, *, dry_run: bool = False) -> dict:
-        """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``)."""
+    def create(self, kind: Kind, obj: dict, namespace: str | None = None, *, dry_run: bool = False,
+               decoded: bool = False) -> dict:
+        """Store a new object; with ``dry_run`` everything but the write happens (apiserver's ``dryRun=All``).
+        ``decoded``: ``obj`` was type-checked against its kind's schema already (a loaded manifest)."""
         if not served(kind, self.feature_gates):
             raise NotFound(f"the server could not find the requested resource ({kind.api_version} {kind.kind} is served "
                            f"only with the {kind.feature_gate} feature gate on)", kind=kind.resource, group=kind.group)
-        _decode(kind, obj)
+        if not decoded or isinstance(kind, CustomKind):
+            _decode(kind, obj)
         kind = self._custom_decode(kind, obj)
         if isinstance(kind, CustomKind) and "status" in kind.subresources:
             obj.pop("status", None)  # PrepareForCreate: the status is the status subresource's to write
@@ -271,9 +274,12 @@ class ObjectStore:
             self.progress[0] += 1
         return self._commit(kind, ADDED, obj, None)
 
-    def update(self, kind: Kind, obj: dict, *, status_only: bool = False, dry_run: bool = False) -> dict:
-        """Replace an object; a set ``metadata.resourceVersion`` must match (optimistic concurrency)."""
-        _decode(kind, obj)
+    def update(self, kind: Kind, obj: dict, *, status_only: bool = False, dry_run: bool = False,
+               stored_but_status: bool = False) -> dict:
+        """Replace an object; a set ``metadata.resourceVersion`` must match (optimistic concurrency).
+        ``stored_but_status``: a status write of a stored object whose status alone was changed
+        (``mutate``), so the status alone needs its types checked."""
+        _decode(kind, obj, "status" if stored_but_status and status_only else None)
         kind = self._custom_decode(kind, obj)
         meta = obj.get("metadata") or {}
         current = self.get(kind, meta.get("namespace"), meta.get("name", ""))
@@ -322,7 +328,7 @@ class ObjectStore:
             latest = self.try_get(kind, namespace, name)
             if latest is None or latest["metadata"].get("uid") != current["metadata"].get("uid"):
                 return result  # the main write finished a deletion
-            result = self.update(kind, _with_version(new, latest), status_only=True)
+            result = self.update(kind, _with_version(new, latest), status_only=True, stored_but_status=True)
         return result
 
     def delete(self, kind: Kind, namespace: str | None, name: str, *, grace_period: int | None = None,
@@ -744,12 +750,16 @@ class ObjectStore:
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 
 
-def _decode(kind: Kind, obj: dict) -> None:
+def _decode(kind: Kind, obj: dict, only: str | None = None) -> None:
     """Type-check a written object against its kind's schema before anything reads it (400 when a
     value has the wrong type). Unknown fields are dropped here without a word: the API server has
-    already applied the request's ``fieldValidation``, and in-process writers build their objects."""
+    already applied the request's ``fieldValidation``, and in-process writers build their objects.
+    ``only``: the one top-level field of a built-in kind that is not a stored, decoded value."""
     try:
-        decode(obj, kind.api_version, kind.kind)
+        if only is not None and not isinstance(kind, CustomKind):
+            decode_field(obj, kind.api_version, kind.kind, only)
+        else:
+            decode(obj, kind.api_version, kind.kind)
     except DecodeError as e:
         raise BadRequest(str(e), kind=kind.kind, name=_name_of(obj)) from None
 

@@ -135,7 +135,7 @@ def simulate_from_args(args: argparse.Namespace, *, explain: bool,
         except KeyboardInterrupt as e:
             raise SimulationInterrupted(None) from e
         result = simulate(objects, cfg, seed=args.seed, registry=registry, feature_gates=gates, explain=explain,
-                          progress=progress, scenario=scenario)
+                          progress=progress, scenario=scenario, decoded=True)
     return result, cfg
 
 

@@ -242,18 +242,20 @@ def simulate(
     fast_paths: bool = True,
     scenario: Scenario | None = None,
     batching: bool = True,
+    decoded: bool = False,
 ) -> SimulationResult:
     """Schedule ``objects`` (already validated manifests) on an embedded cluster. ``fast_paths``
     off runs the scheduler's plain code paths (same placements, slower: for comparisons), and so
     does ``batching`` off (every pod scheduled from scratch, never from its predecessor's results). A
     ``scenario``'s steps fire at their virtual times; the run settles after the last one, and the
-    result carries the timeline.
+    result carries the timeline. ``decoded``: every object of ``objects`` went through
+    ``manifests.load`` or ``check_all`` (so the store need not type-check it again).
 
     Ctrl-C raises ``SimulationInterrupted`` with what was done so far."""
     started: list[SimulationResult] = []
     try:
         return run_virtual(_simulate(objects, config, seed, registry, feature_gates, explain, progress, fast_paths,
-                                     started, scenario, batching))
+                                     started, scenario, batching, decoded))
     except SimulationInterrupted:
         raise
     except KeyboardInterrupt as e:
@@ -263,13 +265,14 @@ def simulate(
 async def _simulate(objects: list[dict], config: SchedulerConfiguration, seed: int, registry: Registry | None,
                     gates: FeatureGates | None, explain: bool, progress: ProgressCallback | None,
                     fast_paths: bool, started: list[SimulationResult], scenario: Scenario | None,
-                    batching: bool = True) -> SimulationResult:
+                    batching: bool = True, decoded: bool = False) -> SimulationResult:
     loop = asyncio.get_running_loop()
     clock = LoopClock(loop, wall_start=VIRTUAL_EPOCH)
     store = ObjectStore(clock, seed=seed, auto_create_namespaces=True, feature_gates=gates, keep_uids=True)
     ordered, ignored = creation_order(with_plugin_crds(objects, config, registry), gates)
+    loaded = {id(obj) for obj in objects} if decoded else set()
     for index, obj in enumerate(ordered):
-        create_input(store, obj)  # served: creation_order set the others aside
+        create_input(store, obj, decoded=id(obj) in loaded)  # served: creation_order set the others aside
         if progress is not None and index % 1024 == 0:
             progress("creating objects", index, len(ordered))
     result = SimulationResult(store, ignored=ignored)
@@ -385,15 +388,16 @@ class InputRejected(KubeschedError):
     that is not valid): the message names the object and the field."""
 
 
-def create_input(store: ObjectStore, obj: dict) -> dict:
-    """Create one object of the input, of a built-in kind or one a CRD created before serves."""
+def create_input(store: ObjectStore, obj: dict, *, decoded: bool = False) -> dict:
+    """Create one object of the input, of a built-in kind or one a CRD created before serves;
+    ``decoded``: loading type-checked it already (``manifests.load``, ``check_all``)."""
     kind: Kind | None = store.custom.resolve(obj.get("apiVersion", ""), obj.get("kind", ""))
     meta = obj.get("metadata") or {}
     where = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
     if kind is None:
         raise InputRejected(f"{obj.get('kind')} {where}: no CustomResourceDefinition serves {obj.get('apiVersion')} {obj.get('kind')}")
     try:
-        return store.create(kind, obj)
+        return store.create(kind, obj, decoded=decoded)
     except APIError as e:
         if not isinstance(kind, CustomKind) and not is_crd(obj):
             raise
