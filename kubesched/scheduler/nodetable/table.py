@@ -426,7 +426,7 @@ class NodeTable:
             index = table._append_row(info)
             table._row_label_keys[index] = keys[row]
             table.write_aggregates(index, info)
-            table.tree.add(info.name, info.labels)
+            table.tree.add_as_in(source.tree, info.name)
         table.generation = n
         return table
 
