@@ -301,7 +301,8 @@ class VictimSelector:
 
     def _shortcut(self, index: int, info: NodeInfo, nominees: list[PodInfo], results: list[VictimSelection | None]) -> bool:
         """``_screen`` for one node from its pods; True when it needs a dry run."""
-        count, requests = 0, {}
+        count = 0
+        requests: dict[str, int] = {}
         for victim in self._potential_victims(info):
             count += 1
             for name, amount in victim.requests.items():
