@@ -87,6 +87,38 @@ def test_scratch_table_from_modified_node_info():
     assert table.requested[CPU, 0] == 1000
 
 
+def test_scratch_table_from_rows_equals_one_built_from_the_copies():
+    zone = "topology.kubernetes.io/zone"
+    taint = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
+    table, infos = table_of(make_node("a", cpu="4", labels={zone: "z1"}), make_node("b", cpu="2", taints=taint),
+                            make_node("c", extra={"example.com/gpu": "2"}, labels={zone: "z2", "x": "1"}))
+    for info in infos:
+        pod = PodInfo(make_pod(f"p-{info.name}", cpu="500m", node=info.name))
+        info.add_pod(pod)
+        table.pod_added(info, pod)
+    copies = []
+    for info in (infos[2], infos[0]):
+        copy = info.clone()
+        added = make_pod(f"q-{info.name}", cpu="1", memory="1Gi")
+        added["spec"]["containers"][0]["resources"]["requests"]["example.com/other"] = "1"  # a resource new to the table
+        copy.add_pod(PodInfo(added))
+        copies.append(copy)
+    rows = np.array([table.row_of["c"], table.row_of["a"]])
+    fast, slow = NodeTable.from_rows(table, rows, copies), NodeTable.from_infos(copies)
+    assert fast.names == slow.names == ["c", "a"]
+    for name in slow.resource_names:
+        f, s = fast.resource_index[name], slow.resource_index[name]
+        assert list(fast.allocatable[f, :2]) == list(slow.allocatable[s, :2]), name
+        assert list(fast.requested[f, :2]) == list(slow.requested[s, :2]), name
+    assert list(fast.pod_count[:2]) == list(slow.pod_count[:2]) == [2, 2]
+    assert list(fast.non_zero[:, :2].ravel()) == list(slow.non_zero[:, :2].ravel())
+    assert [fast.taint_signatures[t] for t in fast.taint_sig[:2]] == [slow.taint_signatures[t] for t in slow.taint_sig[:2]]
+    for key in (zone, "x", "kubernetes.io/hostname"):
+        decode = lambda t, k: [t.labels[k].values[c] if c >= 0 else None for c in t.label_codes(k)]  # noqa: E731
+        assert decode(fast, key) == decode(slow, key), key
+    assert [fast.names[r] for r in fast.order()] == [slow.names[r] for r in slow.order()]
+
+
 def test_zone_key_prefers_the_beta_labels_like_get_zone_key():
     beta_zone, ga_zone = "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone"
     beta_region, ga_region = "failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region"

@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kubesched.api.apierrors import NotFound
@@ -28,6 +29,7 @@ from kubesched.scheduler.framework.runtime import Framework, HandleContext
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.metrics import Metrics
 from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.plugins.defaultpreemption._levels import priority_levels
 from kubesched.scheduler.plugins.defaultpreemption.default_preemption import DefaultPreemption, pod_terminating_by_preemption
 from kubesched.scheduler.plugins.defaultpreemption.preemption import (
     DEFERRED,
@@ -559,6 +561,57 @@ def test_dry_run_of_every_node_matches_a_one_node_dry_run() -> None:
                 assert not alone.victims and alone.status is not None
             else:
                 assert (names_of(fast.victims), fast.status) == (names_of(alone.victims), alone.status)
+
+
+def test_nodes_screened_from_the_table_columns_get_the_answers_their_pods_give() -> None:
+    """For the scheduler's own nodes "no victims" and DEFERRED come from the table's columns (the
+    requests per priority level); for copies of them, from their pods: the answers agree, with
+    nominated pods of every priority on some nodes."""
+    rng = random.Random(5)
+    for _ in range(20):
+        nodes = [node(f"n{i}", {"cpu": f"{rng.choice([1, 2, 4])}", "memory": "8Gi"}) for i in range(8)]
+        pods = [pod(f"p{i}", node=f"n{rng.randrange(8)}", priority=rng.choice([LOW, MID, HIGH]),
+                    req={"cpu": f"{rng.choice([100, 300, 500, 900])}m"}, started=rng.randrange(100)) for i in range(30)]
+        env = build(nodes, [p for p in pods if _fits(p, nodes, pods)])
+        for i in range(3):
+            name = f"n{rng.randrange(8)}"
+            nominee = pod(f"nominee{i}", priority=rng.choice([MID, VERY_HIGH]), req={"cpu": "500m"}, nominated=name)
+            env.nominator.by_node.setdefault(name, []).append(PodInfo(nominee))
+        preemptor = pod("in", priority=rng.choice([MID, HIGH, VERY_HIGH]), req={"cpu": f"{rng.choice([500, 1500])}m"})
+        state, info = env.state_for(preemptor)
+        infos = env.sorted_infos()
+        assert all(env.table.get(i.name) is i for i in infos)
+        for thorough in (False, True):
+            from_columns = env.plugin.select_victims_on_nodes(state, info, infos, [], thorough=thorough)
+            from_pods = env.plugin.select_victims_on_nodes(state, info, [i.clone() for i in infos], [], thorough=thorough)
+            assert [(names_of(a.victims), a.status) for a in from_columns] == \
+                [(names_of(b.victims), b.status) for b in from_pods]
+
+
+def test_priority_levels_sum_the_pods_below_a_priority_through_pod_and_node_changes() -> None:
+    env = build([node("a", {"cpu": "4"}), node("b", {"cpu": "4"}), node("c", {"cpu": "4"})],
+                [pod("a-low", node="a", priority=LOW, req={"cpu": "1"}), pod("a-mid", node="a", priority=MID, req={"cpu": "2"}),
+                 pod("c-low", node="c", priority=LOW, req={"cpu": "500m", "memory": "1Gi"})])
+    levels = priority_levels(env.table)
+    row = env.table.row_of
+
+    def below(priority: int) -> dict[str, tuple[int, int]]:
+        names = ["a", "b", "c"]
+        count, requests = levels.below(priority, np.array([row[n] for n in names]))
+        cpu = requests.get("cpu", np.zeros(3, dtype=np.int64))
+        return {n: (int(count[i]), int(cpu[i])) for i, n in enumerate(names)}
+
+    assert below(LOW) == {"a": (0, 0), "b": (0, 0), "c": (0, 0)}
+    assert below(HIGH) == {"a": (2, 3000), "b": (0, 0), "c": (1, 500)}
+    assert below(MID) == {"a": (1, 1000), "b": (0, 0), "c": (1, 500)}
+    extra = PodInfo(pod("b-low", node="b", priority=LOW, req={"cpu": "700m"}))
+    info_b = env.table.get("b")
+    info_b.add_pod(extra)
+    env.table.pod_added(info_b, extra)
+    assert below(MID)["b"] == (1, 700)
+    env.table.remove_node("a")  # "c" moves into the hole
+    count, _ = levels.below(HIGH, np.array([row["b"], row["c"]]))
+    assert count.tolist() == [1, 1]
 
 
 def _reference_select(env: Env, state: CycleState, preemptor: PodInfo, info: NodeInfo,

@@ -702,7 +702,8 @@ class Framework:
         where it fits with them or has none). Only for a state no PreFilter extension updates (see
         ``has_active_pre_filter_extensions``): then the nodes share one scratch table and one pass."""
         out: list[Status | None] = [None] * len(nodes)
-        positions, clones = [], []
+        positions, clones, rows = [], [], []
+        table = self.snapshot
         for position, node in enumerate(nodes):
             nominated = self._nominees(pod, node.name)
             if nominated:
@@ -711,8 +712,12 @@ class Framework:
                     clone.add_pod(p)
                 positions.append(position)
                 clones.append(clone)
+                row = table.row_of.get(node.name, -1)
+                rows.append(row if row >= 0 and table.infos[row] is node else -1)
         if clones:
-            _, ids, statuses = self.run_batch_filters(state, pod, NodeTable.from_infos(clones).all_rows())
+            scratch = NodeTable.from_infos(clones) if min(rows) < 0 else \
+                NodeTable.from_rows(table, np.array(rows, dtype=np.int64), clones)
+            _, ids, statuses = self.run_batch_filters(state, pod, scratch.all_rows())
             for position, sid in zip(positions, ids.tolist(), strict=True):
                 out[position] = None if sid < 0 else statuses[sid]
         return out

@@ -398,6 +398,38 @@ class NodeTable:
             table.set_node(info)
         return table
 
+    @classmethod
+    def from_rows(cls, source: NodeTable, rows: np.ndarray, infos: list[NodeInfo]) -> NodeTable:
+        """``from_infos(infos)`` where each ``infos[i]`` is a copy of ``source``'s node at ``rows[i]``
+        with other pods (the same node object): the node's own columns (allocatable, taints,
+        labels) are copied from ``source`` rather than rebuilt, the pod aggregates come from
+        ``infos``. Preemption's dry runs and the nominated-pod checks build one per cycle."""
+        table = cls()
+        n = len(infos)
+        if n > table.capacity:
+            table._grow(n)
+        table.resource_names = list(source.resource_names)
+        table.resource_index = dict(source.resource_index)
+        table.allocatable = np.zeros((len(table.resource_names), table.capacity), dtype=np.int64)
+        table.requested = np.zeros_like(table.allocatable)
+        table.allocatable[:, :n] = source.allocatable[:, rows]
+        table.unschedulable[:n] = source.unschedulable[rows]
+        table.taint_sig[:n] = source.taint_sig[rows]
+        table.taint_signatures = list(source.taint_signatures)
+        table._signature_ids = dict(source._signature_ids)
+        for key, column in source.labels.items():
+            copy = table.labels[key] = LabelColumn(table.capacity)
+            copy.codes[:n] = column.codes[rows]
+            copy.vocab, copy.values = dict(column.vocab), list(column.values)
+        keys = source._row_label_keys
+        for row, info in zip(rows.tolist(), infos, strict=True):
+            index = table._append_row(info)
+            table._row_label_keys[index] = keys[row]
+            table.write_aggregates(index, info)
+            table.tree.add_as_in(source.tree, info.name)
+        table.generation = n
+        return table
+
 
 class NodeBatch:
     """A set of table rows a plugin evaluates at once: all rows (``rows is None``) or a subset."""

@@ -38,6 +38,12 @@ class NodeTree:
         self._zones.setdefault(zone, []).append(name)
         self._zone_of[name] = zone
 
+    def add_as_in(self, other: NodeTree, name: str) -> None:
+        """Add ``name`` to the zone it has in ``other`` (a scratch copy of a node ``other`` holds)."""
+        zone = other._zone_of[name]
+        self._zones.setdefault(zone, []).append(name)
+        self._zone_of[name] = zone
+
     def remove(self, name: str) -> None:
         zone = self._zone_of.pop(name, None)
         if zone is None:

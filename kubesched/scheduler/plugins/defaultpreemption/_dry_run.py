@@ -7,7 +7,8 @@ the preemptor still fits.
 
 Nodes where even evicting every potential victim leaves too few resources (by NodeResourcesFit's
 own test on the node's totals) are answered ``DEFERRED`` without a dry run unless the caller
-needs their status: in a full cluster most nodes visited are such, typically because an earlier
+needs their status. For the scheduler's own nodes that test reads columns (the table's requested
+and allocatable, and the ``_levels`` index of requests per priority), for a whole chunk at once: in a full cluster most nodes visited are such, typically because an earlier
 preemptor is nominated there.
 
 What makes the rest fast is that all nodes of the chunk live in one scratch node table (plus a
@@ -31,7 +32,8 @@ import numpy as np
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.status import Code, Status, StatusError
-from kubesched.scheduler.nodetable.table import NodeTable
+from kubesched.scheduler.nodetable.table import PODS, NodeTable
+from kubesched.scheduler.plugins.defaultpreemption._levels import PriorityLevels, priority_levels
 from kubesched.scheduler.plugins.defaultpreemption.preemption import (
     DEFERRED,
     ParsedPDB,
@@ -104,47 +106,6 @@ def copy_without(info: NodeInfo, victims: list[PodInfo]) -> NodeInfo:
     return copy
 
 
-class PriorityTotals:
-    """Per node, how many pods of each priority it runs and what they request, recomputed only when
-    the node's pods change (its NodeInfo's generation moves), so that the nodes a dry run cannot
-    help are recognised without looking at their pods."""
-
-    def __init__(self) -> None:
-        self._entries: dict[str, tuple[NodeInfo, int, list[tuple[int, int, dict[str, int]]]]] = {}
-
-    def below(self, info: NodeInfo, priority: int) -> tuple[int, dict[str, int]]:
-        """Count and total requests of the node's pods with a priority lower than ``priority``."""
-        entry = self._entries.get(info.name)
-        if entry is None or entry[0] is not info or entry[1] != info.generation:
-            entry = (info, info.generation, self._levels(info))
-            self._entries[info.name] = entry
-        count = 0
-        requests: dict[str, int] = {}
-        for level, n, totals in entry[2]:
-            if level >= priority:
-                break
-            count += n
-            for name, amount in totals.items():
-                requests[name] = requests.get(name, 0) + amount
-        return count, requests
-
-    @staticmethod
-    def _levels(info: NodeInfo) -> list[tuple[int, int, dict[str, int]]]:
-        levels: dict[int, tuple[list[int], dict[str, int]]] = {}
-        for pod in info.pods.values():
-            count, totals = levels.setdefault(pod.priority, ([0], {}))
-            count[0] += 1
-            for name, amount in pod.requests.items():
-                totals[name] = totals.get(name, 0) + amount
-        return sorted((level, count[0], totals) for level, (count, totals) in levels.items())
-
-    def prune(self, present: dict[str, int]) -> None:
-        """Forget nodes that left the cluster, once they outnumber the nodes in it."""
-        if len(self._entries) > 2 * len(present) + 64:
-            for name in [n for n in self._entries if n not in present]:
-                del self._entries[name]
-
-
 class ResourceCheck:
     """NodeResourcesFit's test on a node's totals with the victims gone and the nominated pods
     added: when it fails, the dry run would fail the node too (NodeResourcesFit is one of the
@@ -179,6 +140,20 @@ class ResourceCheck:
                 return True
         return False
 
+    def hopeless_rows(self, table: NodeTable, rows: np.ndarray, num_victims: np.ndarray,
+                      victim_requests: dict[str, np.ndarray], nominees: Nominees) -> np.ndarray:
+        """``hopeless`` for many rows of the scheduler's table at once, from its columns."""
+        used_pods = table.pod_count[rows] - num_victims + nominees.count + 1
+        out: np.ndarray = used_pods > table.allocatable[PODS, rows]
+        for name, amount in self.checked:
+            index = table.resource_index.get(name)
+            if index is None:
+                out |= amount > -nominees.requests.get(name, 0)
+                continue
+            used = table.requested[index, rows] - victim_requests.get(name, 0) + nominees.requests.get(name, 0)
+            out |= amount > table.allocatable[index, rows] - used
+        return out
+
     def rejects(self, info: NodeInfo, pod: PodInfo) -> bool:
         """Whether the preemptor fails the test on ``info`` once ``pod`` is added to it."""
         allocatable, requested, extra = info.allocatable, info.requested, pod.requests
@@ -186,6 +161,30 @@ class ResourceCheck:
             return True
         return any(amount > allocatable.get(name, 0) - requested.get(name, 0) - extra.get(name, 0)
                    for name, amount in self.checked)
+
+
+@dataclass
+class Nominees:
+    """The nominated pods a dry run adds, summed per node of a chunk: count and requests."""
+
+    count: np.ndarray
+    requests: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, per_node: list[list[PodInfo]]) -> Nominees:
+        count = np.zeros(len(per_node), dtype=np.int64)
+        requests: dict[str, np.ndarray] = {}
+        for position, pods in enumerate(per_node):
+            if not pods:
+                continue
+            count[position] = len(pods)
+            for pod in pods:
+                for name, amount in pod.requests.items():
+                    column = requests.get(name)
+                    if column is None:
+                        column = requests[name] = np.zeros(len(per_node), dtype=np.int64)
+                    column[position] += amount
+        return cls(count, requests)
 
 
 @dataclass(eq=False)
@@ -198,6 +197,7 @@ class _Node:
     potential: list[PodInfo]
     nominees: list[PodInfo]
     with_nominees: NodeInfo | None  # ``info`` plus the nominated pods (row ``row1`` of the second table)
+    source_row: int = -1  # the node's row in the scheduler's table, when it is the table's own
     row: int = -1
     row1: int = -1
     order: list[PodInfo] = field(default_factory=list)
@@ -212,7 +212,7 @@ class VictimSelector:
     """Dry runs of one preemptor, in the scheduling cycle's state (which it never modifies)."""
 
     def __init__(self, fw: Framework, state: CycleState, pod: PodInfo, allowed: Allowed | None, sort: Sorter,
-                 pdbs: list[ParsedPDB], thorough: bool = True, totals: PriorityTotals | None = None) -> None:
+                 pdbs: list[ParsedPDB], thorough: bool = True) -> None:
         self.fw = fw
         self.state = state
         self.pod = pod
@@ -221,7 +221,9 @@ class VictimSelector:
         self.pdbs = pdbs
         self.shared = not fw.has_active_pre_filter_extensions(state)
         self.thorough = thorough
-        self.totals = totals if totals is not None and allowed is None else None
+        self.table: NodeTable = fw.snapshot
+        #: Victims counted from columns; only when every lower-priority pod may be a victim.
+        self.levels: PriorityLevels | None = priority_levels(self.table) if allowed is None else None
         self.resource_check = ResourceCheck.of(fw, state, pod)
         nominator = fw.ctx.nominator
         names = getattr(nominator, "nominated_node_names", None)
@@ -234,9 +236,10 @@ class VictimSelector:
     def select(self, nodes: list[NodeInfo]) -> list[VictimSelection]:
         results: list[VictimSelection | None] = [None] * len(nodes)
         work = []
-        for index, info in enumerate(nodes):
-            node = self._prepare(index, info, results)
+        for index, info, nominees, source_row in self._screen(nodes, results):
+            node = self._prepare(index, info, nominees, results)
             if node is not None:
+                node.source_row = source_row
                 work.append(node)
         if work:
             self._build_tables(work)
@@ -252,41 +255,66 @@ class VictimSelector:
         return selected
 
     # --- preparation ------------------------------------------------------------------------
-    def _prepare(self, index: int, info: NodeInfo, results: list[VictimSelection | None]) -> _Node | None:
-        """The node's copy without its potential victims, or its answer when there is no need for one."""
-        nominees = self._nominees(info.name)
-        potential = None if self.totals is not None else self._potential_victims(info)
-        status = self._shortcut(info, nominees, potential)
-        if status is None:
-            potential = potential if potential is not None else self._potential_victims(info)
-            if potential:
-                return self._copy(index, info, potential, nominees, results)
-            status = self.no_victims
-        results[index] = VictimSelection([], 0, status)
+    def _screen(self, nodes: list[NodeInfo],
+                results: list[VictimSelection | None]) -> list[tuple[int, NodeInfo, list[PodInfo], int]]:
+        """The nodes that need a dry run, with their nominees; the others are answered "no
+        victims", or (unless thorough) DEFERRED when NodeResourcesFit's test fails even with every
+        potential victim gone. From the table's columns when the nodes are the scheduler's own."""
+        nominees = [self._nominees(info.name) for info in nodes]
+        rows = self._rows(nodes)
+        if rows is None or self.levels is None:
+            return [(i, info, nominees[i], -1) for i, info in enumerate(nodes)
+                    if self._shortcut(i, info, nominees[i], results)]
+        count, requests = self.levels.below(self.pod.priority, rows)
+        answered = count == 0
+        check = self.resource_check
+        hopeless = None
+        if not self.thorough and check is not None:
+            hopeless = check.hopeless_rows(self.table, rows, count, requests, Nominees.of(nominees))
+            answered = answered | hopeless
+        for i in np.flatnonzero(answered).tolist():
+            deferred = hopeless is not None and count[i] > 0
+            results[i] = VictimSelection([], 0, DEFERRED if deferred else self.no_victims)
+        return [(i, nodes[i], nominees[i], int(rows[i])) for i in np.flatnonzero(~answered).tolist()]
+
+    def _rows(self, nodes: list[NodeInfo]) -> np.ndarray | None:
+        """The nodes' rows in the scheduler's table; None unless every node is the table's own."""
+        table = self.table
+        row_of, infos = table.row_of, table.infos
+        rows = [row_of.get(info.name, -1) for info in nodes]
+        if any(row < 0 or infos[row] is not info for row, info in zip(rows, nodes, strict=True)):
+            return None
+        return np.array(rows, dtype=np.int64)
+
+    def _prepare(self, index: int, info: NodeInfo, nominees: list[PodInfo],
+                 results: list[VictimSelection | None]) -> _Node | None:
+        """The node's copy without its potential victims ("no victims" when it has none)."""
+        potential = self._potential_victims(info)
+        if potential:
+            return self._copy(index, info, potential, nominees, results)
+        results[index] = VictimSelection([], 0, self.no_victims)
         return None
 
     def _potential_victims(self, info: NodeInfo) -> list[PodInfo]:
         priority, allowed = self.pod.priority, self.allowed
         return [p for p in info.pods.values() if p.priority < priority and (allowed is None or allowed(info, p))]
 
-    def _shortcut(self, info: NodeInfo, nominees: list[PodInfo], potential: list[PodInfo] | None) -> Status | None:
-        """"No victims", or (unless thorough) DEFERRED when even without every potential victim
-        NodeResourcesFit's test fails; None when the node needs a dry run. ``potential`` is None
-        when the victims are counted from the per-priority totals instead."""
-        if potential is None:
-            assert self.totals is not None
-            count, requests = self.totals.below(info, self.pod.priority)
-        else:
-            count, requests = len(potential), {}
-            for victim in potential:
-                for name, amount in victim.requests.items():
-                    requests[name] = requests.get(name, 0) + amount
-        if count == 0:
-            return self.no_victims
+    def _shortcut(self, index: int, info: NodeInfo, nominees: list[PodInfo], results: list[VictimSelection | None]) -> bool:
+        """``_screen`` for one node from its pods; True when it needs a dry run."""
+        count = 0
+        requests: dict[str, int] = {}
+        for victim in self._potential_victims(info):
+            count += 1
+            for name, amount in victim.requests.items():
+                requests[name] = requests.get(name, 0) + amount
         check = self.resource_check
-        if not self.thorough and check is not None and check.hopeless(info, count, requests, nominees):
-            return DEFERRED
-        return None
+        if count == 0:
+            results[index] = VictimSelection([], 0, self.no_victims)
+        elif not self.thorough and check is not None and check.hopeless(info, count, requests, nominees):
+            results[index] = VictimSelection([], 0, DEFERRED)
+        else:
+            return True
+        return False
 
     def _copy(self, index: int, info: NodeInfo, potential: list[PodInfo], nominees: list[PodInfo],
               results: list[VictimSelection | None]) -> _Node | None:
@@ -317,14 +345,21 @@ class VictimSelector:
                 if p.priority >= self.pod.priority and p.uid != self.pod.uid]
 
     def _build_tables(self, work: list[_Node]) -> None:
-        self.main = NodeTable.from_infos([n.info for n in work])
+        self.main = self._scratch(work, [n.info for n in work])
         for row, node in enumerate(work):
             node.row = row
         nominated = [(n, info) for n in work if (info := n.with_nominees) is not None]
         if nominated:
-            self.nominated = NodeTable.from_infos([info for _, info in nominated])
+            self.nominated = self._scratch([n for n, _ in nominated], [info for _, info in nominated])
             for row, (node, _) in enumerate(nominated):
                 node.row1 = row
+
+    def _scratch(self, nodes: list[_Node], infos: list[NodeInfo]) -> NodeTable:
+        """A scratch table of the nodes' copies, from the scheduler's table where they come from it."""
+        rows = [n.source_row for n in nodes]
+        if min(rows) < 0:
+            return NodeTable.from_infos(infos)
+        return NodeTable.from_rows(self.table, np.array(rows, dtype=np.int64), infos)
 
     # --- filtering --------------------------------------------------------------------------
     def _evaluate(self, nodes: list[_Node]) -> list[Status | None]:

@@ -29,7 +29,7 @@ from kubesched.scheduler.framework.interface import (
 )
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.plugins import names
-from kubesched.scheduler.plugins.defaultpreemption._dry_run import PriorityTotals, VictimSelector
+from kubesched.scheduler.plugins.defaultpreemption._dry_run import VictimSelector
 from kubesched.scheduler.plugins.defaultpreemption.preemption import (
     DISRUPTION_TARGET,
     REASON_PREEMPTION_BY_SCHEDULER,
@@ -71,7 +71,6 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
         self.more_important_pod: MoreImportantPod | None = None
         #: The random start offset (upstream ``getOffsetRand``); None uses the scheduler's seeded source.
         self.offset_rand: Callable[[int], int] | None = None
-        self._totals = PriorityTotals()
 
     # --- PostFilter -----------------------------------------------------------------------------
     def post_filter(self, state: CycleState, pod: PodInfo,
@@ -145,8 +144,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
                                 pdbs: list[ParsedPDB], thorough: bool = False) -> list[VictimSelection]:
         eligible = self.is_eligible_pod
         allowed = None if eligible is None else (lambda info, victim: eligible(info, victim, pod))
-        self._totals.prune(self.framework.snapshot.row_of)
-        selector = VictimSelector(self.framework, state, pod, allowed, self._sorter(), pdbs, thorough, self._totals)
+        selector = VictimSelector(self.framework, state, pod, allowed, self._sorter(), pdbs, thorough)
         return selector.select(nodes)
 
     def select_victims_on_node(self, state: CycleState, pod: PodInfo, node: NodeInfo,
