@@ -8,7 +8,6 @@ import argparse
 import asyncio
 import contextlib
 import errno
-import signal
 import sys
 from collections.abc import Iterator
 
@@ -20,6 +19,7 @@ from kubesched.apiserver.store import ObjectStore
 from kubesched.cli.exitcodes import USAGE
 from kubesched.scheduler.features import FeatureGateError, FeatureGates, parse_flag
 from kubesched.utils.clock import RealClock
+from kubesched.utils.signals import on_signals
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -96,10 +96,7 @@ def server_errors(args: argparse.Namespace) -> Iterator[None]:
 
 async def _serve(args: argparse.Namespace, security: SecurityOptions, gates: FeatureGates) -> None:
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    on_signals(stop.set)
     server = APIServer(ObjectStore(RealClock(), feature_gates=gates), host=args.address, port=args.port, data=args.data, security=security)
     await server.start()
     try:

@@ -28,9 +28,7 @@ the CLI calls.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +51,7 @@ from kubesched.simulator.crds import plugin_crds, plugin_rbac, with_plugin_crds
 from kubesched.simulator.explanations import ExplanationRecorder
 from kubesched.simulator.scenario_live import ScenarioService
 from kubesched.utils.clock import RealClock
+from kubesched.utils.signals import on_signals
 
 log = logging.getLogger(__name__)
 #: The most watch events the kubelets handle at a time: starting 10,000 pods takes seconds, during
@@ -211,10 +210,7 @@ async def serve(options: UpOptions, ready: Callable[[Cluster], None] | None = No
                 stop: asyncio.Event | None = None) -> None:
     """Run until ``stop`` is set (or SIGINT/SIGTERM)."""
     stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    on_signals(stop.set)
     cluster = Cluster(options)
     if not await _started_unless_stopped(cluster, stop):
         return

@@ -63,6 +63,7 @@ from kubesched.scheduler.serving.delegated import (
 )
 from kubesched.scheduler.serving.endpoints import Check, Endpoints
 from kubesched.utils.certs import server_context
+from kubesched.utils.signals import on_signals
 
 log = logging.getLogger(__name__)
 
@@ -308,12 +309,10 @@ class SchedulerApp:
 
     # --- signals and cleanup ----------------------------------------------------------------------
     def _install_signals(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self.request_shutdown)
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError, AttributeError):
-            loop.add_signal_handler(signal.SIGUSR2, self._dump)
+        on_signals(self.request_shutdown)
+        dump_signal = getattr(signal, "SIGUSR2", None)  # not on Windows
+        if dump_signal is not None:
+            on_signals(self._dump, (dump_signal,))
 
     def request_shutdown(self) -> None:
         if not self.shutdown.is_set():
