@@ -9,6 +9,7 @@ import io
 import pytest
 
 from kubesched.cli.main import main
+from tests.cli.output import without_progress
 
 NODE = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {capacity: {cpu: '4', memory: 8Gi, pods: '110'}}\n---\n"
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: shop}\nspec:\n  containers: [{name: c, image: nginx}]\n"
@@ -80,7 +81,7 @@ def simulate(tmp_path, text: str) -> tuple[int, str, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(["simulate", "-f", str(source)])
-    return code, out.getvalue(), err.getvalue(), str(source)
+    return code, out.getvalue(), without_progress(err.getvalue()), str(source)
 
 
 @pytest.mark.parametrize(("text", "message"), [pytest.param(t, m, id=name) for name, t, m in CASES])
