@@ -820,6 +820,37 @@ class Framework:
         finally:
             self.observe("Score", status, start)
 
+    def kept_score_plugins(self, state: CycleState) -> list[tuple[BatchScorePlugin, int, bool]] | None:
+        """The Score plugins this cycle runs, with their weights and whether they normalise, for a
+        batched cycle that keeps its totals (``RankedTotals``); None when one is not a batch plugin
+        or has its range checked (the generic ``run_score`` then scores)."""
+        kept = []
+        skip = state.skip_score_plugins
+        for pl in self.points["score"]:
+            if pl.name in skip:
+                continue
+            if not isinstance(pl, BatchScorePlugin) or pl.name in self._range_checked:
+                return None
+            kept.append((pl, self.score_weights[pl.name], normalizes(pl)))
+        return kept
+
+    def run_kept_scores(self, state: CycleState, plugins: list[tuple[BatchScorePlugin, int, bool]],
+                        refresh: Callable[[BatchScorePlugin, bool], None]) -> None:
+        """The Score point of a batched cycle that keeps its totals: ``refresh(plugin, normalises)``
+        brings each plugin's kept scores up to date; observed as ``run_score`` observes."""
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            for pl, _, normalises in plugins:
+                t = time.perf_counter()
+                refresh(pl, normalises)
+                self._observe_plugin(state, pl.name, "Score", None, t)
+        except StatusError as e:
+            status = e.status
+            raise
+        finally:
+            self.observe("Score", status, start)
+
     def score_one(self, pl: Plugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
         """One Score plugin over ``batch``: raw and normalised scores, unweighted."""
         if isinstance(pl, BatchScorePlugin):
