@@ -180,6 +180,7 @@ class Algorithm:
         host = table.names[ranked.best(self.next_start_node_index, self.rng)]
         if gate:
             fw.hints.store(None, "", host, None, self.cycle)
+        fw.batches.kept += 1
         return ScheduleResult(host, n, ranked.count)
 
     @staticmethod

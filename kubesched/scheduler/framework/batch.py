@@ -243,6 +243,8 @@ class BatchCache:
         #: Cycles served from an entry, and cycles run in full with a batch key (for tests and logs).
         self.reused = 0
         self.filled = 0
+        #: Of the reused cycles, those served from the kept totals (``RankedTotals``).
+        self.kept = 0
 
     def begin(self, key: tuple[Any, ...] | None, table: NodeTable, objects: int | None, shareable: bool,
               pod_readers: frozenset[str]) -> BatchCycle | None:

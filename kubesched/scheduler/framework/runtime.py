@@ -568,7 +568,7 @@ class Framework:
         statuses). Raises StatusError when a plugin returns an Error.
         """
         size = len(batch)
-        first_pos = np.full(size, np.iinfo(np.int32).max, dtype=np.int32)
+        first_pos = np.full(size, _NO_FAILURE, dtype=np.int32)
         ids = np.full(size, -1, dtype=np.int32)
         statuses: list[Status] = []
         skip = state.skip_filter_plugins
@@ -1090,6 +1090,10 @@ class Framework:
         if child is None:
             child = self._evaluation_counters[(plugin, point)] = metrics.plugin_evaluation.labels(plugin, point, self.profile_name)
         child.inc(count)
+
+
+#: The first-failure position of a node no Filter plugin rejects.
+_NO_FAILURE = int(np.iinfo(np.int32).max)
 
 
 def _wrap(status: Status, context: str, plugin: str) -> Status:
