@@ -219,6 +219,8 @@ class Framework:
         self._post_binds = self._plugins_at("postBind", PostBindPlugin)
         self._filters = self.points["filter"]
         self._range_checked = {p.name for p in self.points["score"] if p.name not in self.options.trusted_score_ranges}
+        #: ``kept_score_plugins`` by the set of Score plugins skipped.
+        self._kept_plugins: dict[frozenset[str], list[tuple[BatchScorePlugin, int, bool]] | None] = {}
         #: Classic (per-node) Filter plugins with their configured positions among all filters.
         self._classic_filters: list[tuple[int, FilterPlugin]] = [
             (i, p) for i, p in enumerate(self._filters) if isinstance(p, FilterPlugin) and not isinstance(p, BatchFilterPlugin)]
@@ -824,8 +826,13 @@ class Framework:
         """The Score plugins this cycle runs, with their weights and whether they normalise, for a
         batched cycle that keeps its totals (``RankedTotals``); None when one is not a batch plugin
         or has its range checked (the generic ``run_score`` then scores)."""
+        skip = frozenset(state.skip_score_plugins)
+        if skip not in self._kept_plugins:
+            self._kept_plugins[skip] = self._kept_without(skip)
+        return self._kept_plugins[skip]
+
+    def _kept_without(self, skip: frozenset[str]) -> list[tuple[BatchScorePlugin, int, bool]] | None:
         kept = []
-        skip = state.skip_score_plugins
         for pl in self.points["score"]:
             if pl.name in skip:
                 continue
