@@ -36,6 +36,8 @@ MAX_CHANGED_ROWS = 64
 
 
 _NO_FAILURE = np.iinfo(np.int32).max
+#: Up to this many rows, verdicts are combined row by row.
+_FEW_ROWS = 4
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
@@ -106,9 +108,14 @@ class BatchEntry:
         first_pos, ids, statuses = answer
         group.first_pos[rows] = first_pos
         group.ids[rows] = self.add_statuses(statuses)[ids]
-        node_first = self.node_only.first_pos[rows] <= self.pod_reading.first_pos[rows]
-        self.first_pos[rows] = np.where(node_first, self.node_only.first_pos[rows], self.pod_reading.first_pos[rows])
-        self.ids[rows] = np.where(node_first, self.node_only.ids[rows], self.pod_reading.ids[rows])
+        if len(rows) <= _FEW_ROWS:  # row by row: cheaper than four numpy calls on a few rows
+            for row in rows.tolist():
+                first = self.node_only if self.node_only.first_pos[row] <= self.pod_reading.first_pos[row] else self.pod_reading
+                self.first_pos[row], self.ids[row] = first.first_pos[row], first.ids[row]
+        else:
+            node_first = self.node_only.first_pos[rows] <= self.pod_reading.first_pos[rows]
+            self.first_pos[rows] = np.where(node_first, self.node_only.first_pos[rows], self.pod_reading.first_pos[rows])
+            self.ids[rows] = np.where(node_first, self.node_only.ids[rows], self.pod_reading.ids[rows])
         self._touch(name=None, rows=rows)
 
     def set_raw(self, name: str, rows: np.ndarray, values: np.ndarray) -> None:
@@ -213,9 +220,9 @@ class RankedTotals:
         """The row of a highest total; ties are taken as ``select_host`` takes them from the
         totals in visiting order rotated to begin at position ``start`` (one random draw)."""
         in_order = self.in_order
-        ties = np.flatnonzero(in_order == in_order.max())
+        ties = (in_order == in_order.max()).nonzero()[0]
         k = 0 if len(ties) == 1 else rng.randrange(len(ties))
-        first = int(np.searchsorted(ties, start))  # the ties before ``start`` are visited last
+        first = int(ties.searchsorted(start))  # the ties before ``start`` are visited last
         return int(self.order[ties[(first + k) % len(ties)]])
 
 
