@@ -20,6 +20,7 @@ skipped in the cycle the entry came from. Otherwise the cycle runs in full and l
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -182,6 +183,9 @@ class RankedTotals:
     normalized: dict[str, np.ndarray] = field(default_factory=dict)
     #: Whether ``in_order`` holds every feasible row's total (else it is computed again in full).
     complete: bool = False
+    #: The highest total and its positions, ascending (None: found again by the next ``best``).
+    top: int | None = None
+    ties: list[int] = field(default_factory=list)
 
     @classmethod
     def of(cls, entry: BatchEntry, order: np.ndarray) -> RankedTotals:
@@ -209,20 +213,39 @@ class RankedTotals:
             total += scores[: len(total)] * weight
         self.in_order = np.where(self.feasible, total, _LOWEST)[self.order]
         self.complete = True
+        self.top = None
 
     def update(self, rows: list[int], parts: list[tuple[np.ndarray, int]]) -> None:
-        """The totals of ``rows`` again from ``parts`` (as ``recompute``), one row at a time."""
+        """The totals of ``rows`` again from ``parts`` (as ``recompute``), one row at a time; the
+        highest total's positions follow (found again only when a total passes it or none is left)."""
         in_order, position, feasible = self.in_order, self.position, self.feasible
         for row in rows:
-            in_order[position[row]] = sum(int(scores[row]) * weight for scores, weight in parts) if feasible[row] else _LOWEST
+            at = int(position[row])
+            old = int(in_order[at])
+            new = sum(int(scores[row]) * weight for scores, weight in parts) if feasible[row] else int(_LOWEST)
+            in_order[at] = new
+            top = self.top
+            if top is None or new == old:
+                continue
+            if new > top:
+                self.top = None
+            elif old == top:
+                del self.ties[bisect.bisect_left(self.ties, at)]
+                if not self.ties:
+                    self.top = None
+            elif new == top:
+                bisect.insort(self.ties, at)
 
     def best(self, start: int, rng: random.Random) -> int:
         """The row of a highest total; ties are taken as ``select_host`` takes them from the
         totals in visiting order rotated to begin at position ``start`` (one random draw)."""
-        in_order = self.in_order
-        ties = (in_order == in_order.max()).nonzero()[0]
+        if self.top is None:
+            in_order = self.in_order
+            self.top = int(in_order.max())
+            self.ties = (in_order == self.top).nonzero()[0].tolist()
+        ties = self.ties
         k = 0 if len(ties) == 1 else rng.randrange(len(ties))
-        first = int(ties.searchsorted(start))  # the ties before ``start`` are visited last
+        first = bisect.bisect_left(ties, start)  # the ties before ``start`` are visited last
         return int(self.order[ties[(first + k) % len(ties)]])
 
 
