@@ -128,7 +128,7 @@ class BatchEntry:
             self.missing[name] = self.table.n
         column[rows] = values
         known = self.known[name]
-        self.missing[name] -= int(np.count_nonzero(~known[rows]))
+        self.missing[name] -= len(rows) - _known_among(known, rows)
         known[rows] = True
         if len(rows):
             self.normalized.pop(name, None)
@@ -137,7 +137,7 @@ class BatchEntry:
     def forget(self, name: str, rows: np.ndarray) -> None:
         """Rows whose raw scores of plugin ``name`` are no longer current."""
         known = self.known[name]
-        self.missing[name] += int(np.count_nonzero(known[rows]))
+        self.missing[name] += _known_among(known, rows)
         known[rows] = False
         self._touch(name, rows)
 
@@ -157,7 +157,21 @@ class BatchEntry:
             return np.arange(self.table.n) if rows is None else rows
         if not self.missing[name]:
             return _NO_ROWS
-        return np.flatnonzero(~known) if rows is None else rows[~known[rows]]
+        if rows is None:
+            return np.flatnonzero(~known)
+        if len(rows) <= _FEW_ROWS:  # the usual answers (all, none) without numpy calls
+            count = _known_among(known, rows)
+            if count in (0, len(rows)):
+                return rows if count == 0 else _NO_ROWS
+        lacking: np.ndarray = rows[~known[rows]]
+        return lacking
+
+
+def _known_among(known: np.ndarray, rows: np.ndarray) -> int:
+    """How many of ``rows`` are ``known`` (row by row for a few rows: cheaper than numpy calls)."""
+    if len(rows) <= _FEW_ROWS:
+        return sum(1 for row in rows.tolist() if known[row])
+    return int(np.count_nonzero(known[rows]))
 
 
 _LOWEST = np.iinfo(np.int64).min

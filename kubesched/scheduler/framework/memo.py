@@ -94,7 +94,7 @@ class RowMemo:
         elif len(fresh):
             entry.codes[fresh] = self._codes(entry, entry.values[fresh], status)
         codes = nodes.col(entry.codes)
-        if not (codes >= 0).any():
+        if _all_pass(codes):
             return None
         return FilterVerdict(codes, entry.statuses)
 
@@ -116,6 +116,13 @@ class RowMemo:
             index = entry.status_index[key] = len(entry.statuses)
             entry.statuses.append(status(key))
         return index
+
+
+def _all_pass(codes: np.ndarray) -> bool:
+    """Whether every code is -1 (a pass); code by code for a few (cheaper than numpy calls)."""
+    if len(codes) <= _FEW_ROWS:
+        return all(code < 0 for code in codes.tolist())
+    return not (codes >= 0).any()
 
 
 class _StatusOf(dict[int, Status]):

@@ -456,7 +456,7 @@ class NodeBatch:
         """``column`` (indexed by row on its last axis) restricted to this batch, in batch order."""
         if self.rows is None:
             return column[..., : self.table.n]
-        return column[..., self.rows]
+        return column[self.rows] if column.ndim == 1 else column[..., self.rows]
 
     def row_ids(self) -> np.ndarray:
         return np.arange(self.table.n) if self.rows is None else self.rows
