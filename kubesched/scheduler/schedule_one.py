@@ -18,7 +18,7 @@ import numpy as np
 
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.extender import extender_scores, find_nodes_that_pass_extenders, scaled
-from kubesched.scheduler.framework.batch import BatchCycle, BatchEntry
+from kubesched.scheduler.framework.batch import BatchCycle, BatchEntry, RankedTotals
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.scheduler.framework.extender import EXTENDER_NAME, Extender
@@ -137,9 +137,79 @@ class Algorithm:
         assert entry is not None
         state.restore(entry.state)
         try:
-            return await self._schedule_once(cycle, fw, state, pod, table, attempt)
+            result = self._schedule_kept(cycle, fw, state, pod, table) if attempt is None else None
+            return result if result is not None else await self._schedule_once(cycle, fw, state, pod, table, attempt)
         except (FitError, StatusError):
             return None
+
+    def _schedule_kept(self, cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo,
+                       table: NodeTable) -> ScheduleResult | None:
+        """A batched cycle on the totals its entry keeps (``RankedTotals``): the changed rows'
+        verdicts and raw scores refreshed, their totals rewritten, the best total taken; the node,
+        the random draw, the start index and the metrics are those of the generic cycle. For the
+        common case only, where every node is visited: at least two feasible nodes and no more than
+        ``numFeasibleNodesToFind``, batch plugins only, no extenders, no explanation, no signature
+        (upstream's hints). None otherwise: the generic cycle runs on the refreshed entry."""
+        plugins = fw.kept_score_plugins(state)
+        if plugins is None or self.extenders or fw.has_classic_filters or not fw.has_filter_plugins() \
+                or not fw.has_score_plugins() or not fw.options.fast_paths:
+            return None
+        gate = fw.feature_gates.enabled(BATCHING_GATE)
+        if gate:
+            if fw.sign_pod(pod) is not None:
+                return None
+            self._hint = fw.hints.hint(None, self.cycle, _fits_anything)  # no signature: drops any ranking
+        start_filter = time.perf_counter()
+        try:
+            entry = self._refresh_changed(cycle, fw, state, pod, table)
+        except StatusError as e:
+            fw.observe("Filter", e.status, start_filter)
+            raise
+        ranked = entry.ranked
+        if ranked is None or ranked.order is not table.order():
+            ranked = entry.ranked = RankedTotals.of(entry, table.order())
+            entry.dirty.clear()
+        else:
+            ranked.take_verdicts(entry)
+        n = table.n
+        if not 2 <= ranked.count <= num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, n):
+            return None
+        fw.observe("Filter", None, start_filter)
+        self._keep_scores(entry, ranked, plugins, fw, state, pod, table)
+        self.next_start_node_index %= n  # every node was processed: the start index moved by n
+        host = table.names[ranked.best(self.next_start_node_index, self.rng)]
+        if gate:
+            fw.hints.store(None, "", host, None, self.cycle)
+        fw.batches.kept += 1
+        return ScheduleResult(host, n, ranked.count)
+
+    @staticmethod
+    def _keep_scores(entry: BatchEntry, ranked: RankedTotals, plugins: list[tuple[BatchScorePlugin, int, bool]],
+                     fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable) -> None:
+        """Bring ``ranked`` up to date: raw scores where the feasible rows lack them (every feasible
+        row once the totals are stale, else the rows that moved), normalisations over the feasible
+        rows where dropped, then the totals of the moved rows, or all of them."""
+        moved, entry.dirty = entry.dirty, set()
+        if ranked.complete:
+            rows: np.ndarray | None = np.array(sorted(r for r in moved if ranked.feasible[r]), dtype=np.int64)
+        else:
+            rows = None if ranked.count == table.n else np.flatnonzero(ranked.feasible)
+
+        def refresh(pl: BatchScorePlugin, normalises: bool) -> None:
+            need = entry.lacking(pl.name, rows)
+            if len(need):
+                entry.set_raw(pl.name, need, fw.raw_scores(pl, state, pod, table.batch(need)))
+            if normalises and pl.name not in ranked.normalized:
+                ranked.normalized[pl.name] = _normalized_over(fw, pl, state, pod, table, entry.raw[pl.name], ranked)
+                ranked.complete = False
+
+        fw.run_kept_scores(state, plugins, refresh)
+        entry.dirty.clear()  # the rows just scored
+        parts = [(ranked.normalized[pl.name] if normalises else entry.raw[pl.name], weight) for pl, weight, normalises in plugins]
+        if ranked.complete:
+            ranked.update(sorted(moved), parts)
+        else:
+            ranked.recompute(parts)
 
     async def _schedule_once(self, cycle: BatchCycle | None, fw: Framework, state: CycleState, pod: PodInfo,
                              table: NodeTable, attempt: Attempt | None) -> ScheduleResult:
@@ -327,14 +397,10 @@ class Algorithm:
             if cycle is not None:
                 cycle.fill = None
             return self._run_batch_filters(fw, state, pod, table, rotated)
-        readers = fw.pod_readers.__contains__
-        entry = cycle.reuse
-        if entry is not None:
-            rows = np.flatnonzero(cycle.changed)
-            if len(rows):
-                entry.set_filters(entry.pod_reading, rows, fw.run_batch_filters(state, pod, table.batch(rows), readers))
-            cycle.refreshed = True
+        if cycle.reuse is not None:
+            entry = self._refresh_changed(cycle, fw, state, pod, table)
             return entry.first_pos[rotated], entry.ids[rotated], entry.statuses
+        readers = fw.pod_readers.__contains__
         fill = cycle.fill
         if fill is None or fw.domain_scoped & _ran(fw, state, "filter"):
             cycle.fill = None
@@ -349,6 +415,20 @@ class Algorithm:
         fill.set_filters(fill.node_only, rows, node_only)
         fill.set_filters(fill.pod_reading, rows, pod_reading)
         return fill.first_pos[rotated], fill.ids[rotated], fill.statuses
+
+    @staticmethod
+    def _refresh_changed(cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable) -> BatchEntry:
+        """The reused entry, its pod-reading Filter plugins' verdicts refreshed on the rows changed
+        since (once a cycle: a kept-totals cycle that hands over to the generic one did it)."""
+        entry = cycle.reuse
+        assert entry is not None
+        if not cycle.refreshed:
+            rows = cycle.changed
+            if len(rows):
+                entry.set_filters(entry.pod_reading, rows, fw.run_batch_filters(state, pod, table.batch(rows),
+                                                                                 fw.pod_readers.__contains__))
+            cycle.refreshed = True
+        return entry
 
     @staticmethod
     def _run_batch_filters(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
@@ -518,6 +598,26 @@ class _ReusedScores:
         if kept is None:
             kept = self.entry.normalized[pl.name] = normalize()
         return kept
+
+
+def _normalized_over(fw: Framework, pl: BatchScorePlugin, state: CycleState, pod: PodInfo, table: NodeTable,
+                     raw: np.ndarray, ranked: RankedTotals) -> np.ndarray:
+    """A plugin's normalised scores over the feasible rows of ``ranked``, by row (0 elsewhere): what
+    the generic cycle normalises over its feasible nodes (in visiting order; in-tree normalisations
+    read the set, not its order)."""
+    if ranked.count == table.n:
+        batch = table.all_rows()
+        return fw.normalize_one(pl, state, pod, batch, batch.col(raw))
+    rows = np.flatnonzero(ranked.feasible)
+    batch = table.batch(rows)
+    out = np.zeros(table.n, dtype=np.int64)
+    out[rows] = fw.normalize_one(pl, state, pod, batch, batch.col(raw))
+    return out
+
+
+def _fits_anything(name: str) -> bool:
+    """A stand-in filter for upstream's hints where no signature asks for one."""
+    return True
 
 
 def _nominations(fw: Framework) -> bool:

@@ -224,6 +224,59 @@ def test_explanations_of_batched_pods_equal_the_unbatched_ones():
     assert batched == one_by_one
 
 
+def placed(objects: list[dict], batching: bool, removed: list[str], more: list[dict]) -> tuple[dict[str, str], int]:
+    """Where every pod ends up (no explanations: batched cycles then keep their totals), with the
+    nodes ``removed`` deleted once the first pods are placed and ``more`` pods created after; and
+    how many cycles were served from the kept totals."""
+
+    async def body() -> tuple[dict[str, str], int]:
+        clock = LoopClock(asyncio.get_running_loop(), VIRTUAL_EPOCH)
+        store = ObjectStore(clock, seed=5, auto_create_namespaces=True)
+        sched = Scheduler(MemoryClient(store), default_configuration(), clock=clock, seed=5, batching=batching)
+        for obj in objects:
+            store.create(KIND_OF[obj["kind"]], obj)
+        await sched.start()
+        loop = asyncio.get_running_loop().create_task(sched.run())
+        await asyncio.sleep(30)
+        for name in removed:
+            store.delete(KIND_OF["Node"], None, name)
+        for obj in more:
+            store.create(KIND_OF[obj["kind"]], obj)
+        await asyncio.sleep(30)
+        placements = {p["metadata"]["name"]: p["spec"].get("nodeName", "") for p in store.iter_all(POD)}
+        kept = sched.frameworks["default-scheduler"].batches.kept
+        await sched.stop()
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+        return placements, kept
+
+    return run_virtual(body())
+
+
+def test_kept_totals_place_as_full_cycles_do():
+    """Rows that turn infeasible as their nodes fill (the feasible set, and with it the normalised
+    taint and image scores, move), ties between equal nodes, nodes removed between two runs of
+    the same shape: the cycles that keep their totals place every pod where full cycles do."""
+    more = [make_pod(f"late-{i:02d}", cpu="250m", memory="256Mi") for i in range(30)]
+    batched, kept = placed(mixed_cluster(), True, ["n3", "n7"], more)
+    one_by_one, none = placed(mixed_cluster(), False, ["n3", "n7"], more)
+    assert kept > 30 and none == 0
+    assert batched == one_by_one
+    assert sum(1 for node in batched.values() if node) > 60
+
+
+def test_kept_totals_take_ties_from_the_rotated_start():
+    """Past 100 nodes the start index moves while more nodes are feasible than are looked for; once
+    the one-pod nodes are full, cycles keep their totals and take ties in the visiting order that
+    begins at that index."""
+    nodes = [make_node(f"n{i:03d}", pods="1" if i % 4 == 0 else "110") for i in range(120)]
+    pods = [make_pod(f"p{i:03d}", cpu="100m", memory="64Mi") for i in range(150)]
+    batched, kept = placed(nodes + pods, True, [], [])
+    one_by_one, _ = placed(nodes + pods, False, [], [])
+    assert kept > 50
+    assert batched == one_by_one
+
+
 # --- signatures -------------------------------------------------------------------------------------
 class ClassicFilter(FilterPlugin):
     """A user's per-node filter: it has no signature support."""

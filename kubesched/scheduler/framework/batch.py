@@ -20,6 +20,7 @@ skipped in the cycle the entry came from. Otherwise the cycle runs in full and l
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +37,8 @@ MAX_CHANGED_ROWS = 64
 
 
 _NO_FAILURE = np.iinfo(np.int32).max
+#: Up to this many rows, verdicts are combined row by row.
+_FEW_ROWS = 4
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
@@ -79,6 +82,10 @@ class BatchEntry:
     #: Per Score plugin, how many rows lack a current raw score (0 spares looking for them).
     missing: dict[str, int] = field(default_factory=dict)
     _status_index: dict[Status, int] = field(default_factory=dict)
+    #: The weighted totals the fast batched cycle keeps (``RankedTotals``), None until one builds them.
+    ranked: RankedTotals | None = None
+    #: Rows whose verdicts or raw scores moved since ``ranked`` last read them (tracked while it exists).
+    dirty: set[int] = field(default_factory=set)
 
     def add_statuses(self, statuses: list[Status]) -> np.ndarray:
         """Indices in ``statuses`` of the given statuses, appending those not seen (equal statuses
@@ -102,9 +109,15 @@ class BatchEntry:
         first_pos, ids, statuses = answer
         group.first_pos[rows] = first_pos
         group.ids[rows] = self.add_statuses(statuses)[ids]
-        node_first = self.node_only.first_pos[rows] <= self.pod_reading.first_pos[rows]
-        self.first_pos[rows] = np.where(node_first, self.node_only.first_pos[rows], self.pod_reading.first_pos[rows])
-        self.ids[rows] = np.where(node_first, self.node_only.ids[rows], self.pod_reading.ids[rows])
+        if len(rows) <= _FEW_ROWS:  # row by row: cheaper than four numpy calls on a few rows
+            for row in rows.tolist():
+                first = self.node_only if self.node_only.first_pos[row] <= self.pod_reading.first_pos[row] else self.pod_reading
+                self.first_pos[row], self.ids[row] = first.first_pos[row], first.ids[row]
+        else:
+            node_first = self.node_only.first_pos[rows] <= self.pod_reading.first_pos[rows]
+            self.first_pos[rows] = np.where(node_first, self.node_only.first_pos[rows], self.pod_reading.first_pos[rows])
+            self.ids[rows] = np.where(node_first, self.node_only.ids[rows], self.pod_reading.ids[rows])
+        self._touch(name=None, rows=rows)
 
     def set_raw(self, name: str, rows: np.ndarray, values: np.ndarray) -> None:
         """Store a Score plugin's raw scores for ``rows``."""
@@ -115,16 +128,27 @@ class BatchEntry:
             self.missing[name] = self.table.n
         column[rows] = values
         known = self.known[name]
-        self.missing[name] -= int(np.count_nonzero(~known[rows]))
+        self.missing[name] -= len(rows) - _known_among(known, rows)
         known[rows] = True
         if len(rows):
             self.normalized.pop(name, None)
+            self._touch(name, rows)
 
     def forget(self, name: str, rows: np.ndarray) -> None:
         """Rows whose raw scores of plugin ``name`` are no longer current."""
         known = self.known[name]
-        self.missing[name] += int(np.count_nonzero(known[rows]))
+        self.missing[name] += _known_among(known, rows)
         known[rows] = False
+        self._touch(name, rows)
+
+    def _touch(self, name: str | None, rows: np.ndarray) -> None:
+        """Rows whose verdicts (``name`` None) or raw scores of plugin ``name`` moved: the kept
+        totals must read them again, and that plugin's normalisation is stale."""
+        ranked = self.ranked
+        if ranked is not None and len(rows):
+            self.dirty.update(rows.tolist())
+            if name is not None:
+                ranked.normalized.pop(name, None)
 
     def lacking(self, name: str, rows: np.ndarray | None) -> np.ndarray:
         """Those of ``rows`` (None: every row) without a current raw score of plugin ``name``."""
@@ -133,7 +157,110 @@ class BatchEntry:
             return np.arange(self.table.n) if rows is None else rows
         if not self.missing[name]:
             return _NO_ROWS
-        return np.flatnonzero(~known) if rows is None else rows[~known[rows]]
+        if rows is None:
+            return np.flatnonzero(~known)
+        if len(rows) <= _FEW_ROWS:  # the usual answers (all, none) without numpy calls
+            count = _known_among(known, rows)
+            if count in (0, len(rows)):
+                return rows if count == 0 else _NO_ROWS
+        lacking: np.ndarray = rows[~known[rows]]
+        return lacking
+
+
+def _known_among(known: np.ndarray, rows: np.ndarray) -> int:
+    """How many of ``rows`` are ``known`` (row by row for a few rows: cheaper than numpy calls)."""
+    if len(rows) <= _FEW_ROWS:
+        return sum(1 for row in rows.tolist() if known[row])
+    return int(np.count_nonzero(known[rows]))
+
+
+_LOWEST = np.iinfo(np.int64).min
+
+
+@dataclass
+class RankedTotals:
+    """An entry's weighted total scores in visiting order (``order``, the table's; infeasible
+    positions hold the lowest int64), kept across the batched cycles that reuse the entry: a cycle
+    rewrites the positions of the rows that moved (``BatchEntry.dirty``) and finds the best total
+    in one pass over the array, where the generic cycle scores, normalises and weights every node
+    again. Everything is as the generic cycle computes it while the feasible rows stay put (a row
+    that changes feasibility makes every total stale) and so do each normalising plugin's
+    normalised scores over them (a move of its raw scores drops them, ``BatchEntry._touch``)."""
+
+    order: np.ndarray
+    #: Per row, its position in ``order``.
+    position: np.ndarray
+    feasible: np.ndarray
+    count: int
+    in_order: np.ndarray
+    #: Per normalising Score plugin, its normalised scores over the feasible rows (by row).
+    normalized: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Whether ``in_order`` holds every feasible row's total (else it is computed again in full).
+    complete: bool = False
+    #: The highest total and its positions, ascending (None: found again by the next ``best``).
+    top: int | None = None
+    ties: list[int] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, entry: BatchEntry, order: np.ndarray) -> RankedTotals:
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        feasible = entry.ids < 0
+        return cls(order, position, feasible, int(np.count_nonzero(feasible)), np.full(len(order), _LOWEST, dtype=np.int64))
+
+    def take_verdicts(self, entry: BatchEntry) -> None:
+        """Read the verdicts of the entry's dirty rows; a change of feasibility drops every total
+        and normalisation (normalising is over the feasible rows)."""
+        ids, feasible = entry.ids, self.feasible
+        for row in entry.dirty:
+            now = bool(ids[row] < 0)
+            if now != feasible[row]:
+                feasible[row] = now
+                self.count += 1 if now else -1
+                self.normalized.clear()
+                self.complete = False
+
+    def recompute(self, parts: list[tuple[np.ndarray, int]]) -> None:
+        """Every total again from ``parts`` (per Score plugin: its scores by row, its weight)."""
+        total = np.zeros(len(self.order), dtype=np.int64)
+        for scores, weight in parts:
+            total += scores[: len(total)] * weight
+        self.in_order = np.where(self.feasible, total, _LOWEST)[self.order]
+        self.complete = True
+        self.top = None
+
+    def update(self, rows: list[int], parts: list[tuple[np.ndarray, int]]) -> None:
+        """The totals of ``rows`` again from ``parts`` (as ``recompute``), one row at a time; the
+        highest total's positions follow (found again only when a total passes it or none is left)."""
+        in_order, position, feasible = self.in_order, self.position, self.feasible
+        for row in rows:
+            at = int(position[row])
+            old = int(in_order[at])
+            new = sum(int(scores[row]) * weight for scores, weight in parts) if feasible[row] else int(_LOWEST)
+            in_order[at] = new
+            top = self.top
+            if top is None or new == old:
+                continue
+            if new > top:
+                self.top = None
+            elif old == top:
+                del self.ties[bisect.bisect_left(self.ties, at)]
+                if not self.ties:
+                    self.top = None
+            elif new == top:
+                bisect.insort(self.ties, at)
+
+    def best(self, start: int, rng: random.Random) -> int:
+        """The row of a highest total; ties are taken as ``select_host`` takes them from the
+        totals in visiting order rotated to begin at position ``start`` (one random draw)."""
+        if self.top is None:
+            in_order = self.in_order
+            self.top = int(in_order.max())
+            self.ties = (in_order == self.top).nonzero()[0].tolist()
+        ties = self.ties
+        k = 0 if len(ties) == 1 else rng.randrange(len(ties))
+        first = bisect.bisect_left(ties, start)  # the ties before ``start`` are visited last
+        return int(self.order[ties[(first + k) % len(ties)]])
 
 
 @dataclass
@@ -145,7 +272,8 @@ class BatchCycle:
     #: The table's version when the cycle began: what the entry is valid at once the cycle ends.
     version: int = 0
     reuse: BatchEntry | None = None
-    changed: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    #: The rows changed since the reused entry was valid, ascending.
+    changed: np.ndarray = field(default_factory=lambda: _NO_ROWS)
     fill: BatchEntry | None = None
     #: Whether the reused entry's changed rows were refreshed (not so when one node was tried).
     refreshed: bool = False
@@ -159,6 +287,8 @@ class BatchCache:
         #: Cycles served from an entry, and cycles run in full with a batch key (for tests and logs).
         self.reused = 0
         self.filled = 0
+        #: Of the reused cycles, those served from the kept totals (``RankedTotals``).
+        self.kept = 0
 
     def begin(self, key: tuple[Any, ...] | None, table: NodeTable, objects: int | None, shareable: bool,
               pod_readers: frozenset[str]) -> BatchCycle | None:
@@ -174,12 +304,10 @@ class BatchCache:
                 and entry.objects == objects and len(entry.ids) == table.n:
             rows = table.changed_rows(entry.version)
             if len(rows) <= MAX_CHANGED_ROWS:
-                changed = np.zeros(table.n, dtype=bool)
-                changed[rows] = True
                 for name in entry.known:
                     if name in pod_readers:
                         entry.forget(name, rows)  # computed again where needed
-                return BatchCycle(key, table.version, reuse=entry, changed=changed)
+                return BatchCycle(key, table.version, reuse=entry, changed=rows)
         self.entry = None
         return BatchCycle(key, table.version)
 

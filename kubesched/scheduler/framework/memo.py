@@ -4,7 +4,10 @@ Many plugin results depend only on one node's own row and on something about the
 vector, its tolerations): for the replicas of one workload they are the same on every cycle except
 for the one node that got the last pod. ``RowMemo`` keeps such arrays per key and refreshes only
 the rows whose ``row_version`` moved; a plugin still computes them with its ordinary vectorised
-function, called on a batch of the changed rows. Results are exactly what a full recomputation gives.
+function, called on a batch of the changed rows, or, given one, with its scalar form row by row
+when only a few rows changed (a numpy call costs more than the arithmetic of a row: the common case
+of one changed row, the node that got the last pod). Results are exactly what a full recomputation
+gives.
 """
 
 from __future__ import annotations
@@ -22,6 +25,11 @@ from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 MAX_ENTRIES = 64
 #: Up to this many changed rows, failure keys are mapped to codes one by one (cheaper than ``np.unique``).
 _FEW = 16
+#: Up to this many changed rows, a plugin's scalar form (``per_row``) computes them, one by one.
+_FEW_ROWS = 4
+
+#: A plugin's value for one row of the table (the scalar form of its vectorised function).
+PerRow = Callable[[int], int]
 
 
 class _Entry:
@@ -43,7 +51,8 @@ class RowMemo:
         self.table = table
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
 
-    def _entry(self, key: Hashable, compute: Callable[[NodeBatch], np.ndarray]) -> tuple[_Entry, np.ndarray | None]:
+    def _entry(self, key: Hashable, compute: Callable[[NodeBatch], np.ndarray],
+               per_row: PerRow | None = None) -> tuple[_Entry, np.ndarray | None]:
         """The entry for ``key`` brought up to date, and the rows just recomputed (None: all)."""
         table = self.table
         entry = self._entries.get(key)
@@ -55,33 +64,37 @@ class RowMemo:
             return entry, None
         self._entries.move_to_end(key)
         rows = table.changed_rows(entry.version)
-        if len(rows):
+        if per_row is not None and 0 < len(rows) <= _FEW_ROWS:
+            values = entry.values
+            for row in rows.tolist():
+                values[row] = per_row(row)
+        elif len(rows):
             entry.values[rows] = compute(table.batch(rows))
         entry.version = table.version
         return entry, rows
 
     def values(self, key: Hashable, compute: Callable[[NodeBatch], np.ndarray], nodes: NodeBatch,
-               memoise: bool = True) -> np.ndarray:
+               memoise: bool = True, per_row: PerRow | None = None) -> np.ndarray:
         """``compute`` over ``nodes`` (a batch of this table), served from the memo unless
-        ``memoise`` is off (the caller's fast paths are)."""
+        ``memoise`` is off (the caller's fast paths are); ``per_row``, its scalar form, if any."""
         if not memoise:
             return np.asarray(compute(nodes))
-        entry, _ = self._entry(key, compute)
+        entry, _ = self._entry(key, compute, per_row)
         return nodes.col(entry.values)
 
     def verdict(self, key: Hashable, keys: Callable[[NodeBatch], np.ndarray], status: Callable[[int], Status],
-                nodes: NodeBatch, memoise: bool = True) -> FilterVerdict | None:
+                nodes: NodeBatch, memoise: bool = True, per_row: PerRow | None = None) -> FilterVerdict | None:
         """A FilterVerdict from per-node failure keys (0: the node passes; equal keys share the
         Status ``status(key)`` builds), memoised like ``values``."""
         if not memoise:
             return FilterVerdict.from_keys(np.asarray(keys(nodes)), _StatusOf(status))
-        entry, fresh = self._entry(key, keys)
+        entry, fresh = self._entry(key, keys, per_row)
         if fresh is None or entry.codes is None:
             entry.codes = self._codes(entry, entry.values, status)
         elif len(fresh):
             entry.codes[fresh] = self._codes(entry, entry.values[fresh], status)
         codes = nodes.col(entry.codes)
-        if not (codes >= 0).any():
+        if _all_pass(codes):
             return None
         return FilterVerdict(codes, entry.statuses)
 
@@ -103,6 +116,13 @@ class RowMemo:
             index = entry.status_index[key] = len(entry.statuses)
             entry.statuses.append(status(key))
         return index
+
+
+def _all_pass(codes: np.ndarray) -> bool:
+    """Whether every code is -1 (a pass); code by code for a few (cheaper than numpy calls)."""
+    if len(codes) <= _FEW_ROWS:
+        return all(code < 0 for code in codes.tolist())
+    return not (codes >= 0).any()
 
 
 class _StatusOf(dict[int, Status]):

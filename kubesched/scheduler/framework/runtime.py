@@ -219,6 +219,8 @@ class Framework:
         self._post_binds = self._plugins_at("postBind", PostBindPlugin)
         self._filters = self.points["filter"]
         self._range_checked = {p.name for p in self.points["score"] if p.name not in self.options.trusted_score_ranges}
+        #: ``kept_score_plugins`` by the set of Score plugins skipped.
+        self._kept_plugins: dict[frozenset[str], list[tuple[BatchScorePlugin, int, bool]] | None] = {}
         #: Classic (per-node) Filter plugins with their configured positions among all filters.
         self._classic_filters: list[tuple[int, FilterPlugin]] = [
             (i, p) for i, p in enumerate(self._filters) if isinstance(p, FilterPlugin) and not isinstance(p, BatchFilterPlugin)]
@@ -568,7 +570,7 @@ class Framework:
         statuses). Raises StatusError when a plugin returns an Error.
         """
         size = len(batch)
-        first_pos = np.full(size, np.iinfo(np.int32).max, dtype=np.int32)
+        first_pos = np.full(size, _NO_FAILURE, dtype=np.int32)
         ids = np.full(size, -1, dtype=np.int32)
         statuses: list[Status] = []
         skip = state.skip_filter_plugins
@@ -820,6 +822,42 @@ class Framework:
         finally:
             self.observe("Score", status, start)
 
+    def kept_score_plugins(self, state: CycleState) -> list[tuple[BatchScorePlugin, int, bool]] | None:
+        """The Score plugins this cycle runs, with their weights and whether they normalise, for a
+        batched cycle that keeps its totals (``RankedTotals``); None when one is not a batch plugin
+        or has its range checked (the generic ``run_score`` then scores)."""
+        skip = frozenset(state.skip_score_plugins)
+        if skip not in self._kept_plugins:
+            self._kept_plugins[skip] = self._kept_without(skip)
+        return self._kept_plugins[skip]
+
+    def _kept_without(self, skip: frozenset[str]) -> list[tuple[BatchScorePlugin, int, bool]] | None:
+        kept = []
+        for pl in self.points["score"]:
+            if pl.name in skip:
+                continue
+            if not isinstance(pl, BatchScorePlugin) or pl.name in self._range_checked:
+                return None
+            kept.append((pl, self.score_weights[pl.name], normalizes(pl)))
+        return kept
+
+    def run_kept_scores(self, state: CycleState, plugins: list[tuple[BatchScorePlugin, int, bool]],
+                        refresh: Callable[[BatchScorePlugin, bool], None]) -> None:
+        """The Score point of a batched cycle that keeps its totals: ``refresh(plugin, normalises)``
+        brings each plugin's kept scores up to date; observed as ``run_score`` observes."""
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            for pl, _, normalises in plugins:
+                t = time.perf_counter()
+                refresh(pl, normalises)
+                self._observe_plugin(state, pl.name, "Score", None, t)
+        except StatusError as e:
+            status = e.status
+            raise
+        finally:
+            self.observe("Score", status, start)
+
     def score_one(self, pl: Plugin, state: CycleState, pod: PodInfo, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
         """One Score plugin over ``batch``: raw and normalised scores, unweighted."""
         if isinstance(pl, BatchScorePlugin):
@@ -1059,6 +1097,10 @@ class Framework:
         if child is None:
             child = self._evaluation_counters[(plugin, point)] = metrics.plugin_evaluation.labels(plugin, point, self.profile_name)
         child.inc(count)
+
+
+#: The first-failure position of a node no Filter plugin rejects.
+_NO_FAILURE = int(np.iinfo(np.int32).max)
 
 
 def _wrap(status: Status, context: str, plugin: str) -> Status:

@@ -144,6 +144,8 @@ class NodeTable:
         #: ``_touched_base + i + 1``): a few recent changes are found without scanning every row.
         self._touched: list[int] = []
         self._touched_base = 0
+        #: The last ``changed_rows`` answer, with what it answered (since, version, row count).
+        self._changed: tuple[tuple[int, int, int], np.ndarray] | None = None
         #: Memoised per-row plugin results (``kubesched.scheduler.framework.memo``), by name.
         self.memos: dict[str, Any] = {}
 
@@ -283,13 +285,20 @@ class NodeTable:
         touched.append(row)
 
     def changed_rows(self, since: int) -> np.ndarray:
-        """Rows changed after version ``since``, ascending."""
+        """Rows changed after version ``since``, ascending (do not write to the array: the last
+        answer is kept, as every memo of a cycle asks the same question)."""
         if since >= self.version:
             return _NO_ROWS
+        asked = (since, self.version, self.n)
+        last = self._changed
+        if last is not None and last[0] == asked:
+            return last[1]
         if since >= self._touched_base and self.version - since <= _TOUCH_SCAN:
-            rows = {row for row in self._touched[since - self._touched_base:] if row < self.n}
-            return np.array(sorted(rows), dtype=np.int64)
-        return np.flatnonzero(self.row_version[: self.n] > since)
+            rows = np.array(sorted({row for row in self._touched[since - self._touched_base:] if row < self.n}), dtype=np.int64)
+        else:
+            rows = np.flatnonzero(self.row_version[: self.n] > since)
+        self._changed = (asked, rows)
+        return rows
 
     # --- internals --------------------------------------------------------------------------
     def _append_row(self, info: NodeInfo) -> int:
@@ -447,7 +456,7 @@ class NodeBatch:
         """``column`` (indexed by row on its last axis) restricted to this batch, in batch order."""
         if self.rows is None:
             return column[..., : self.table.n]
-        return column[..., self.rows]
+        return column[self.rows] if column.ndim == 1 else column[..., self.rows]
 
     def row_ids(self) -> np.ndarray:
         return np.arange(self.table.n) if self.rows is None else self.rows

@@ -12,6 +12,7 @@ scores are bit-for-bit upstream's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -23,7 +24,7 @@ from kubesched.api import resources as res
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.framework.interface import MAX_NODE_SCORE
 from kubesched.scheduler.framework.status import Status, StatusError
-from kubesched.scheduler.nodetable.table import CPU, EPHEMERAL, MEMORY, NodeBatch
+from kubesched.scheduler.nodetable.table import CPU, EPHEMERAL, MEMORY, NodeBatch, NodeTable
 
 MAX_UTILIZATION = 100
 MAX_CUSTOM_PRIORITY_SCORE = 10
@@ -144,6 +145,30 @@ def _node_columns(nodes: NodeBatch, name: str, pod_req: int, use_requested: bool
     return nodes.col(table.requested[idx]), nodes.col(table.allocatable[idx])
 
 
+def requested_and_allocatable_row(table: NodeTable, row: int, specs: Sequence[ResourceSpec], pod_requests: Sequence[int],
+                                  use_requested: bool) -> list[tuple[int, int]]:
+    """``requested_and_allocatable`` of one row, as Python ints (the scalar form, for a few rows)."""
+    pairs = []
+    for spec, pod_req in zip(specs, pod_requests):
+        name = spec.name
+        if name == res.CPU:
+            used = table.requested[CPU, row] if use_requested else table.non_zero[0, row]
+            alloc = int(table.allocatable[CPU, row])
+        elif name == res.MEMORY:
+            used = table.requested[MEMORY, row] if use_requested else table.non_zero[1, row]
+            alloc = int(table.allocatable[MEMORY, row])
+        elif name == res.EPHEMERAL_STORAGE:
+            used, alloc = table.requested[EPHEMERAL, row], int(table.allocatable[EPHEMERAL, row])
+        else:
+            idx = table.resource_row(name)
+            if pod_req == 0 or not res.is_scalar(name) or idx is None:
+                pairs.append((0, 0))
+                continue
+            used, alloc = table.requested[idx, row], int(table.allocatable[idx, row])
+        pairs.append((int(used) + pod_req if alloc else 0, alloc))
+    return pairs
+
+
 def check_resources(specs: Sequence[ResourceSpec]) -> None:
     """Upstream's ``resources not found`` error for a scorer configured with no resources."""
     if not specs:
@@ -210,6 +235,33 @@ def most_allocated(specs: Sequence[ResourceSpec], fast_paths: bool = True) -> Sc
         return ((np.minimum(req, cap) * MAX_NODE_SCORE) // cap).astype(np.float64)
 
     return _weighted(specs, score, fast_paths)
+
+
+RowScorer = Callable[[list[tuple[int, int]]], int]
+
+
+def _weighted_row(specs: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]) -> RowScorer:
+    """``_weighted``'s scalar form on one row's (requested, allocatable) pairs, in Go's integers
+    (the float path there is taken only where it gives these)."""
+    def scorer(pairs: list[tuple[int, int]]) -> int:
+        total = weights = 0
+        for spec, (req, alloc) in zip(specs, pairs):
+            if alloc:
+                total += per_resource(req, alloc) * spec.weight
+                weights += spec.weight
+        return total // weights if weights > 0 else 0
+
+    return scorer
+
+
+def least_allocated_row(specs: Sequence[ResourceSpec]) -> RowScorer:
+    """``least_allocated`` of one row."""
+    return _weighted_row(specs, lambda req, cap: 0 if req > cap else (cap - req) * MAX_NODE_SCORE // cap)
+
+
+def most_allocated_row(specs: Sequence[ResourceSpec]) -> RowScorer:
+    """``most_allocated`` of one row."""
+    return _weighted_row(specs, lambda req, cap: min(req, cap) * MAX_NODE_SCORE // cap)
 
 
 def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[np.ndarray], np.ndarray]:
@@ -288,6 +340,26 @@ def balanced_allocation(requested: list[np.ndarray], allocatable: list[np.ndarra
             squares += np.where(v, (f - mean) * (f - mean), 0.0)
         std = np.where(many, np.sqrt(squares / np.maximum(count, 1)), std)
     return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+def balanced_allocation_row(pairs: list[tuple[int, int]]) -> int:
+    """``balanced_allocation`` of one row's (requested, allocatable) pairs, in the same float64
+    operations in the same order."""
+    fractions = [min(float(req) / float(alloc), 1.0) for req, alloc in pairs if alloc]
+    if len(fractions) == 2:
+        std = abs(fractions[0] - fractions[1]) / 2
+    elif len(fractions) > 2:
+        total = 0.0
+        for f in fractions:
+            total += f
+        mean = total / len(fractions)
+        squares = 0.0
+        for f in fractions:
+            squares += (f - mean) * (f - mean)
+        std = math.sqrt(squares / len(fractions))
+    else:
+        std = 0.0
+    return int((1 - std) * MAX_NODE_SCORE)
 
 
 def _two_fraction_std(valid: list[np.ndarray], fractions: list[np.ndarray], size: int) -> np.ndarray:

@@ -25,10 +25,12 @@ from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._resource_allocation import (
     POD_LEVEL_RESOURCES_GATE,
     balanced_allocation,
+    balanced_allocation_row,
     check_resources,
     is_best_effort,
     pod_request_list,
     requested_and_allocatable,
+    requested_and_allocatable_row,
     specs_from,
 )
 
@@ -87,4 +89,10 @@ class NodeResourcesBalancedAllocation(SignPlugin, PreScorePlugin, BatchScorePlug
             requested, allocatable = requested_and_allocatable(batch, self.resources, requests, use_requested=True)
             return balanced_allocation(requested, allocatable, self.fast_paths)
 
-        return memo_of(nodes.table, self._memo).values(tuple(requests), compute, nodes, memoise=self.fast_paths)
+        table = nodes.table
+
+        def per_row(row: int) -> int:
+            return balanced_allocation_row(requested_and_allocatable_row(table, row, self.resources, requests, use_requested=True))
+
+        return memo_of(table, self._memo).values(tuple(requests), compute, nodes, memoise=self.fast_paths,
+                                                 per_row=per_row)

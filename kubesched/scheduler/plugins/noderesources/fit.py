@@ -34,21 +34,25 @@ from kubesched.scheduler.framework.interface import (
 )
 from kubesched.scheduler.framework.memo import memo_of
 from kubesched.scheduler.framework.status import Code, Status
-from kubesched.scheduler.nodetable.table import PODS, NodeBatch
+from kubesched.scheduler.nodetable.table import PODS, NodeBatch, NodeTable
 from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._hints import is_same_pod
 from kubesched.scheduler.plugins._resource_allocation import (
     POD_LEVEL_RESOURCES_GATE,
     ResourceSpec,
+    RowScorer,
     Scorer,
     check_resources,
     least_allocated,
+    least_allocated_row,
     most_allocated,
+    most_allocated_row,
     pod_memo,
     pod_request_amounts,
     pod_request_list,
     requested_and_allocatable,
+    requested_and_allocatable_row,
     requested_to_capacity_ratio,
     specs_from,
 )
@@ -73,6 +77,15 @@ def build_scorer(kind: str, specs: Sequence[ResourceSpec], shape: Sequence[tuple
     if kind == REQUESTED_TO_CAPACITY_RATIO:
         return requested_to_capacity_ratio(specs, shape)
     raise ValueError(f"scoring strategy {kind} is not supported")
+
+
+def build_row_scorer(kind: str, specs: Sequence[ResourceSpec]) -> RowScorer | None:
+    """``build_scorer``'s scalar form on one row, where the strategy has one."""
+    if kind == LEAST_ALLOCATED:
+        return least_allocated_row(specs)
+    if kind == MOST_ALLOCATED:
+        return most_allocated_row(specs)
+    return None
 
 
 # --- the pod's request (``computePodResourceRequest``) ------------------------------------------
@@ -196,6 +209,8 @@ class NodeResourcesFit(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         rtcr = strategy.requested_to_capacity_ratio
         shape = [(p.utilization, p.score) for p in rtcr.shape] if rtcr is not None else []
         self.scorer = build_scorer(self.strategy, self.resources, shape, self.fast_paths)
+        #: The scorer's scalar form, for a few changed rows (None: the strategy has none).
+        self.row_scorer = build_row_scorer(self.strategy, self.resources)
         #: Profiles share the snapshot's memos: scores are kept apart per scoring configuration.
         self._score_memo = f"{self.name}/score/{self.strategy}/{self.resources}/{shape}"
 
@@ -215,9 +230,11 @@ class NodeResourcesFit(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         if request is None:
             return FilterVerdict.all_fail(len(nodes), Status.from_error(RuntimeError(
                 f'error reading "{PRE_FILTER_KEY}" from cycleState: not found')))
-        memo = memo_of(nodes.table, self.name)
-        return memo.verdict(("filter", tuple(request.checked)), lambda batch: self._failure_keys(request, batch),
-                            lambda key: _status_of_key(key, request.reasons), nodes, memoise=self.fast_paths)
+        table = nodes.table
+        return memo_of(table, self.name).verdict(
+            ("filter", tuple(request.checked)), lambda batch: self._failure_keys(request, batch),
+            lambda key: _status_of_key(key, request.reasons), nodes, memoise=self.fast_paths,
+            per_row=lambda row: self._failure_key_of_row(request, table, row))
 
     @staticmethod
     def _failures(request: _FitRequest, nodes: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
@@ -248,6 +265,20 @@ class NodeResourcesFit(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         keys = request.bits @ short
         return np.where(unresolvable, -keys, keys)
 
+    @staticmethod
+    def _failure_key_of_row(request: _FitRequest, table: NodeTable, row: int) -> int:
+        """``_failure_keys`` of one row, in Python ints (the memo's scalar form, for a few rows)."""
+        key = 1 if table.pod_count[row] + 1 > table.allocatable[PODS, row] else 0
+        unresolvable = False
+        for bit, (name, amount) in enumerate(request.checked, start=1):
+            idx = table.resource_row(name)
+            alloc = 0 if idx is None else int(table.allocatable[idx, row])
+            free = 0 if idx is None else alloc - int(table.requested[idx, row])
+            if amount > free:
+                key |= 1 << bit
+                unresolvable = unresolvable or amount > alloc
+        return -key if unresolvable else key
+
     # --- Score --------------------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status | None:
         requests = pod_request_list(pod, self.resources, use_requested=False, pod_level=self.pod_level,
@@ -265,7 +296,11 @@ class NodeResourcesFit(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
             requested, allocatable = requested_and_allocatable(batch, self.resources, pod_requests, use_requested=False)
             return self.scorer(requested, allocatable)
 
-        return memo_of(nodes.table, self._score_memo).values(tuple(pod_requests), compute, nodes, memoise=self.fast_paths)
+        table, row_scorer = nodes.table, self.row_scorer
+        per_row = None if row_scorer is None else lambda row: row_scorer(
+            requested_and_allocatable_row(table, row, self.resources, pod_requests, use_requested=False))
+        return memo_of(table, self._score_memo).values(tuple(pod_requests), compute, nodes, memoise=self.fast_paths,
+                                                       per_row=per_row)
 
     # --- requeueing -----------------------------------------------------------------------------------
     def events_to_register(self) -> list[ClusterEventWithHint]:
