@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from kubesched.api.errors import FieldError, invalid, required, unsupported
 from kubesched.api.kinds import kind_for
 from kubesched.api.names import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors
@@ -113,9 +115,32 @@ def _validate_quantities(raw: Mapping[str, object] | None, path: str) -> list[Fi
             for name, quantity in (raw or {}).items() if parse_quantity(quantity) < 0]  # type: ignore[arg-type]
 
 
+#: The resource sections found valid last, by their JSON (``_validate_resources``).
+_VALID_RESOURCES: set[bytes] = set()
+_VALID_RESOURCES_SIZE = 1024
+
+
 def _validate_resources(resources: Mapping[str, Any] | None, path: str) -> list[FieldError]:
+    """Quantities not negative, requests within limits. A section found valid before is valid
+    again (its errors depend on nothing else, and only their paths on where it is): replicas of
+    one template skip parsing their quantities once more."""
     if not resources:
         return []
+    try:
+        key = orjson.dumps(resources)
+    except (TypeError, orjson.JSONEncodeError):
+        return _resource_errors(resources, path)
+    if key in _VALID_RESOURCES:
+        return []
+    errors = _resource_errors(resources, path)
+    if not errors:
+        if len(_VALID_RESOURCES) >= _VALID_RESOURCES_SIZE:
+            _VALID_RESOURCES.clear()
+        _VALID_RESOURCES.add(key)
+    return errors
+
+
+def _resource_errors(resources: Mapping[str, Any], path: str) -> list[FieldError]:
     errors = _validate_quantities(resources.get("requests"), f"{path}.requests")
     errors += _validate_quantities(resources.get("limits"), f"{path}.limits")
     if errors:

@@ -92,6 +92,17 @@ class FrozenList(list):
         return list, (list(self),)
 
 
+#: The types of the values sharing passes over as they are: JSON scalars (the bulk of an object's
+#: fields) and parts shared already. One set lookup by type decides most values; anything else
+#: (a dict or list of another type) is looked at with ``isinstance``.
+_KEPT_TYPES = frozenset((str, int, float, bool, type(None), FrozenDict, FrozenList))
+
+
+def _shareable(value: Any) -> bool:
+    """Whether ``value`` is a dict or list that is not shared yet."""
+    return type(value) not in _KEPT_TYPES and isinstance(value, (dict, list)) and not isinstance(value, (FrozenDict, FrozenList))
+
+
 yaml.SafeDumper.add_representer(FrozenDict, yaml.SafeDumper.represent_dict)
 yaml.SafeDumper.add_representer(FrozenList, yaml.SafeDumper.represent_list)
 
@@ -108,31 +119,32 @@ def freeze(value: Any) -> Any:
 class PartSharer:
     """One read-only copy of each distinct part recently stored.
 
-    Parts are found by the hash of their canonical JSON and confirmed by comparing that JSON, so a
-    collision never shares unequal parts (nor ``1`` with ``true``, which Python calls equal). The
-    table remembers the ``capacity`` parts used last: pods from one template are created together,
-    a part only one pod has costs nothing beyond its lookup, and the table's own memory is bounded.
-    A part the table forgot stays shared by the objects that have it."""
+    Parts are found by the hash of their canonical JSON and confirmed by comparing that JSON (kept
+    with the part, so a hit encodes once), so a collision never shares unequal parts (nor ``1``
+    with ``true``, which Python calls equal). The table remembers the ``capacity`` parts used
+    last: pods from one template are created together, a part only one pod has costs nothing
+    beyond its lookup, and the table's own memory is bounded. A part the table forgot stays
+    shared by the objects that have it."""
 
     def __init__(self, capacity: int = 4096) -> None:
-        self._parts: OrderedDict[int, Any] = OrderedDict()
+        self._parts: OrderedDict[int, tuple[bytes, Any]] = OrderedDict()
         self.capacity = capacity
 
     def share(self, value: Any) -> Any:
         """The shared read-only part equal to ``value`` (``value`` itself, frozen, when new)."""
-        if not isinstance(value, (dict, list)) or isinstance(value, (FrozenDict, FrozenList)):
+        if not _shareable(value):
             return value
         try:
             encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except (TypeError, orjson.JSONEncodeError):
             return value  # not JSON (a test's stand-in object): kept as it is
         digest = hash(encoded)
-        part = self._parts.get(digest)
-        if part is not None and orjson.dumps(part, option=orjson.OPT_SORT_KEYS) == encoded:
+        entry = self._parts.get(digest)
+        if entry is not None and entry[0] == encoded:
             self._parts.move_to_end(digest)
-            return part
+            return entry[1]
         frozen = freeze(value)
-        self._parts[digest] = frozen
+        self._parts[digest] = (encoded, frozen)
         self._parts.move_to_end(digest)
         if len(self._parts) > self.capacity:
             self._parts.popitem(last=False)
@@ -142,7 +154,7 @@ class PartSharer:
         """Replace each dict or list value of ``mapping`` (an object the store now owns) by its
         shared part."""
         for key, value in mapping.items():
-            if isinstance(value, (dict, list)) and not isinstance(value, (FrozenDict, FrozenList)):
+            if _shareable(value):
                 mapping[key] = self.share(value)
 
     def share_parts(self, obj: dict) -> None:
@@ -152,7 +164,7 @@ class PartSharer:
         status each field (labels, containers, conditions) is shared on its own, for the objects
         whose spec or status as a whole differs (a bound pod's nodeName)."""
         for key, value in obj.items():
-            if not isinstance(value, (dict, list)) or isinstance(value, (FrozenDict, FrozenList)):
+            if not _shareable(value):
                 continue
             if key in _SECTIONS and isinstance(value, dict):
                 self.share_values(value)
