@@ -132,30 +132,33 @@ class PartSharer:
 
     def share(self, value: Any) -> Any:
         """The shared read-only part equal to ``value`` (``value`` itself, frozen, when new)."""
-        if not _shareable(value):
-            return value
+        return self._share(value) if _shareable(value) else value
+
+    def _share(self, value: dict | list) -> Any:
+        """``share`` of a dict or list not shared yet."""
         try:
             encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except (TypeError, orjson.JSONEncodeError):
             return value  # not JSON (a test's stand-in object): kept as it is
         digest = hash(encoded)
-        entry = self._parts.get(digest)
+        parts = self._parts
+        entry = parts.get(digest)
         if entry is not None and entry[0] == encoded:
-            self._parts.move_to_end(digest)
+            parts.move_to_end(digest)
             return entry[1]
         frozen = freeze(value)
-        self._parts[digest] = (encoded, frozen)
-        self._parts.move_to_end(digest)
-        if len(self._parts) > self.capacity:
-            self._parts.popitem(last=False)
+        parts[digest] = (encoded, frozen)
+        parts.move_to_end(digest)
+        if len(parts) > self.capacity:
+            parts.popitem(last=False)
         return frozen
 
     def share_values(self, mapping: dict) -> None:
         """Replace each dict or list value of ``mapping`` (an object the store now owns) by its
         shared part."""
         for key, value in mapping.items():
-            if _shareable(value):
-                mapping[key] = self.share(value)
+            if type(value) not in _KEPT_TYPES and _shareable(value):
+                mapping[key] = self._share(value)
 
     def share_parts(self, obj: dict) -> None:
         """Share the parts of ``obj`` (an object the store now owns): every top-level field but the
@@ -164,12 +167,12 @@ class PartSharer:
         status each field (labels, containers, conditions) is shared on its own, for the objects
         whose spec or status as a whole differs (a bound pod's nodeName)."""
         for key, value in obj.items():
-            if not _shareable(value):
+            if type(value) in _KEPT_TYPES or not _shareable(value):
                 continue
             if key in _SECTIONS and isinstance(value, dict):
                 self.share_values(value)
             if key != "metadata":
-                obj[key] = self.share(value)
+                obj[key] = self._share(value)
 
     def __len__(self) -> int:
         return len(self._parts)
