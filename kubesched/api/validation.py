@@ -115,29 +115,41 @@ def _validate_quantities(raw: Mapping[str, object] | None, path: str) -> list[Fi
             for name, quantity in (raw or {}).items() if parse_quantity(quantity) < 0]  # type: ignore[arg-type]
 
 
-#: The resource sections found valid last, by their JSON (``_validate_resources``).
-_VALID_RESOURCES: set[bytes] = set()
-_VALID_RESOURCES_SIZE = 1024
+class _KnownValid:
+    """The sections found valid last, by their JSON: a check whose errors depend on the section
+    alone (and only their paths on where it is) need not run again for an equal one, as replicas
+    of one template bring. Sections with errors are always checked (the paths differ)."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self._keys: set[tuple[object, bytes]] = set()
+        self._size = size
+
+    def errors(self, section: object, tag: object, check: Callable[[], list[FieldError]]) -> list[FieldError]:
+        """``check()``, or [] when a section equal to ``section`` (checked with the same ``tag``)
+        passed it before."""
+        try:
+            key = (tag, orjson.dumps(section))
+        except (TypeError, orjson.JSONEncodeError):
+            return check()
+        if key in self._keys:
+            return []
+        errors = check()
+        if not errors:
+            if len(self._keys) >= self._size:
+                self._keys.clear()
+            self._keys.add(key)
+        return errors
+
+
+_VALID_RESOURCES = _KnownValid()
+_VALID_POD_SPECS = _KnownValid()
 
 
 def _validate_resources(resources: Mapping[str, Any] | None, path: str) -> list[FieldError]:
-    """Quantities not negative, requests within limits. A section found valid before is valid
-    again (its errors depend on nothing else, and only their paths on where it is): replicas of
-    one template skip parsing their quantities once more."""
+    """Quantities not negative, requests within limits (once per distinct section)."""
     if not resources:
         return []
-    try:
-        key = orjson.dumps(resources)
-    except (TypeError, orjson.JSONEncodeError):
-        return _resource_errors(resources, path)
-    if key in _VALID_RESOURCES:
-        return []
-    errors = _resource_errors(resources, path)
-    if not errors:
-        if len(_VALID_RESOURCES) >= _VALID_RESOURCES_SIZE:
-            _VALID_RESOURCES.clear()
-        _VALID_RESOURCES.add(key)
-    return errors
+    return _VALID_RESOURCES.errors(resources, None, lambda: _resource_errors(resources, path))
 
 
 def _resource_errors(resources: Mapping[str, Any], path: str) -> list[FieldError]:
@@ -298,6 +310,11 @@ def validate_pod(pod: Mapping[str, Any], *, comparison_operators: bool = False) 
 
 
 def _validate_pod_spec(spec: Mapping[str, Any], path: str, comparison_operators: bool = False) -> list[FieldError]:
+    """A pod spec's rules (once per distinct spec: they read nothing else)."""
+    return _VALID_POD_SPECS.errors(spec, comparison_operators, lambda: _pod_spec_errors(spec, path, comparison_operators))
+
+
+def _pod_spec_errors(spec: Mapping[str, Any], path: str, comparison_operators: bool) -> list[FieldError]:
     errors: list[FieldError] = []
     containers = spec.get("containers")
     if not containers:
