@@ -119,15 +119,16 @@ def freeze(value: Any) -> Any:
 class PartSharer:
     """One read-only copy of each distinct part recently stored.
 
-    Parts are found by the hash of their canonical JSON and confirmed by comparing that JSON (kept
-    with the part, so a hit encodes once), so a collision never shares unequal parts (nor ``1``
-    with ``true``, which Python calls equal). The table remembers the ``capacity`` parts used
-    last: pods from one template are created together, a part only one pod has costs nothing
-    beyond its lookup, and the table's own memory is bounded. A part the table forgot stays
-    shared by the objects that have it."""
+    Parts are found by the hash of their canonical JSON and confirmed by comparing that JSON (the
+    part's encoded again: keeping the encoding beside each part would cost megabytes for a cluster
+    of thousands of nodes), so a collision never shares unequal parts (nor ``1`` with ``true``,
+    which Python calls equal). The table remembers the ``capacity`` parts used last: pods from one
+    template are created together, a part only one pod has costs nothing beyond its lookup, and
+    the table's own memory is bounded. A part the table forgot stays shared by the objects that
+    have it."""
 
     def __init__(self, capacity: int = 4096) -> None:
-        self._parts: OrderedDict[int, tuple[bytes, Any]] = OrderedDict()
+        self._parts: OrderedDict[int, Any] = OrderedDict()
         self.capacity = capacity
 
     def share(self, value: Any) -> Any:
@@ -142,12 +143,12 @@ class PartSharer:
             return value  # not JSON (a test's stand-in object): kept as it is
         digest = hash(encoded)
         parts = self._parts
-        entry = parts.get(digest)
-        if entry is not None and entry[0] == encoded:
+        part = parts.get(digest)
+        if part is not None and orjson.dumps(part, option=orjson.OPT_SORT_KEYS) == encoded:
             parts.move_to_end(digest)
-            return entry[1]
+            return part
         frozen = freeze(value)
-        parts[digest] = (encoded, frozen)
+        parts[digest] = frozen
         parts.move_to_end(digest)
         if len(parts) > self.capacity:
             parts.popitem(last=False)
