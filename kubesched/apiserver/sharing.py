@@ -108,11 +108,17 @@ yaml.SafeDumper.add_representer(FrozenList, yaml.SafeDumper.represent_list)
 
 
 def freeze(value: Any) -> Any:
-    """``value`` with every dict and list in it replaced by a read-only equal one."""
+    """``value`` with every dict and list in it replaced by a read-only equal one (scalars and
+    shared parts inside are taken over without a call each)."""
+    kept = _KEPT_TYPES
     if isinstance(value, dict):
-        return value if isinstance(value, FrozenDict) else FrozenDict({k: freeze(v) for k, v in value.items()})
+        if isinstance(value, FrozenDict):
+            return value
+        return FrozenDict({k: v if type(v) in kept else freeze(v) for k, v in value.items()})
     if isinstance(value, list):
-        return value if isinstance(value, FrozenList) else FrozenList([freeze(v) for v in value])
+        if isinstance(value, FrozenList):
+            return value
+        return FrozenList([v if type(v) in kept else freeze(v) for v in value])
     return value
 
 
