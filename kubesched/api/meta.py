@@ -8,7 +8,6 @@ from typing import Any
 
 from kubesched.utils.clock import rfc3339
 
-
 #: The types ``json_copy`` keeps as they are without a call: JSON's scalars, most of any object.
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 
