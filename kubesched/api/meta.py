@@ -8,13 +8,17 @@ from typing import Any
 
 from kubesched.utils.clock import rfc3339
 
+#: The types ``json_copy`` keeps as they are without a call: JSON's scalars, most of any object.
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
 
 def json_copy(value: Any) -> Any:
-    """A deep copy of JSON-like data (dicts, lists, scalars), several times faster than deepcopy."""
+    """A deep copy of JSON-like data (dicts, lists, scalars), several times faster than deepcopy.
+    Scalars inside are taken over in place, without a call each."""
     if isinstance(value, dict):
-        return {k: json_copy(v) for k, v in value.items()}
+        return {k: v if type(v) in _SCALARS else json_copy(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [json_copy(v) for v in value]
+        return [v if type(v) in _SCALARS else json_copy(v) for v in value]
     return value
 
 

@@ -293,7 +293,8 @@ def _compile(schema: Mapping[str, Any]) -> Checker:
             return _compile_map(_compile(extra), _zero_of(extra), go_type)
         return _check_free_form
     if kind == "string":
-        return _compile_string(schema.get("format"), go_type)
+        fmt = schema.get("format")
+        return _compile_string(fmt, go_type) if fmt in _STRING_FORMATS else _PLAIN_STRING
     if kind == "integer":
         return _compile_integer(go_type)
     if kind == "boolean":
@@ -337,6 +338,7 @@ def _compile_struct(name: str, schema: Mapping[str, Any]) -> Checker:
     keep_null = {key for key, sub in properties.items() if openapi_spec.ref_name(sub) in _TIMES}
     struct = name.rpartition(".")[2]
     go_type = go_type_name({"$ref": "#/$defs/" + name})
+    plain = frozenset(key for key, check in fields.items() if check is _PLAIN_STRING)
 
     def check_struct(value: Any, path: str, problems: StrictProblems) -> Any:
         if not isinstance(value, dict):
@@ -349,6 +351,8 @@ def _compile_struct(name: str, schema: Mapping[str, Any]) -> Checker:
         drop: list[Any] = []
         replace: dict[str, Any] = {}
         for key, item in value.items():
+            if type(item) is str and key in plain:
+                continue  # what the plain string check would leave as it is
             text = key if type(key) is str else _key_text(key)
             check = fields.get(text)
             if check is None:
@@ -389,10 +393,14 @@ def _key_text(key: Any) -> str:
 
 
 def _compile_array(item: Checker, zero: Any, go_type: str) -> Checker:
+    plain = item is _PLAIN_STRING
+
     def check_array(value: Any, path: str, problems: StrictProblems) -> Any:
         if not isinstance(value, list):
             raise _Mismatch(None, _json_type(value), go_type, path)
         for i, element in enumerate(value):
+            if plain and type(element) is str:
+                continue
             if element is None:
                 value[i] = zero if not isinstance(zero, dict) else {}
                 continue
@@ -405,6 +413,8 @@ def _compile_array(item: Checker, zero: Any, go_type: str) -> Checker:
 
 
 def _compile_map(item: Checker, zero: Any, go_type: str) -> Checker:
+    plain = item is _PLAIN_STRING
+
     def check_map(value: Any, path: str, problems: StrictProblems) -> Any:
         if not isinstance(value, dict):
             raise _Mismatch(None, _json_type(value), go_type, path)
@@ -417,6 +427,8 @@ def _compile_map(item: Checker, zero: Any, go_type: str) -> Checker:
             value.clear()
             value.update(converted)
         for key, element in value.items():
+            if plain and type(element) is str:
+                continue
             if element is None:
                 value[key] = zero if not isinstance(zero, dict) else {}
                 continue
@@ -446,6 +458,13 @@ def _compile_string(fmt: str | None, go_type: str) -> Checker:
         return value
 
     return check_string
+
+
+#: The string formats whose values are checked beyond their type (``_compile_string``).
+_STRING_FORMATS = frozenset(("date-time", "byte"))
+#: The check of every string without such a format: one function, so that the walks of structs,
+#: lists and maps pass a ``str`` by it without a call (it would return the value as it is).
+_PLAIN_STRING = _compile_string(None, "string")
 
 
 def _yaml_scalar_text(value: Any) -> str | None:

@@ -9,6 +9,9 @@ what a created pod looks like.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
+
+import orjson
 
 from kubesched.api.apierrors import Forbidden
 from kubesched.api.defaults import gate_enabled
@@ -30,6 +33,10 @@ DEFAULT_UNREACHABLE_TOLERATION_SECONDS = 300
 
 PriorityClassLookup = Callable[[str], Mapping | None]
 
+#: The QoS classes of the resource sections seen last, by their canonical JSON (``_pod_qos_class``).
+_QOS_BY_RESOURCES: dict[bytes, str] = {}
+_QOS_MEMO_SIZE = 1024
+
 
 def default_pod_status(pod: dict, gates: Mapping[str, bool] | None = None) -> None:
     """The pod strategy's ``PrepareForCreate``: phase Pending, the QoS class, and a gated pod's
@@ -37,12 +44,32 @@ def default_pod_status(pod: dict, gates: Mapping[str, bool] | None = None) -> No
     from a live cluster, with their start times) is kept, where upstream resets it."""
     status = pod.setdefault("status", {})
     status.setdefault("phase", "Pending")
-    status.setdefault("qosClass", qos_class(pod, gate_enabled(gates, "PodLevelResources")))
+    status.setdefault("qosClass", _pod_qos_class(pod, gate_enabled(gates, "PodLevelResources")))
     conditions = status.get("conditions") or []
     if (pod.get("spec") or {}).get("schedulingGates") and not any(c.get("type") == "PodScheduled" for c in conditions):
         status["conditions"] = [*conditions, {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
                                               "lastTransitionTime": None, "reason": "SchedulingGated",
                                               "message": "Scheduling is blocked due to non-empty scheduling gates"}]
+
+
+def _pod_qos_class(pod: dict, pod_level: bool) -> str:
+    """``qos_class``, computed once per distinct set of resource sections: the class depends on
+    them alone, and replicas of one template, created together, carry equal ones (the exact
+    arithmetic over quantities costs far more than encoding them)."""
+    spec = pod.get("spec") or {}
+    sections: list[Any] = [pod_level, spec.get("resources")]
+    for field in ("containers", "initContainers"):
+        sections.append([c.get("resources") for c in spec.get(field) or ()])
+    try:
+        key = orjson.dumps(sections, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return qos_class(pod, pod_level)
+    qos = _QOS_BY_RESOURCES.get(key)
+    if qos is None:
+        if len(_QOS_BY_RESOURCES) >= _QOS_MEMO_SIZE:
+            _QOS_BY_RESOURCES.clear()
+        qos = _QOS_BY_RESOURCES[key] = qos_class(pod, pod_level)
+    return qos
 
 
 def admit_priority(pod: dict, lookup: PriorityClassLookup, global_default: Mapping | None) -> None:

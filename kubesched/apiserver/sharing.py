@@ -92,27 +92,46 @@ class FrozenList(list):
         return list, (list(self),)
 
 
+#: The types of the values sharing passes over as they are: JSON scalars (the bulk of an object's
+#: fields) and parts shared already. One set lookup by type decides most values; anything else
+#: (a dict or list of another type) is looked at with ``isinstance``.
+_KEPT_TYPES = frozenset((str, int, float, bool, type(None), FrozenDict, FrozenList))
+
+
+def _shareable(value: Any) -> bool:
+    """Whether ``value`` is a dict or list that is not shared yet."""
+    return type(value) not in _KEPT_TYPES and isinstance(value, (dict, list)) and not isinstance(value, (FrozenDict, FrozenList))
+
+
 yaml.SafeDumper.add_representer(FrozenDict, yaml.SafeDumper.represent_dict)
 yaml.SafeDumper.add_representer(FrozenList, yaml.SafeDumper.represent_list)
 
 
 def freeze(value: Any) -> Any:
-    """``value`` with every dict and list in it replaced by a read-only equal one."""
+    """``value`` with every dict and list in it replaced by a read-only equal one (scalars and
+    shared parts inside are taken over without a call each)."""
+    kept = _KEPT_TYPES
     if isinstance(value, dict):
-        return value if isinstance(value, FrozenDict) else FrozenDict({k: freeze(v) for k, v in value.items()})
+        if isinstance(value, FrozenDict):
+            return value
+        return FrozenDict({k: v if type(v) in kept else freeze(v) for k, v in value.items()})
     if isinstance(value, list):
-        return value if isinstance(value, FrozenList) else FrozenList([freeze(v) for v in value])
+        if isinstance(value, FrozenList):
+            return value
+        return FrozenList([v if type(v) in kept else freeze(v) for v in value])
     return value
 
 
 class PartSharer:
     """One read-only copy of each distinct part recently stored.
 
-    Parts are found by the hash of their canonical JSON and confirmed by comparing that JSON, so a
-    collision never shares unequal parts (nor ``1`` with ``true``, which Python calls equal). The
-    table remembers the ``capacity`` parts used last: pods from one template are created together,
-    a part only one pod has costs nothing beyond its lookup, and the table's own memory is bounded.
-    A part the table forgot stays shared by the objects that have it."""
+    Parts are found by the hash of their canonical JSON and confirmed by comparing that JSON (the
+    part's encoded again: keeping the encoding beside each part would cost megabytes for a cluster
+    of thousands of nodes), so a collision never shares unequal parts (nor ``1`` with ``true``,
+    which Python calls equal). The table remembers the ``capacity`` parts used last: pods from one
+    template are created together, a part only one pod has costs nothing beyond its lookup, and
+    the table's own memory is bounded. A part the table forgot stays shared by the objects that
+    have it."""
 
     def __init__(self, capacity: int = 4096) -> None:
         self._parts: OrderedDict[int, Any] = OrderedDict()
@@ -120,30 +139,33 @@ class PartSharer:
 
     def share(self, value: Any) -> Any:
         """The shared read-only part equal to ``value`` (``value`` itself, frozen, when new)."""
-        if not isinstance(value, (dict, list)) or isinstance(value, (FrozenDict, FrozenList)):
-            return value
+        return self._share(value) if _shareable(value) else value
+
+    def _share(self, value: dict | list) -> Any:
+        """``share`` of a dict or list not shared yet."""
         try:
             encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except (TypeError, orjson.JSONEncodeError):
             return value  # not JSON (a test's stand-in object): kept as it is
         digest = hash(encoded)
-        part = self._parts.get(digest)
+        parts = self._parts
+        part = parts.get(digest)
         if part is not None and orjson.dumps(part, option=orjson.OPT_SORT_KEYS) == encoded:
-            self._parts.move_to_end(digest)
+            parts.move_to_end(digest)
             return part
         frozen = freeze(value)
-        self._parts[digest] = frozen
-        self._parts.move_to_end(digest)
-        if len(self._parts) > self.capacity:
-            self._parts.popitem(last=False)
+        parts[digest] = frozen
+        parts.move_to_end(digest)
+        if len(parts) > self.capacity:
+            parts.popitem(last=False)
         return frozen
 
     def share_values(self, mapping: dict) -> None:
         """Replace each dict or list value of ``mapping`` (an object the store now owns) by its
         shared part."""
         for key, value in mapping.items():
-            if isinstance(value, (dict, list)) and not isinstance(value, (FrozenDict, FrozenList)):
-                mapping[key] = self.share(value)
+            if type(value) not in _KEPT_TYPES and _shareable(value):
+                mapping[key] = self._share(value)
 
     def share_parts(self, obj: dict) -> None:
         """Share the parts of ``obj`` (an object the store now owns): every top-level field but the
@@ -152,12 +174,12 @@ class PartSharer:
         status each field (labels, containers, conditions) is shared on its own, for the objects
         whose spec or status as a whole differs (a bound pod's nodeName)."""
         for key, value in obj.items():
-            if not isinstance(value, (dict, list)) or isinstance(value, (FrozenDict, FrozenList)):
+            if type(value) in _KEPT_TYPES or not _shareable(value):
                 continue
             if key in _SECTIONS and isinstance(value, dict):
                 self.share_values(value)
             if key != "metadata":
-                obj[key] = self.share(value)
+                obj[key] = self._share(value)
 
     def __len__(self) -> int:
         return len(self._parts)

@@ -48,13 +48,15 @@ def _terminal(pod: dict) -> bool:
 class EventHandlers:
     def __init__(self, sched: Scheduler) -> None:
         self.sched = sched
-        self._latency: dict[str, Any] = {}
+        #: The labelled children of ``event_handling_duration_seconds``, by event (not by its label,
+        #: which is spelled anew on every read).
+        self._latency: dict[ev.ClusterEvent, Any] = {}
 
     def _observe(self, event: ev.ClusterEvent, start: float) -> None:
         """``event_handling_duration_seconds{event}``: time since ``start`` (``time.perf_counter()``)."""
-        child = self._latency.get(event.label)
+        child = self._latency.get(event)
         if child is None:
-            child = self._latency[event.label] = self.sched.metrics.event_handling_duration.labels(event.label)
+            child = self._latency[event] = self.sched.metrics.event_handling_duration.labels(event.label)
         child.observe(time.perf_counter() - start)
 
     def register(self) -> None:
