@@ -83,16 +83,19 @@ async def first_bound(client: KubeClient, resource_version: str) -> None:
     raise RuntimeError("the watch of the pending pods ended before a pod was bound")
 
 
-async def first_binding(client: KubeClient, kubeconfig: str, config_path: str, *, pods: int = 10,
-                        args: Sequence[str] = (), env: dict[str, str] | None = None) -> Startup:
-    """One timed start of ``kubesched run`` (see the module docstring); ``client`` talks to the same
-    API server as ``kubeconfig``."""
+async def first_binding(client: KubeClient, kubeconfig: str, config_path: str, *, pods: int = 1,
+                        args: Sequence[str] = (), tree: str | None = None) -> Startup:
+    """One timed start of ``kubesched run`` (see the module docstring) from ``tree`` (default: the
+    bench's subject tree); ``client`` talks to the same API server as ``kubeconfig``. One pending pod
+    by default, so that the CPU time read after the first binding is not that of further cycles."""
+    tree = tree or str(subject.subject_tree())
     rv = await add_pending_pods(client, pods)
     watch = asyncio.get_running_loop().create_task(first_bound(client, rv))
     command = subject.command("run", "--config", config_path, "--kubeconfig", kubeconfig,
                               "--secure-port", str(free_port()), *args)
     started = time.perf_counter()
-    proc = subprocess.Popen(command, env=env or subject.env(), stdin=subprocess.DEVNULL)
+    # In the tree's directory: ``python -m`` puts the working directory first on sys.path.
+    proc = subprocess.Popen(command, env=tree_env(tree), cwd=tree, stdin=subprocess.DEVNULL)
     try:
         await asyncio.wait_for(watch, TIMEOUT)
         wall = time.perf_counter() - started
@@ -145,8 +148,7 @@ async def measure(nodes: int, pods: int, runs: int, trees: Sequence[str], args: 
     try:
         for run in range(runs):
             for tree in (trees if run % 2 == 0 else list(reversed(trees))):
-                one = await first_binding(target.client, target.kubeconfig, str(config), pods=pods, args=args,
-                                          env=tree_env(tree))
+                one = await first_binding(target.client, target.kubeconfig, str(config), pods=pods, args=args, tree=tree)
                 results[tree].append(one)
                 print(f"{tree}: {one.wall:.3f} s wall, {one.cpu:.3f} s CPU", flush=True)
     finally:
@@ -157,7 +159,7 @@ async def measure(nodes: int, pods: int, runs: int, trees: Sequence[str], args: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--pods", type=int, default=10, help="pending pods created before each start")
+    parser.add_argument("--pods", type=int, default=1, help="pending pods created before each start")
     parser.add_argument("--runs", type=int, default=5, help="starts per tree")
     parser.add_argument("--tree", action="append", default=[], help="source tree of the subject (repeat to alternate)")
     parser.add_argument("run_args", nargs="*", help="more flags for kubesched run (after --)")
