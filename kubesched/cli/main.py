@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import logs
@@ -67,7 +67,7 @@ class _VersionAction(argparse._VersionAction):
     """argparse's ``--version``, reading the version (the installed package's metadata, a scan of
     every installed distribution) only when the flag is given rather than at every start."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: str | Sequence[Any] | None,
                  option_string: str | None = None) -> None:
         self.version = version()
         super().__call__(parser, namespace, values, option_string)
