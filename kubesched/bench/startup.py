@@ -106,11 +106,12 @@ async def first_binding(client: KubeClient, kubeconfig: str, config_path: str, *
         await asyncio.get_running_loop().run_in_executor(None, proc.wait)
 
 
-async def time_to_first_binding(kubeconfig: str, config_path: str, **kwargs: object) -> float:
+async def time_to_first_binding(kubeconfig: str, config_path: str, *, pods: int = 1, args: Sequence[str] = (),
+                                tree: str | None = None) -> float:
     """Wall seconds from spawning ``kubesched run`` to its first binding (``first_binding``)."""
     client = KubeClient(kubeconfig=kubeconfig, user_agent="kubesched-bench-startup")
     try:
-        return (await first_binding(client, kubeconfig, config_path, **kwargs)).wall  # type: ignore[arg-type]
+        return (await first_binding(client, kubeconfig, config_path, pods=pods, args=args, tree=tree)).wall
     finally:
         await client.close()
 
