@@ -9,11 +9,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
 from kubesched.api.errors import FileUnreadable, KubeschedError, NoObjects
-from kubesched.api.manifests import load, manifest_files
-from kubesched.cli.progress import ProgressReporter
 from kubesched.contrib.registry import contrib_registry
 from kubesched.scheduler import config as config_module
 from kubesched.scheduler.config.types import SchedulerConfiguration
@@ -29,7 +25,10 @@ from kubesched.scheduler.framework.registry import (
 from kubesched.scheduler.framework.runtime import UnknownPlugin
 from kubesched.scheduler.plugins.registry import in_tree_registry
 
-if TYPE_CHECKING:  # the simulator is imported by the commands that simulate, not by `kubesched run`
+if TYPE_CHECKING:  # the simulator, manifests and rich output are imported by the commands that use them, not by `kubesched run`
+    from rich.console import Console
+
+    from kubesched.cli.progress import ProgressReporter
     from kubesched.simulator.scenario import Scenario
     from kubesched.simulator.simulate import SimulationResult
 
@@ -102,6 +101,8 @@ def read_config(path: str, flag: str = "--config") -> str:
 def load_manifests(args: argparse.Namespace, progress: ProgressReporter | None = None) -> list[dict]:
     """Every object of ``-f``; none at all is an error (an empty file or directory is most likely a wrong path).
     The ``--config`` file is no manifest, even when it sits in a directory ``-f`` names."""
+    from kubesched.api.manifests import load
+
     skip = [args.config] if getattr(args, "config", None) else []
     if progress is not None:
         progress.phase(f"loading manifests ({_size_of(args.files, skip)})")
@@ -113,6 +114,8 @@ def load_manifests(args: argparse.Namespace, progress: ProgressReporter | None =
 
 def _size_of(paths: Sequence[str], skip: Sequence[str]) -> str:
     """The manifests' total size, for the loading phase's label (``52.4 MB in 3 files``)."""
+    from kubesched.api.manifests import manifest_files
+
     try:
         files = manifest_files(paths, skip)
         size = sum(f.stat().st_size for f in files)
@@ -155,11 +158,15 @@ def write_report(html: str, path: str) -> None:
 
 def progress_reporter(args: argparse.Namespace) -> ProgressReporter:
     """Progress on stderr for this command's flags: JSON records with ``--logging-format json``."""
+    from kubesched.cli.progress import ProgressReporter
+
     return ProgressReporter(json_lines=getattr(args, "logging_format", "text") == "json")
 
 
 def stdout_console() -> Console:
     """Rich output on stdout: the terminal's width, or wide lines (no truncation) when piped."""
+    from rich.console import Console
+
     out = Console(highlight=False, soft_wrap=True)
     return out if out.is_terminal else Console(highlight=False, soft_wrap=True, width=250)
 

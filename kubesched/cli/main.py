@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import logs
@@ -43,7 +43,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog="Exit codes: 0 success, 1 error (bad input, file, port), 2 usage, 3 pods left pending with "
                "--fail-on-pending, 130 interrupted. See docs/cli.md.",
     )
-    parser.add_argument("--version", action="version", version=version())
+    parser.add_argument("--version", action=_VersionAction)
     logs.add_logging_args(parser, top_level=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in (only,) if only else COMMANDS:
@@ -61,6 +61,16 @@ def _add_logging_args(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for nested in action.choices.values():
                 _add_logging_args(nested)
+
+
+class _VersionAction(argparse._VersionAction):
+    """argparse's ``--version``, reading the version (the installed package's metadata, a scan of
+    every installed distribution) only when the flag is given rather than at every start."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: str | Sequence[Any] | None,
+                 option_string: str | None = None) -> None:
+        self.version = version()
+        super().__call__(parser, namespace, values, option_string)
 
 
 class _QuietParser(argparse.ArgumentParser):

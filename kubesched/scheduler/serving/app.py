@@ -119,6 +119,7 @@ class SchedulerApp:
         self.elector: LeaderElector | None = None
         self.endpoints: Endpoints | None = None
         self._clients: list[KubeClient] = []
+        self._rest: Any = None
         self._tasks: set[asyncio.Task] = set()
         self._sync_task: asyncio.Task | None = None
         self._loop_task: asyncio.Task | None = None
@@ -126,7 +127,9 @@ class SchedulerApp:
     # --- setup ------------------------------------------------------------------------------------
     def _client(self, suffix: str, timeout: float = 30.0) -> KubeClient:
         cc = self.options.config.client_connection
-        rest = load_config(self.options.kubeconfig or None, master=self.options.master or None)
+        if self._rest is None:  # read the kubeconfig once for the three clients
+            self._rest = load_config(self.options.kubeconfig or None, master=self.options.master or None)
+        rest = self._rest
         agent = f"{USER_AGENT}/{suffix}" if suffix else USER_AGENT  # restclient.AddUserAgent
         client = KubeClient(rest, qps=cc.qps, burst=cc.burst, user_agent=agent, timeout=timeout)
         self._clients.append(client)
@@ -206,10 +209,16 @@ class SchedulerApp:
         opts = self.options
         log.info("Starting Kubernetes Scheduler (kubesched), identity %s", opts.identity)
         self._install_signals()
+        if not self._delay_cache():
+            # The informers' lists go out first: the API server answers them while this process
+            # makes its serving certificate and starts the endpoints.
+            self._start_sync(sched)
         try:
             context = server_context(opts.tls_cert_file, opts.tls_private_key_file, opts.cert_dir) if opts.secure_port else None
             await self.endpoints.start(opts.bind_address, opts.secure_port, opts.insecure_port, context)
         except (ValueError, OSError, ssl.SSLError) as e:
+            await self._cancel_sync()
+            await sched.stop()
             await self._close()
             raise ServingError(f"cannot serve the health and metrics endpoints: {e}") from e
         try:
@@ -218,8 +227,7 @@ class SchedulerApp:
             await self._close()
 
     async def _serve(self, sched: Scheduler) -> int:
-        delay = self.options.config.delay_cache_until_active and self.elector is not None
-        if not delay and not await self._sync(sched):
+        if not self._delay_cache() and not await self._sync(sched):
             await sched.stop()
             return 0
         if self.elector is None:
@@ -240,17 +248,31 @@ class SchedulerApp:
         log.info("Requested to terminate, exiting")
         return self.exit_code
 
-    async def _sync(self, sched: Scheduler) -> bool:
-        """Start informers and wait for them (or for a shutdown request); True once synced."""
-        self._sync_task = asyncio.get_running_loop().create_task(sched.start_informers(), name="informer-sync")
-        stopped = asyncio.get_running_loop().create_task(self.shutdown.wait())
-        await asyncio.wait({self._sync_task, stopped}, return_when=asyncio.FIRST_COMPLETED)
-        stopped.cancel()
-        if not self._sync_task.done():
+    def _delay_cache(self) -> bool:
+        """``delayCacheUntilActive`` with leader election: informers start only once leading."""
+        return self.options.config.delay_cache_until_active and self.elector is not None
+
+    def _start_sync(self, sched: Scheduler) -> asyncio.Task:
+        """The informers' start and sync, as a task (started once)."""
+        if self._sync_task is None:
+            self._sync_task = asyncio.get_running_loop().create_task(sched.start_informers(), name="informer-sync")
+        return self._sync_task
+
+    async def _cancel_sync(self) -> None:
+        if self._sync_task is not None and not self._sync_task.done():
             self._sync_task.cancel()
             await asyncio.gather(self._sync_task, return_exceptions=True)
+
+    async def _sync(self, sched: Scheduler) -> bool:
+        """Start informers (unless started) and wait for them (or for a shutdown request); True once synced."""
+        sync = self._start_sync(sched)
+        stopped = asyncio.get_running_loop().create_task(self.shutdown.wait())
+        await asyncio.wait({sync, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if not sync.done():
+            await self._cancel_sync()
             return False
-        self._sync_task.result()
+        sync.result()
         log.info("Handlers synced")
         return True
 
