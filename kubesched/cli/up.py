@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         with progress_reporter(args) as progress:
             objects = load_manifests(args, progress)
     options = UpOptions(host=args.address, port=args.port, data=args.data, kubeconfig_out=args.kubeconfig_out,
-                        config=cfg, registry=registry, feature_gates=gates, objects=objects, seed=args.seed,
+                        config=cfg, registry=registry, feature_gates=gates, plugins=list(args.plugins), objects=objects, seed=args.seed,
                         termination_delay=args.termination_delay, scheduler=not args.no_scheduler, security=security)
 
     def ready(cluster: Cluster) -> None:

@@ -33,23 +33,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prometheus_client import disable_created_metrics
-
 from kubesched.api.apierrors import AlreadyExists, APIError
+from kubesched.api.kinds import POD, object_key
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.security import SecurityOptions
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.apiserver.store import ObjectStore
-from kubesched.client.kube import KubeClient, wait_ready
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.registry import Registry
-from kubesched.scheduler.scheduler import Scheduler
-from kubesched.scheduler.serving.app import render_metrics
 from kubesched.simulator.components import ComponentOptions, Components, start_components
 from kubesched.simulator.crds import plugin_crds, plugin_rbac, with_plugin_crds
-from kubesched.simulator.explanations import ExplanationRecorder
 from kubesched.simulator.scenario_live import ScenarioService
+from kubesched.simulator.scheduler_process import SchedulerProcess, SchedulerSpec, changed_gates
 from kubesched.utils.clock import RealClock
 from kubesched.utils.signals import on_signals
 
@@ -68,6 +64,8 @@ class UpOptions:
     config: SchedulerConfiguration | None = None
     registry: Registry | None = None
     feature_gates: FeatureGates | None = None
+    #: ``--plugin`` specifications: the scheduler process loads them as the registry's source.
+    plugins: list[str] = field(default_factory=list)
     objects: list[dict] = field(default_factory=list)
     seed: int | None = None
     #: Seconds a deleted running pod takes to stop before the kubelet removes it (0: at once).
@@ -109,11 +107,9 @@ class Cluster:
                                 bookmark_interval=options.bookmark_interval, garbage_collect=not options.controllers,
                                 security=options.security)
         self.components: Components | None = None
-        self.client: KubeClient | None = None
-        self.scheduler: Scheduler | None = None
+        self.scheduler: SchedulerProcess | None = None
         self.kubeconfig: Path | None = None
         self.problems: list[str] = []
-        self._runner: asyncio.Task | None = None
         #: The scenario runs the web UI starts (``/ui/api/scenarios``).
         self.scenarios = ScenarioService(self.server)
         self.server.webui.api = self.scenarios.handle
@@ -128,8 +124,6 @@ class Cluster:
     async def _start(self) -> None:
         opts = self.options
         await self.server.start()
-        if opts.kubeconfig_out:
-            self.kubeconfig = self.server.write_kubeconfig(opts.kubeconfig_out)
         self.components = start_components(self.store, ComponentOptions(
             kubelet=opts.kubelet, controllers=opts.controllers, termination_delay=opts.termination_delay,
             kubelet_batch=KUBELET_BATCH))
@@ -141,36 +135,33 @@ class Cluster:
         self.problems = create_objects(self.server, others)[1]
         if opts.scheduler:
             await self._start_scheduler()
-        # Pods last, once the scheduler has synced the nodes, all in one loop turn and in manifest
-        # order: its queue then holds them as ``simulate``'s does, so the two place them alike.
+        # Pods last, once the scheduler has synced the nodes, in manifest order, and only then does
+        # it schedule: its queue then holds them all as ``simulate``'s does, so the two place them alike.
         self.problems += create_objects(self.server, pods)[1]
+        if self.scheduler is not None:
+            await self.scheduler.start_scheduling([object_key(p) for p in self.store.iter_all(POD)])
+        # The kubeconfig last: whoever waits for it (a script, a test) finds the whole cluster running.
+        if opts.kubeconfig_out:
+            self.kubeconfig = self.server.write_kubeconfig(opts.kubeconfig_out)
 
     async def _start_scheduler(self) -> None:
-        opts = self.options
+        """The scheduler process, once its informers have synced (``scheduler_process``)."""
         from kubesched.scheduler import config as config_module
 
+        opts = self.options
         cfg = opts.config or config_module.default_configuration(feature_gates=opts.feature_gates)
-        self.client = self.server.client(token=self.server.scheduler_token or None)
-        await wait_ready(self.client)
-        disable_created_metrics()  # no ``*_created`` series: upstream's registry has none
-        recorder = ExplanationRecorder(self.store.clock)
-        self.scheduler = sched = Scheduler(self.client, cfg, registry=opts.registry, seed=opts.seed,
-                                           feature_gates=opts.feature_gates, on_attempt=recorder.on_attempt,
-                                           preemption_observer=recorder.observer())
-        self.server.explanations = recorder.explanation
-        self.server.metrics_sources.append(lambda: render_metrics(sched))
+        self.scheduler = SchedulerProcess(SchedulerSpec(
+            server=self.server.url, token=self.server.scheduler_token, ca_data=self.server.security.ca_data,
+            config=config_module.to_yaml(cfg), feature_gates=changed_gates(opts.feature_gates), plugins=list(opts.plugins),
+            seed=opts.seed))
         await self.scheduler.start()
-        self._runner = asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler")
+        self.server.explanations = self.scheduler.explanation
+        self.server.metrics_sources.append(self.scheduler.metrics)
 
     async def stop(self) -> None:
         await self.scenarios.close()
         if self.scheduler is not None:
             await self.scheduler.stop()
-        if self._runner is not None:
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
-        if self.client is not None:
-            await self.client.close()
         if self.components is not None:
             await self.components.stop()
         await self.server.stop()
