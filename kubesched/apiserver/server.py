@@ -504,7 +504,7 @@ _T = TypeVar("_T")
 
 async def _resolved(value: _T | Awaitable[_T]) -> _T:
     """``value``, awaited first when it is awaitable (a hook that asks another process)."""
-    return await value if inspect.isawaitable(value) else value  # type: ignore[return-value]
+    return await value if inspect.isawaitable(value) else value
 
 
 def _json(status: int, body: Any) -> web.Response:

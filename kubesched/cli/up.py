@@ -1,7 +1,7 @@
-"""``kubesched up``: a simulated cluster you drive with kubectl. The API server, the components
+"""``kubesched up``: a simulated cluster you drive with kubectl. The API server and the components
 ``simulate`` runs (fake kubelets posting node status and Leases, the node lifecycle,
-PersistentVolume, ResourceClaim and workload controllers) and the scheduler run in one process; the
-scheduler talks to the API server over HTTP, as it would to a real cluster. Manifests given with
+PersistentVolume, ResourceClaim and workload controllers) run in this process; the scheduler runs
+in a child process of its own and talks to the API server over HTTPS, as it would to a real cluster. Manifests given with
 ``-f`` are created at start, pods last, so that with the same ``--seed`` they are placed as
 ``simulate`` places them. Annotate a node ``kubesched.io/simulate-failure=true`` to stop its kubelet."""
 

@@ -97,6 +97,8 @@ class SchedulerProcess:
         self.proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
         self._stopping = False
+        self._exited: asyncio.Task | None = None
+        self._synced = False
 
     async def start(self) -> None:
         """Spawn the child and wait until its informers have synced."""
@@ -110,6 +112,14 @@ class SchedulerProcess:
         assert self.proc.stdin is not None
         self.proc.stdin.write(self.spec.to_line())
         await self._expect("synced", START_TIMEOUT)
+        self._synced = True
+        self._exited = asyncio.get_running_loop().create_task(self._report_exit(self.proc), name="scheduler-process")
+
+    async def _report_exit(self, proc: asyncio.subprocess.Process) -> None:
+        """An exit ``stop`` did not ask for leaves the cluster without a scheduler: say so."""
+        status = await proc.wait()
+        if not self._stopping:
+            log.error("the scheduler process (pid %d) exited with status %d; pods are no longer scheduled", proc.pid, status)
 
     async def start_scheduling(self, pods: list[str]) -> None:
         """Let the child schedule once its informers hold ``pods`` ("namespace/name")."""
@@ -131,7 +141,13 @@ class SchedulerProcess:
         """Close the child's input (it stops gracefully and exits); kill it if it takes too long."""
         self._stopping = True
         proc = self.proc
+        if self._exited is not None:
+            self._exited.cancel()
         if proc is None or proc.returncode is not None:
+            return
+        if not self._synced:  # still starting (informers that never sync, say): nothing to finish
+            proc.kill()
+            await proc.wait()
             return
         assert proc.stdin is not None
         proc.stdin.close()

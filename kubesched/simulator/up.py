@@ -1,6 +1,6 @@
-"""``kubesched up``: a whole simulated cluster in one process, driven through a real Kubernetes API.
+"""``kubesched up``: a whole simulated cluster, driven through a real Kubernetes API, in two processes.
 
-Pieces, all on one event loop:
+This process, on one event loop:
 
 * the API server (``kubesched.apiserver``) on the object store, optionally durable in SQLite;
 * the cluster components ``kubesched simulate`` runs too (``kubesched.simulator.components``): the
@@ -9,13 +9,24 @@ Pieces, all on one event loop:
   controllers. Here the kubelet finishes graceful deletions once "containers have stopped" (a
   short delay instead of the full grace period, so ``kubectl delete`` returns promptly);
 * the web UI at ``/ui/`` (``kubesched.apiserver.webui``), with scenario runs under
-  ``/ui/api/scenarios`` (``kubesched.simulator.scenario_live``), and the scheduling explanation of each
-  pod's latest attempt, recorded as the scheduler makes it and served by the API server at
-  ``/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{pod}``;
-* the scheduler, talking to the API server **over HTTPS** with ``kubesched.client.kube.KubeClient``,
-  exactly as it would to a real cluster, as the user ``system:kube-scheduler`` (its own token, and
-  only the rights of the bootstrap ``system:kube-scheduler`` and ``system:volume-scheduler`` roles). Its metrics are served by the API server's ``/metrics``
-  after the server's own (``kubectl get --raw /metrics``).
+  ``/ui/api/scenarios`` (``kubesched.simulator.scenario_live``).
+
+The scheduler runs in a child process (``kubesched.simulator.scheduler_process``), so that request
+handling and scheduling each have a core: on one loop, every created pod's scheduling cycle,
+binding and informer updates waited behind the API requests, and the other way round. It talks to
+the API server **over HTTPS** with ``kubesched.client.kube.KubeClient``, exactly as it would to a
+real cluster, as the user ``system:kube-scheduler`` (its own token, and only the rights of the
+bootstrap ``system:kube-scheduler`` and ``system:volume-scheduler`` roles). The API server asks it,
+over the child's standard input and output, for what it serves on the scheduler's behalf: the
+scheduling explanation of each pod's latest attempt at
+``/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{pod}``, and the scheduler's
+metrics after the server's own on ``/metrics`` (``kubectl get --raw /metrics``). The child ends
+with ``up`` (stopped in order on Ctrl-C or SIGTERM; at once when ``up`` dies).
+
+Start-up order: the API server, the components, the objects of ``-f`` other than pods, the
+scheduler process (until its informers have synced), the pods, then the scheduling loop (once the
+scheduler has seen every pod, so that its queue holds them as ``simulate``'s does and ``--seed``
+places them alike), and last the kubeconfig: whoever waits for that file finds the cluster running.
 
 The kubelets and controllers act on the object store in-process: like components with direct
 storage access they pass no API request, so they need no identity (their writes still go through
