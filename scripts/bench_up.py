@@ -168,6 +168,7 @@ async def bench(args: argparse.Namespace) -> float:
                   f"({args.pods / created:.0f} creates/s; create latency p50 {percentile(latencies, 50) * 1000:.0f} ms, "
                   f"p99 {percentile(latencies, 99) * 1000:.0f} ms)")
             if args.apiserver_only:
+                print(f"CPU per pod (creation): {cpu_per_pod(cpu_before, process_cpu(proc.pid), args.pods)}")
                 return args.pods / created
             while not done.is_set():
                 try:
