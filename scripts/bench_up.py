@@ -96,6 +96,30 @@ async def count_bound(session: aiohttp.ClientSession, server: str, total: int, d
                 return
 
 
+def process_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of ``pid`` and of each of its child processes, by command
+    (``up``'s scheduler runs in a child process); empty where /proc is not available."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def seconds(p: int) -> float:
+        fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    try:
+        found = {"server": seconds(pid)}
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        for child in children:
+            command = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            found[command[2].decode().rsplit(".", 1)[-1] if len(command) > 2 else child] = seconds(int(child))
+        return found
+    except OSError:
+        return {}
+
+
+def cpu_per_pod(before: dict[str, float], after: dict[str, float], pods: int) -> str:
+    return ", ".join(f"{name} {(after[name] - before.get(name, 0.0)) * 1000 / pods:.2f} ms" for name in after)
+
+
 async def wait_for_kubeconfig(path: Path, proc: subprocess.Popen) -> tuple[str, ssl.SSLContext, dict[str, str]]:
     """The server, TLS context (its CA) and Authorization header of the kubeconfig ``kubesched up``
     writes once it serves: the admin credential, as kubectl would use it."""
@@ -133,6 +157,7 @@ async def bench(args: argparse.Namespace) -> float:
                 await asyncio.sleep(2.0)  # let the scheduler's informers see every node
             done, progress = asyncio.Event(), {"bound": 0}
             watcher = asyncio.create_task(count_bound(session, server, args.pods, done, progress))
+            cpu_before = process_cpu(proc.pid)
             start = time.perf_counter()
             latencies = await post_all(session, f"{server}/api/v1/namespaces/default/pods", [pod(i) for i in range(args.pods)],
                                        args.concurrency)
@@ -143,6 +168,7 @@ async def bench(args: argparse.Namespace) -> float:
                   f"({args.pods / created:.0f} creates/s; create latency p50 {percentile(latencies, 50) * 1000:.0f} ms, "
                   f"p99 {percentile(latencies, 99) * 1000:.0f} ms)")
             if args.apiserver_only:
+                print(f"CPU per pod (creation): {cpu_per_pod(cpu_before, process_cpu(proc.pid), args.pods)}")
                 return args.pods / created
             while not done.is_set():
                 try:
@@ -155,6 +181,7 @@ async def bench(args: argparse.Namespace) -> float:
             watcher.cancel()
             rate = args.pods / elapsed
             print(f"{args.pods} pods bound on {args.nodes} nodes in {elapsed:.1f}s: {rate:.0f} pods/s (creation to bound, over HTTP)")
+            print(f"CPU per pod (creation to bound): {cpu_per_pod(cpu_before, process_cpu(proc.pid), args.pods)}")
             return rate
     finally:
         proc.terminate()

@@ -8,7 +8,7 @@ stored objects per resource (``pods``, ``deployments.apps``, ...).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -34,8 +34,8 @@ class StorageObjects:
         yield family
 
 
-def render(store: ObjectStore, sources: Iterable[Callable[[], bytes]]) -> bytes:
-    """The exposition text: the API server's series, then each source's."""
+def render(store: ObjectStore, extra: Iterable[bytes]) -> bytes:
+    """The exposition text: the API server's series, then the ``extra`` texts (other components')."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StorageObjects(store))
-    return b"".join([generate_latest(registry), *(source() for source in sources)])
+    return b"".join([generate_latest(registry), *extra])

@@ -1,7 +1,7 @@
-"""``kubesched up``: a simulated cluster you drive with kubectl. The API server, the components
+"""``kubesched up``: a simulated cluster you drive with kubectl. The API server and the components
 ``simulate`` runs (fake kubelets posting node status and Leases, the node lifecycle,
-PersistentVolume, ResourceClaim and workload controllers) and the scheduler run in one process; the
-scheduler talks to the API server over HTTP, as it would to a real cluster. Manifests given with
+PersistentVolume, ResourceClaim and workload controllers) run in this process; the scheduler runs
+in a child process of its own and talks to the API server over HTTPS, as it would to a real cluster. Manifests given with
 ``-f`` are created at start, pods last, so that with the same ``--seed`` they are placed as
 ``simulate`` places them. Annotate a node ``kubesched.io/simulate-failure=true`` to stop its kubelet."""
 
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         with progress_reporter(args) as progress:
             objects = load_manifests(args, progress)
     options = UpOptions(host=args.address, port=args.port, data=args.data, kubeconfig_out=args.kubeconfig_out,
-                        config=cfg, registry=registry, feature_gates=gates, objects=objects, seed=args.seed,
+                        config=cfg, registry=registry, feature_gates=gates, plugins=list(args.plugins), objects=objects, seed=args.seed,
                         termination_delay=args.termination_delay, scheduler=not args.no_scheduler, security=security)
 
     def ready(cluster: Cluster) -> None:

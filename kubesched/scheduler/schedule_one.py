@@ -499,12 +499,11 @@ class Algorithm:
     @staticmethod
     def _record_filters(attempt: Attempt, table: NodeTable, rotated: np.ndarray, ids: np.ndarray,
                         statuses: list[Status], positions: np.ndarray, processed: int) -> None:
-        attempt.node_names = [table.names[r] for r in rotated]
-        attempt.filter_status = {}
-        for i in range(processed):
-            if ids[i] >= 0:
-                attempt.filter_status[table.names[rotated[i]]] = statuses[ids[i]]
-        attempt.feasible = [table.names[rotated[p]] for p in positions]
+        names = table.names
+        order = rotated.tolist()  # Python ints: indexing a list with numpy scalars is several times slower
+        attempt.node_names = [names[r] for r in order]
+        attempt.filter_status = {names[order[i]]: statuses[s] for i, s in enumerate(ids[:processed].tolist()) if s >= 0}
+        attempt.feasible = [names[order[p]] for p in positions.tolist()]
 
     # --- scoring ---------------------------------------------------------------------------------
     def _has_scoring(self, fw: Framework) -> bool:

@@ -1,6 +1,6 @@
-"""``kubesched up``: a whole simulated cluster in one process, driven through a real Kubernetes API.
+"""``kubesched up``: a whole simulated cluster, driven through a real Kubernetes API, in two processes.
 
-Pieces, all on one event loop:
+This process, on one event loop:
 
 * the API server (``kubesched.apiserver``) on the object store, optionally durable in SQLite;
 * the cluster components ``kubesched simulate`` runs too (``kubesched.simulator.components``): the
@@ -9,13 +9,24 @@ Pieces, all on one event loop:
   controllers. Here the kubelet finishes graceful deletions once "containers have stopped" (a
   short delay instead of the full grace period, so ``kubectl delete`` returns promptly);
 * the web UI at ``/ui/`` (``kubesched.apiserver.webui``), with scenario runs under
-  ``/ui/api/scenarios`` (``kubesched.simulator.scenario_live``), and the scheduling explanation of each
-  pod's latest attempt, recorded as the scheduler makes it and served by the API server at
-  ``/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{pod}``;
-* the scheduler, talking to the API server **over HTTPS** with ``kubesched.client.kube.KubeClient``,
-  exactly as it would to a real cluster, as the user ``system:kube-scheduler`` (its own token, and
-  only the rights of the bootstrap ``system:kube-scheduler`` and ``system:volume-scheduler`` roles). Its metrics are served by the API server's ``/metrics``
-  after the server's own (``kubectl get --raw /metrics``).
+  ``/ui/api/scenarios`` (``kubesched.simulator.scenario_live``).
+
+The scheduler runs in a child process (``kubesched.simulator.scheduler_process``), so that request
+handling and scheduling each have a core: on one loop, every created pod's scheduling cycle,
+binding and informer updates waited behind the API requests, and the other way round. It talks to
+the API server **over HTTPS** with ``kubesched.client.kube.KubeClient``, exactly as it would to a
+real cluster, as the user ``system:kube-scheduler`` (its own token, and only the rights of the
+bootstrap ``system:kube-scheduler`` and ``system:volume-scheduler`` roles). The API server asks it,
+over the child's standard input and output, for what it serves on the scheduler's behalf: the
+scheduling explanation of each pod's latest attempt at
+``/apis/kubesched.io/v1alpha1/namespaces/{namespace}/explanations/{pod}``, and the scheduler's
+metrics after the server's own on ``/metrics`` (``kubectl get --raw /metrics``). The child ends
+with ``up`` (stopped in order on Ctrl-C or SIGTERM; at once when ``up`` dies).
+
+Start-up order: the API server, the components, the objects of ``-f`` other than pods, the
+scheduler process (until its informers have synced), the pods, then the scheduling loop (once the
+scheduler has seen every pod, so that its queue holds them as ``simulate``'s does and ``--seed``
+places them alike), and last the kubeconfig: whoever waits for that file finds the cluster running.
 
 The kubelets and controllers act on the object store in-process: like components with direct
 storage access they pass no API request, so they need no identity (their writes still go through
@@ -33,23 +44,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prometheus_client import disable_created_metrics
-
 from kubesched.api.apierrors import AlreadyExists, APIError
+from kubesched.api.kinds import POD, object_key
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.security import SecurityOptions
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.apiserver.store import ObjectStore
-from kubesched.client.kube import KubeClient, wait_ready
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.registry import Registry
-from kubesched.scheduler.scheduler import Scheduler
-from kubesched.scheduler.serving.app import render_metrics
 from kubesched.simulator.components import ComponentOptions, Components, start_components
 from kubesched.simulator.crds import plugin_crds, plugin_rbac, with_plugin_crds
-from kubesched.simulator.explanations import ExplanationRecorder
 from kubesched.simulator.scenario_live import ScenarioService
+from kubesched.simulator.scheduler_process import SchedulerProcess, SchedulerSpec, changed_gates
 from kubesched.utils.clock import RealClock
 from kubesched.utils.signals import on_signals
 
@@ -68,6 +75,8 @@ class UpOptions:
     config: SchedulerConfiguration | None = None
     registry: Registry | None = None
     feature_gates: FeatureGates | None = None
+    #: ``--plugin`` specifications: the scheduler process loads them as the registry's source.
+    plugins: list[str] = field(default_factory=list)
     objects: list[dict] = field(default_factory=list)
     seed: int | None = None
     #: Seconds a deleted running pod takes to stop before the kubelet removes it (0: at once).
@@ -109,11 +118,9 @@ class Cluster:
                                 bookmark_interval=options.bookmark_interval, garbage_collect=not options.controllers,
                                 security=options.security)
         self.components: Components | None = None
-        self.client: KubeClient | None = None
-        self.scheduler: Scheduler | None = None
+        self.scheduler: SchedulerProcess | None = None
         self.kubeconfig: Path | None = None
         self.problems: list[str] = []
-        self._runner: asyncio.Task | None = None
         #: The scenario runs the web UI starts (``/ui/api/scenarios``).
         self.scenarios = ScenarioService(self.server)
         self.server.webui.api = self.scenarios.handle
@@ -128,8 +135,6 @@ class Cluster:
     async def _start(self) -> None:
         opts = self.options
         await self.server.start()
-        if opts.kubeconfig_out:
-            self.kubeconfig = self.server.write_kubeconfig(opts.kubeconfig_out)
         self.components = start_components(self.store, ComponentOptions(
             kubelet=opts.kubelet, controllers=opts.controllers, termination_delay=opts.termination_delay,
             kubelet_batch=KUBELET_BATCH))
@@ -141,36 +146,33 @@ class Cluster:
         self.problems = create_objects(self.server, others)[1]
         if opts.scheduler:
             await self._start_scheduler()
-        # Pods last, once the scheduler has synced the nodes, all in one loop turn and in manifest
-        # order: its queue then holds them as ``simulate``'s does, so the two place them alike.
+        # Pods last, once the scheduler has synced the nodes, in manifest order, and only then does
+        # it schedule: its queue then holds them all as ``simulate``'s does, so the two place them alike.
         self.problems += create_objects(self.server, pods)[1]
+        if self.scheduler is not None:
+            await self.scheduler.start_scheduling([object_key(p) for p in self.store.iter_all(POD)])
+        # The kubeconfig last: whoever waits for it (a script, a test) finds the whole cluster running.
+        if opts.kubeconfig_out:
+            self.kubeconfig = self.server.write_kubeconfig(opts.kubeconfig_out)
 
     async def _start_scheduler(self) -> None:
-        opts = self.options
+        """The scheduler process, once its informers have synced (``scheduler_process``)."""
         from kubesched.scheduler import config as config_module
 
+        opts = self.options
         cfg = opts.config or config_module.default_configuration(feature_gates=opts.feature_gates)
-        self.client = self.server.client(token=self.server.scheduler_token or None)
-        await wait_ready(self.client)
-        disable_created_metrics()  # no ``*_created`` series: upstream's registry has none
-        recorder = ExplanationRecorder(self.store.clock)
-        self.scheduler = sched = Scheduler(self.client, cfg, registry=opts.registry, seed=opts.seed,
-                                           feature_gates=opts.feature_gates, on_attempt=recorder.on_attempt,
-                                           preemption_observer=recorder.observer())
-        self.server.explanations = recorder.explanation
-        self.server.metrics_sources.append(lambda: render_metrics(sched))
+        self.scheduler = SchedulerProcess(SchedulerSpec(
+            server=self.server.url, token=self.server.scheduler_token, ca_data=self.server.security.ca_data,
+            config=config_module.to_yaml(cfg), feature_gates=changed_gates(opts.feature_gates), plugins=list(opts.plugins),
+            seed=opts.seed))
         await self.scheduler.start()
-        self._runner = asyncio.get_running_loop().create_task(self.scheduler.run(), name="scheduler")
+        self.server.explanations = self.scheduler.explanation
+        self.server.metrics_sources.append(self.scheduler.metrics)
 
     async def stop(self) -> None:
         await self.scenarios.close()
         if self.scheduler is not None:
             await self.scheduler.stop()
-        if self._runner is not None:
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
-        if self.client is not None:
-            await self.client.close()
         if self.components is not None:
             await self.components.stop()
         await self.server.stop()

@@ -392,8 +392,8 @@ async def test_up_runs_its_scheduler_as_system_kube_scheduler_and_it_binds_pods(
             "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
     options = UpOptions(port=0, kubeconfig_out=None, objects=[node, pod("p")], controllers=False)
     async with Cluster(options) as cluster:
-        assert cluster.client is not None
-        user = cluster.server.security.tokens.lookup(cluster.client.config.user.token)
+        assert cluster.scheduler is not None
+        user = cluster.server.security.tokens.lookup(cluster.scheduler.spec.token)
         assert user == UserInfo("system:kube-scheduler", "system:kube-scheduler")
         for _ in range(100):
             if cluster.store.get(POD, "default", "p")["spec"].get("nodeName"):
