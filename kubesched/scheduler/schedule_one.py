@@ -23,6 +23,7 @@ from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.scheduler.framework.extender import EXTENDER_NAME, Extender
 from kubesched.scheduler.framework.interface import BatchScorePlugin
+from kubesched.scheduler.framework.nominated import NomineeChecks, nominated_overlay
 from kubesched.scheduler.framework.runtime import Framework, ScoreResult
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
@@ -297,14 +298,15 @@ class Algorithm:
         n_all = len(rotated)
         first_pos, ids, statuses = self._batched_filters(fw, state, pod, table, rotated)
         statuses = list(statuses)
-        nominees = _positions_with_nominees(fw, pod, table, rotated)
+        checks = _nominee_checks(fw, pod, table)
+        nominees = _positions_with_nominees(fw, pod, table, rotated, checks)
         if fw.has_classic_filters:
             passed, processed = self._per_node_pass(fw, state, pod, table, rotated, first_pos, ids, statuses, to_find, nominees)
         else:
             passed = ids < 0
             processed = n_all
             if nominees:
-                self._nominee_pass(fw, state, pod, table, rotated, passed, ids, statuses, to_find, nominees)
+                self._nominee_pass(fw, state, pod, table, rotated, passed, ids, statuses, to_find, nominees, checks)
         positions = np.flatnonzero(passed[:processed])
         if len(positions) > to_find:
             processed = int(positions[to_find - 1]) + 1
@@ -389,15 +391,18 @@ class Algorithm:
 
     @staticmethod
     def _nominee_pass(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
-                      passed: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int, nominees: set[int]) -> None:
+                      passed: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int, nominees: set[int],
+                      checks: NomineeChecks | None) -> None:
         """Re-check, with and without their nominated pods, the nodes that have some, in visiting
         order until enough nodes pass before the next one (upstream would never reach it). With a
         cycle state no PreFilter extension updates, the main pass already is the check without
-        nominees, and one batch over a scratch table of all those nodes is the check with them."""
+        nominees, and one batch over the nominated-pod overlay (or a scratch table of all those
+        nodes) is the check with them."""
         ordered = sorted(nominees)
         batched = None
         if fw.options.fast_paths and not fw.has_active_pre_filter_extensions(state):
-            batched = fw.filter_with_nominated_pods(state, pod, [table.infos[rotated[p]] for p in ordered])
+            rows = [int(rotated[p]) for p in ordered]
+            batched = _filter_with_nominees(fw, state, pod, table, rows, checks)
         feasible_before = np.cumsum(passed) - passed
         lost = 0
         for k, position in enumerate(ordered):
@@ -540,17 +545,45 @@ def _record(position: int, status: Status, ids: np.ndarray, statuses: list[Statu
     ids[position] = len(statuses) - 1
 
 
-def _positions_with_nominees(fw: Framework, pod: PodInfo, table: NodeTable, rotated: np.ndarray) -> set[int]:
+def _nominee_checks(fw: Framework, pod: PodInfo, table: NodeTable) -> NomineeChecks | None:
+    """The nominated-pod overlay's answer for ``pod``; None when the nominator keeps no journal."""
+    overlay = nominated_overlay(table, fw.ctx.nominator)
+    return None if overlay is None else overlay.checks_for(pod)
+
+
+def _positions_with_nominees(fw: Framework, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
+                             checks: NomineeChecks | None) -> set[int]:
     """Positions in ``rotated`` of the nodes with other pods of higher or equal priority nominated
     to them: the pod must fit there with those pods too."""
-    nominated_node_names = getattr(fw.ctx.nominator, "nominated_node_names", None)
-    names = nominated_node_names() if nominated_node_names is not None else None
-    if not names:
-        return set()
-    rows = [table.row_of[name] for name in names if name in table.row_of and any(
-        p.priority >= pod.priority and p.uid != pod.uid for p in fw.nominated_pods_for_node(name))]
+    if checks is not None:
+        rows = checks.rows.tolist() + [table.row_of[name] for name in checks.mixed]
+    else:
+        nominated_node_names = getattr(fw.ctx.nominator, "nominated_node_names", None)
+        names = nominated_node_names() if nominated_node_names is not None else None
+        if not names:
+            return set()
+        rows = [table.row_of[name] for name in names if name in table.row_of and any(
+            p.priority >= pod.priority and p.uid != pod.uid for p in fw.nominated_pods_for_node(name))]
     if not rows:
         return set()
     position_of_row = np.full(table.n, -1, dtype=np.int64)
     position_of_row[rotated] = np.arange(len(rotated))
     return {int(p) for p in position_of_row[rows] if p >= 0}
+
+
+def _filter_with_nominees(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rows: list[int],
+                          checks: NomineeChecks | None) -> list[Status | None]:
+    """Per row of ``rows`` (nodes with nominees), the batch filters' failure with the nominees
+    added, None where the pod fits beside them: the overlay's rows in one batch, the nodes it does
+    not stand for copied (``Framework.filter_with_nominated_pods``)."""
+    if checks is None:
+        return fw.filter_with_nominated_pods(state, pod, [table.infos[r] for r in rows])
+    by_row: dict[int, Status | None] = {}
+    wanted = np.isin(checks.rows, rows)
+    if wanted.any():
+        _, ids, found = fw.run_batch_filters(state, pod, checks.view.batch(checks.view_rows[wanted]))
+        by_row = {row: None if sid < 0 else found[sid] for row, sid in zip(checks.rows[wanted].tolist(), ids.tolist(), strict=True)}
+    others = [r for r in rows if r not in by_row]
+    if others:
+        by_row.update(zip(others, fw.filter_with_nominated_pods(state, pod, [table.infos[r] for r in others]), strict=True))
+    return [by_row[r] for r in rows]
