@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from kubesched.api.types import NodeInfo, PodInfo
@@ -170,6 +171,15 @@ def check(world: World, overlay: NominatedOverlay, pod: PodInfo) -> None:
             assert view.allocatable[view.resource_index[resource], view_row] == reference.allocatable[index, 0]
         assert view.pod_count[view_row] == reference.pod_count[0]
     assert got == expected(world, pod)
+    # The nominees' totals per node, from the view's columns.
+    rows = np.arange(table.n)
+    world.rng.shuffle(rows)
+    count, requests = overlay.totals(pod, rows, ["cpu", "memory", "example.com/gpu"])
+    for position, row in enumerate(rows.tolist()):
+        pods = [p for p in world.queue.nominated_pods_for_node(table.names[row]) if p.priority >= pod.priority and p.uid != pod.uid]
+        assert count[position] == len(pods)
+        for resource, column in requests.items():
+            assert column[position] == sum(p.requests.get(resource, 0) for p in pods)
 
 
 @pytest.mark.parametrize("seed", range(12))

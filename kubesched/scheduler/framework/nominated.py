@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -37,7 +37,6 @@ class NominationJournal(Protocol):
         ...
 
 
-@runtime_checkable
 class NominationSource(Protocol):
     """A nominator that keeps journals (the scheduling queue)."""
 
@@ -185,6 +184,37 @@ class NominatedOverlay:
         view_rows = np.flatnonzero(whole)
         return NomineeChecks(self.view, self.main_row[view_rows], view_rows, mixed)
 
+    def totals(self, pod: PodInfo, rows: np.ndarray, names: Iterable[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Per row of ``rows`` (the table's): how many nominees count for ``pod`` there and their
+        summed requests of each resource in ``names``; from the view's columns (the node's own
+        pods subtracted) where every nominee counts."""
+        table, view = self.table, self.view
+        checks = self.checks_for(pod)
+        view_of = np.full(table.n, -1, dtype=np.int64)
+        view_of[checks.rows] = checks.view_rows
+        view_rows = view_of[rows]
+        whole = np.flatnonzero(view_rows >= 0)
+        source, target = rows[whole], view_rows[whole]
+        count = np.zeros(len(rows), dtype=np.int64)
+        count[whole] = view.pod_count[target] - table.pod_count[source]
+        requests = {}
+        for name in names:
+            column = np.zeros(len(rows), dtype=np.int64)
+            index, view_index = table.resource_index.get(name), view.resource_index.get(name)
+            if view_index is not None:
+                column[whole] = view.requested[view_index, target] - (0 if index is None else table.requested[index, source])
+            requests[name] = column
+        if checks.mixed:
+            position_of = {row: position for position, row in enumerate(rows.tolist())}
+            for name, pods in checks.mixed.items():
+                position = position_of.get(table.row_of[name])
+                if position is None:
+                    continue
+                count[position] = len(pods)
+                for resource, column in requests.items():
+                    column[position] = sum(p.requests.get(resource, 0) for p in pods)
+        return count, requests
+
     def nominees_for(self, name: str, pod: PodInfo) -> list[PodInfo]:
         """The pods nominated to node ``name`` that count for ``pod``: priority at least its own,
         other than itself (upstream's ``addGENominatedPods`` filter)."""
@@ -201,11 +231,11 @@ _OVERLAYS: weakref.WeakKeyDictionary[NodeTable, NominatedOverlay] = weakref.Weak
 def nominated_overlay(table: NodeTable, nominator: object) -> NominatedOverlay | None:
     """The overlay of ``table`` with ``nominator``'s nominations, synced; None when the nominator
     keeps no journal (then callers ask it node by node)."""
-    if not isinstance(nominator, NominationSource):
+    if getattr(nominator, "nomination_journal", None) is None:
         return None
     overlay = _OVERLAYS.get(table)
     if overlay is None or overlay.source is not nominator:
-        overlay = _OVERLAYS[table] = NominatedOverlay(table, nominator)
+        overlay = _OVERLAYS[table] = NominatedOverlay(table, cast(NominationSource, nominator))
     overlay.sync()
     return overlay
 
