@@ -219,6 +219,40 @@ class Nominees:
         return cls(count, requests)
 
 
+class KeptSelections:
+    """Arithmetic dry-run answers per row of the scheduler's table, for the next preemptor of the
+    same shape: a row's answer stands while the row is unchanged (its version in the table) and
+    the row has no nominees. Only answers that do not depend on the time are kept: the victims'
+    order reads the current time for pods that have not started, so either all or none of a
+    node's potential victims must have a start time."""
+
+    def __init__(self) -> None:
+        self._table: NodeTable | None = None
+        self._key: tuple[object, ...] | None = None
+        self._pdbs: list[ParsedPDB] = []  # keeps the budgets the key names by id alive
+        self._answers: dict[int, tuple[int, VictimSelection]] = {}
+
+    def begin(self, table: NodeTable, key: tuple[object, ...], pdbs: list[ParsedPDB]) -> None:
+        """Start serving a preemptor with ``key``: answers kept for another key are dropped."""
+        if table is not self._table or key != self._key:
+            self._table, self._key, self._pdbs = table, key, pdbs
+            self._answers = {}
+
+    def serve(self, index: int, row: int, nominees: list[PodInfo], results: list[VictimSelection | None]) -> bool:
+        """Put the kept answer for ``row`` in ``results[index]``, if there is a valid one."""
+        answer = self._answers.get(row)
+        if answer is None or nominees or self._table is None or answer[0] != self._table.row_version[row]:
+            return False
+        victims, num_violating, status = answer[1]
+        results[index] = VictimSelection(list(victims), num_violating, status)
+        return True
+
+    def keep(self, row: int, potential: list[PodInfo], selection: VictimSelection) -> None:
+        started = sum(1 for pod in potential if pod.start_time is not None)
+        if self._table is not None and started in (0, len(potential)):
+            self._answers[row] = (int(self._table.row_version[row]), selection)
+
+
 @dataclass(eq=False)
 class _Node:
     """One node's dry run."""
@@ -244,8 +278,10 @@ class VictimSelector:
     """Dry runs of one preemptor, in the scheduling cycle's state (which it never modifies)."""
 
     def __init__(self, fw: Framework, state: CycleState, pod: PodInfo, allowed: Allowed | None, sort: Sorter,
-                 pdbs: list[ParsedPDB], thorough: bool = True) -> None:
+                 pdbs: list[ParsedPDB], thorough: bool = True, kept: KeptSelections | None = None) -> None:
         self.fw = fw
+        #: Answers kept across preemptors (only with upstream's victim order and eligibility).
+        self.kept = kept
         self.state = state
         self.pod = pod
         self.allowed = allowed
@@ -333,36 +369,69 @@ class VictimSelector:
                        results: list[VictimSelection | None]) -> list[tuple[int, NodeInfo, list[PodInfo], int]]:
         """Answer the screened nodes whose dry run is arithmetic: the table's own nodes, where the
         filters that do not read pods pass (they pass whatever pods are evicted) and the preemptor
-        fits once every potential victim is gone; the others are left for the full dry run."""
+        fits once every potential victim is gone; the others are left for the full dry run.
+        Answers kept from an earlier preemptor of the same shape serve the rows unchanged since."""
         if not self.arithmetic or not screened or min(item[3] for item in screened) < 0:
             return screened
+        kept = self._kept()
+        if kept is not None:
+            screened = [item for item in screened if not kept.serve(item[0], item[3], item[2], results)]
+            if not screened:
+                return screened
         rows = np.array([item[3] for item in screened], dtype=np.int64)
         readers = self.fw.pod_readers
         try:
             _, ids, _ = self.fw.run_batch_filters(self.state, self.pod, self.table.batch(rows), lambda name: name not in readers)
         except StatusError:  # a plugin's error belongs to the node it happened on: the full dry run says which
             return screened
-        check = self.resource_check
-        assert check is not None
         rest = []
         for item, sid in zip(screened, ids.tolist(), strict=True):
-            index, info, nominees, _ = item
+            index, info, nominees, row = item
             potential = self._potential_victims(info) if sid < 0 else []
-            if not potential:
+            selection = self._arithmetic(info, potential, nominees) if potential else None
+            if selection is None:
                 rest.append(item)
                 continue
-            ordered = self.sort(potential)
-            violating, non_violating = filter_pods_with_pdb_violation(ordered, self.pdbs)
-            order = violating + non_violating
-            kept = check.reprieve(info, potential, nominees, order)
-            if kept is None:
-                rest.append(item)
-                continue
-            victims = [order[k] for k in kept]
-            if violating and non_violating:
-                victims = self.sort(victims)
-            results[index] = VictimSelection(victims, sum(1 for k in kept if k < len(violating)), None)
+            results[index] = selection
+            if kept is not None and not nominees:
+                kept.keep(row, potential, selection)
         return rest
+
+    def _arithmetic(self, info: NodeInfo, potential: list[PodInfo], nominees: list[PodInfo]) -> VictimSelection | None:
+        """``ResourceCheck.reprieve`` on the victims in upstream's order (PDB-violating first)."""
+        check = self.resource_check
+        assert check is not None
+        ordered = self.sort(potential)
+        violating, non_violating = filter_pods_with_pdb_violation(ordered, self.pdbs)
+        order = violating + non_violating
+        kept = check.reprieve(info, potential, nominees, order)
+        if kept is None:
+            return None
+        victims = [order[k] for k in kept]
+        if violating and non_violating:
+            victims = self.sort(victims)
+        return VictimSelection(victims, sum(1 for k in kept if k < len(violating)), None)
+
+    def _kept(self) -> KeptSelections | None:
+        """The kept answers, valid for this preemptor: the same signature fragments of the Filter
+        plugins that run (so the same verdicts from those that do not read pods, and the same
+        requests), priority, PodDisruptionBudgets and other objects; None when they cannot be kept."""
+        from kubesched.scheduler.framework.interface import SignPlugin
+
+        kept, objects_version = self.kept, self.fw.ctx.objects_version
+        if kept is None or objects_version is None:
+            return None
+        skip = self.state.skip_filter_plugins
+        fragments: list[object] = []
+        for plugin in self.fw.points["filter"]:
+            if plugin.name in skip:
+                continue
+            signed = plugin.sign_pod(self.pod) if isinstance(plugin, SignPlugin) else None
+            if signed is None or isinstance(signed, Status):
+                return None
+            fragments.append((plugin.name, signed))
+        kept.begin(self.table, (fragments, self.pod.priority, objects_version(), tuple(map(id, self.pdbs))), self.pdbs)
+        return kept
 
     def _prepare(self, index: int, info: NodeInfo, nominees: list[PodInfo],
                  results: list[VictimSelection | None]) -> _Node | None:
