@@ -344,9 +344,15 @@ class VictimSelector:
         if not self.thorough and check is not None:
             hopeless = check.hopeless_rows(self.table, rows, count, requests, self._nominee_totals(nodes, rows, check))
             answered = answered | hopeless
-        for i in np.flatnonzero(answered).tolist():
-            deferred = hopeless is not None and count[i] > 0
-            results[i] = VictimSelection([], 0, DEFERRED if deferred else self.no_victims)
+        # One answer object each for every node so answered: the evaluator only reads them.
+        no_victims, deferred = VictimSelection([], 0, self.no_victims), VictimSelection([], 0, DEFERRED)
+        answered_rows = np.flatnonzero(answered)
+        if hopeless is None:
+            for i in answered_rows.tolist():
+                results[i] = no_victims
+        else:
+            for i, has_victims in zip(answered_rows.tolist(), (count[answered_rows] > 0).tolist(), strict=True):
+                results[i] = deferred if has_victims else no_victims
         return [(i, nodes[i], self._nominees(nodes[i].name), int(rows[i])) for i in np.flatnonzero(~answered).tolist()]
 
     def _nominee_totals(self, nodes: list[NodeInfo], rows: np.ndarray, check: ResourceCheck) -> Nominees:

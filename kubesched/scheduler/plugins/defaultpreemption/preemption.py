@@ -445,10 +445,12 @@ class Evaluator:
                            offset: int, num_candidates: int) -> tuple[list[Candidate], list[tuple[str, Status]], list[Status]]:
         """Upstream ``DryRunPreemption`` as with parallelism 1: visit nodes from ``offset``, stop
         once there is a non-PDB-violating candidate and ``num_candidates`` in all. Each list of
-        candidates keeps at most ``num_candidates``; non-violating ones come first."""
+        candidates keeps at most ``num_candidates``; non-violating ones come first. The other
+        nodes' statuses are only gathered when something reads them (no candidate, or
+        explanations on): ``Preempt`` does not otherwise."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
-        outcomes: list[tuple[NodeInfo, Status]] = []
+        visited_chunks: list[tuple[list[NodeInfo], list[VictimSelection]]] = []
         thorough = self.record_candidates
         n = len(nodes)
         visited = 0
@@ -459,26 +461,37 @@ class Evaluator:
             rounds += 1
             chunk = [nodes[(offset + visited + j) % n] for j in range(size)]
             results = self.interface.select_victims_on_nodes(state, pod, chunk, pdbs, thorough)
-            for info, (victims, num_violations, status) in zip(chunk, results, strict=True):
-                visited += 1
+            visited += size
+            visited_chunks.append((chunk, results))
+            for i in [i for i, r in enumerate(results) if r.victims and is_success(r.status)]:
+                victims, num_violations, _ = results[i]
+                candidate = Candidate(chunk[i].name, Victims(victims, num_violations))
+                target = non_violating if num_violations == 0 else violating
+                if len(target) < num_candidates:
+                    target.append(candidate)
+                if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                    visited_chunks[-1] = (chunk[: i + 1], results[: i + 1])
+                    return non_violating + violating, *self._statuses(state, pod, pdbs, visited_chunks, False)
+        candidates = non_violating + violating
+        return candidates, *self._statuses(state, pod, pdbs, visited_chunks, not candidates)
+
+    def _statuses(self, state: CycleState, pod: PodInfo, pdbs: list[ParsedPDB],
+                  visited_chunks: list[tuple[list[NodeInfo], list[VictimSelection]]],
+                  needed: bool) -> tuple[list[tuple[str, Status]], list[Status]]:
+        """The non-candidates' statuses and the errors among them, in visiting order, when
+        ``needed`` or explanations are on (empty otherwise); deferred nodes are dry-run thoroughly
+        first when the statuses are ``needed``."""
+        if not needed and not self.record_candidates:
+            return [], []
+        outcomes: list[tuple[NodeInfo, Status]] = []
+        for chunk, results in visited_chunks:
+            for info, (victims, _, status) in zip(chunk, results, strict=True):
                 if is_success(status) and victims:
-                    candidate = Candidate(info.name, Victims(victims, num_violations))
-                    target = non_violating if num_violations == 0 else violating
-                    if len(target) < num_candidates:
-                        target.append(candidate)
-                    if non_violating and len(non_violating) + len(violating) >= num_candidates:
-                        return non_violating + violating, *self._statuses(state, pod, pdbs, outcomes, False)
                     continue
                 if not failed(status):
                     status = Status.from_error(RuntimeError(f'expected at least one victim pod on node "{info.name}"'))
+                assert status is not None
                 outcomes.append((info, status))
-        candidates = non_violating + violating
-        return candidates, *self._statuses(state, pod, pdbs, outcomes, not candidates)
-
-    def _statuses(self, state: CycleState, pod: PodInfo, pdbs: list[ParsedPDB], outcomes: list[tuple[NodeInfo, Status]],
-                  needed: bool) -> tuple[list[tuple[str, Status]], list[Status]]:
-        """The non-candidates' statuses and the errors among them; deferred nodes are dry-run
-        thoroughly first when the statuses are ``needed``."""
         deferred = [i for i, (_, status) in enumerate(outcomes) if status is DEFERRED]
         if needed and deferred:
             results = self.interface.select_victims_on_nodes(state, pod, [outcomes[i][0] for i in deferred], pdbs, True)
