@@ -1113,10 +1113,10 @@ def test_dry_run_answers_kept_across_preemptors_match_fresh_dry_runs(monkeypatch
     served = []
     serve = KeptSelections.serve
 
-    def counting(self: KeptSelections, *args: Any) -> bool:
-        hit = serve(self, *args)
-        served.append(hit)
-        return hit
+    def counting(self: KeptSelections, screened: list, results: list) -> list:
+        rest = serve(self, screened, results)
+        served.append((len(screened) - len(rest), len(rest)))
+        return rest
 
     monkeypatch.setattr(KeptSelections, "serve", counting)
     rng = random.Random(23)
@@ -1163,4 +1163,21 @@ def test_dry_run_answers_kept_across_preemptors_match_fresh_dry_runs(monkeypatch
         for node_info, a, b in zip(infos, got, fresh_run, strict=True):
             assert (names_of(a.victims), a.num_pdb_violations, a.status) == (names_of(b.victims), b.num_pdb_violations, b.status), \
                 node_info.name
-    assert any(served) and not all(served)
+    assert sum(hits for hits, _ in served) and sum(misses for _, misses in served)
+
+
+def test_default_criteria_in_one_pass_pick_as_applying_them_in_turn() -> None:
+    """``pick_one_node_for_preemption`` with upstream's criteria (one pass, lexicographic) agrees
+    with applying the same criteria one after another, node and deciding criterion alike."""
+    from kubesched.scheduler.plugins.defaultpreemption.preemption import Victims, default_score_funcs
+
+    rng = random.Random(17)
+    now = VIRTUAL_EPOCH
+    for _ in range(400):
+        victims = {}
+        for n in range(rng.randrange(2, 7)):
+            pods = [PodInfo(pod(f"v{n}-{i}", priority=rng.choice([LOW, MID]),
+                                started=rng.choice([None, 1.0, 2.0]))) for i in range(rng.randrange(1, 4))]
+            victims[f"n{n}"] = Victims(pods, rng.choice([0, 0, 1]))
+        assert pick_one_node_for_preemption(victims, None, now) == \
+            pick_one_node_for_preemption(victims, default_score_funcs(victims, now), now)

@@ -218,8 +218,11 @@ class NominatedOverlay:
     def nominees_for(self, name: str, pod: PodInfo) -> list[PodInfo]:
         """The pods nominated to node ``name`` that count for ``pod``: priority at least its own,
         other than itself (upstream's ``addGENominatedPods`` filter)."""
+        pods = self.nominees.get(name)
+        if pods is None:
+            return []
         priority, uid = pod.priority, pod.uid
-        return [p for p in self.nominees.get(name, ()) if p.priority >= priority and p.uid != uid]
+        return [p for p in pods if p.priority >= priority and p.uid != uid]
 
     def nominated_names(self) -> Iterable[str]:
         return self.nominees.keys()

@@ -238,14 +238,23 @@ class KeptSelections:
             self._table, self._key, self._pdbs = table, key, pdbs
             self._answers = {}
 
-    def serve(self, index: int, row: int, nominees: list[PodInfo], results: list[VictimSelection | None]) -> bool:
-        """Put the kept answer for ``row`` in ``results[index]``, if there is a valid one."""
-        answer = self._answers.get(row)
-        if answer is None or nominees or self._table is None or answer[0] != self._table.row_version[row]:
-            return False
-        victims, num_violating, status = answer[1]
-        results[index] = VictimSelection(list(victims), num_violating, status)
-        return True
+    def serve(self, screened: list[tuple[int, NodeInfo, list[PodInfo], int]],
+              results: list[VictimSelection | None]) -> list[tuple[int, NodeInfo, list[PodInfo], int]]:
+        """Put the valid kept answers of the screened nodes (index, node, nominees, row) in
+        ``results``; the nodes left without one."""
+        table, answers = self._table, self._answers
+        if table is None or not answers:
+            return screened
+        rows = np.array([item[3] for item in screened], dtype=np.int64)
+        versions = table.row_version[rows].tolist()
+        rest = []
+        for item, version in zip(screened, versions, strict=True):
+            answer = answers.get(item[3])
+            if answer is None or item[2] or answer[0] != version:
+                rest.append(item)
+            else:
+                results[item[0]] = answer[1]  # an immutable tuple; its victims are only read
+        return rest
 
     def keep(self, row: int, potential: list[PodInfo], selection: VictimSelection) -> None:
         started = sum(1 for pod in potential if pod.start_time is not None)
@@ -381,7 +390,7 @@ class VictimSelector:
             return screened
         kept = self._kept()
         if kept is not None:
-            screened = [item for item in screened if not kept.serve(item[0], item[3], item[2], results)]
+            screened = kept.serve(screened, results)
             if not screened:
                 return screened
         rows = np.array([item[3] for item in screened], dtype=np.int64)

@@ -260,6 +260,8 @@ def pick_one_node_for_preemption(victims: Mapping[str, Victims], score_funcs: li
     number of criteria when the first remaining node was taken)."""
     if not victims:
         return "", 0
+    if not score_funcs and len(victims) > 1 and all(found.pods for found in victims.values()):
+        return _pick_by_default_criteria(victims, now)
     remaining = list(victims)
     funcs = score_funcs or default_score_funcs(victims, now)
     for index, func in enumerate(funcs):
@@ -269,6 +271,35 @@ def pick_one_node_for_preemption(victims: Mapping[str, Victims], score_funcs: li
         if len(remaining) == 1:
             return remaining[0], index
     return remaining[0], len(funcs)
+
+
+def _pick_by_default_criteria(victims: Mapping[str, Victims], now: float) -> tuple[str, int]:
+    """``pick_one_node_for_preemption`` with upstream's criteria in one pass: applying them in
+    turn, each among the nodes tied on the previous ones, picks the first node whose scores are
+    greatest in lexicographic order; the criterion that decided is the first one after which
+    no other node ties with it."""
+    scores = [(node, _default_scores(found, now)) for node, found in victims.items()]
+    best_node, best = scores[0]
+    for node, score in scores[1:]:
+        if score > best:
+            best_node, best = node, score
+    count = len(best)
+    for index in range(count):
+        prefix = best[: index + 1]
+        if sum(1 for _, score in scores if score[: index + 1] == prefix) == 1:
+            return best_node, index
+    return best_node, count
+
+
+def _default_scores(found: Victims, now: float) -> tuple[float, ...]:
+    """The node's scores under ``default_score_funcs``' criteria, in their order."""
+    pods = found.pods
+    total = 0
+    for pod in pods:
+        total += pod.priority + MAX_INT32 + 1
+    earliest = earliest_pod_start_time(found, now)
+    return (-found.num_pdb_violations, -pods[0].priority, -total, -len(pods),
+            float("-inf") if earliest is None else earliest)
 
 
 def summarize(candidate: Candidate, now: float) -> CandidateSummary:
@@ -439,7 +470,8 @@ class Evaluator:
             return [], [], []
         pdbs = self.pdbs.parse(self.handle.objects("PodDisruptionBudget"))
         offset, num_candidates = self.interface.get_offset_and_num_candidates(len(rows))
-        return self.dry_run_preemption(state, pod, [table.infos[r] for r in rows], pdbs, offset, num_candidates)
+        infos = table.infos
+        return self.dry_run_preemption(state, pod, [infos[r] for r in rows.tolist()], pdbs, offset, num_candidates)
 
     def dry_run_preemption(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], pdbs: list[ParsedPDB],
                            offset: int, num_candidates: int) -> tuple[list[Candidate], list[tuple[str, Status]], list[Status]]:
