@@ -24,7 +24,7 @@ from typing import Protocol, cast
 
 import numpy as np
 
-from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.api.types import PodInfo
 from kubesched.scheduler.nodetable.table import NodeTable
 
 _NO_ROWS = np.empty(0, dtype=np.int64)
@@ -224,9 +224,6 @@ class NominatedOverlay:
         priority, uid = pod.priority, pod.uid
         return [p for p in pods if p.priority >= priority and p.uid != uid]
 
-    def nominated_names(self) -> Iterable[str]:
-        return self.nominees.keys()
-
 
 _OVERLAYS: weakref.WeakKeyDictionary[NodeTable, NominatedOverlay] = weakref.WeakKeyDictionary()
 
@@ -242,10 +239,3 @@ def nominated_overlay(table: NodeTable, nominator: object) -> NominatedOverlay |
     overlay.sync()
     return overlay
 
-
-def copy_with(info: NodeInfo, pods: Iterable[PodInfo]) -> NodeInfo:
-    """A copy of ``info`` with ``pods`` added."""
-    copy = info.clone()
-    for pod in pods:
-        copy.add_pod(pod)
-    return copy
