@@ -23,6 +23,7 @@ from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.scheduler.framework.extender import EXTENDER_NAME, Extender
 from kubesched.scheduler.framework.interface import BatchScorePlugin
+from kubesched.scheduler.framework.nominated import NomineeChecks, nominated_overlay
 from kubesched.scheduler.framework.runtime import Framework, ScoreResult
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
@@ -367,14 +368,16 @@ class Algorithm:
         n_all = len(rotated)
         first_pos, ids, statuses = self._batched_filters(fw, state, pod, table, rotated)
         statuses = list(statuses)
-        nominees = _positions_with_nominees(fw, pod, table, rotated)
+        checks = _nominee_checks(fw, pod, table)
+        nominees = _positions_with_nominees(fw, pod, table, rotated, checks)
         if fw.has_classic_filters:
-            passed, processed = self._per_node_pass(fw, state, pod, table, rotated, first_pos, ids, statuses, to_find, nominees)
+            passed, processed = self._per_node_pass(fw, state, pod, table, rotated, first_pos, ids, statuses, to_find,
+                                                    set(nominees.tolist()))
         else:
             passed = ids < 0
             processed = n_all
-            if nominees:
-                self._nominee_pass(fw, state, pod, table, rotated, passed, ids, statuses, to_find, nominees)
+            if len(nominees):
+                self._nominee_pass(fw, state, pod, table, rotated, passed, ids, statuses, to_find, nominees, checks)
         positions = np.flatnonzero(passed[:processed])
         if len(positions) > to_find:
             processed = int(positions[to_find - 1]) + 1
@@ -469,26 +472,23 @@ class Algorithm:
 
     @staticmethod
     def _nominee_pass(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
-                      passed: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int, nominees: set[int]) -> None:
-        """Re-check, with and without their nominated pods, the nodes that have some, in visiting
-        order until enough nodes pass before the next one (upstream would never reach it). With a
-        cycle state no PreFilter extension updates, the main pass already is the check without
-        nominees, and one batch over a scratch table of all those nodes is the check with them."""
-        ordered = sorted(nominees)
-        batched = None
+                      passed: np.ndarray, ids: np.ndarray, statuses: list[Status], to_find: int, nominees: np.ndarray,
+                      checks: NomineeChecks | None) -> None:
+        """Re-check, with and without their nominated pods, the nodes that have some (``nominees``:
+        their positions, ascending), in visiting order until enough nodes pass before the next one
+        (upstream would never reach it). With a cycle state no PreFilter extension updates, the
+        main pass already is the check without nominees, and one batch over the nominated-pod
+        overlay (or a scratch table of all those nodes) is the check with them."""
         if fw.options.fast_paths and not fw.has_active_pre_filter_extensions(state):
-            batched = fw.filter_with_nominated_pods(state, pod, [table.infos[rotated[p]] for p in ordered])
+            failures, found = _filter_with_nominees(fw, state, pod, table, rotated[nominees], checks)
+            _apply_nominee_failures(nominees, failures, found, passed, ids, statuses, to_find)
+            return
         feasible_before = np.cumsum(passed) - passed
         lost = 0
-        for k, position in enumerate(ordered):
+        for position in nominees.tolist():
             if feasible_before[position] - lost >= to_find:
                 return
-            if batched is None:
-                status = fw.run_filters_with_nominated_pods(state, pod, table.infos[rotated[position]])
-            elif batched[k] is not None:
-                status = batched[k]
-            else:
-                continue  # fits beside its nominees: the main pass's verdict stands
+            status = fw.run_filters_with_nominated_pods(state, pod, table.infos[rotated[position]])
             lost += int(passed[position]) - (status is None)
             passed[position] = status is None
             if status is None:
@@ -639,17 +639,70 @@ def _record(position: int, status: Status, ids: np.ndarray, statuses: list[Statu
     ids[position] = len(statuses) - 1
 
 
-def _positions_with_nominees(fw: Framework, pod: PodInfo, table: NodeTable, rotated: np.ndarray) -> set[int]:
-    """Positions in ``rotated`` of the nodes with other pods of higher or equal priority nominated
-    to them: the pod must fit there with those pods too."""
-    nominated_node_names = getattr(fw.ctx.nominator, "nominated_node_names", None)
-    names = nominated_node_names() if nominated_node_names is not None else None
-    if not names:
-        return set()
-    rows = [table.row_of[name] for name in names if name in table.row_of and any(
-        p.priority >= pod.priority and p.uid != pod.uid for p in fw.nominated_pods_for_node(name))]
-    if not rows:
-        return set()
+def _nominee_checks(fw: Framework, pod: PodInfo, table: NodeTable) -> NomineeChecks | None:
+    """The nominated-pod overlay's answer for ``pod``; None when the nominator keeps no journal."""
+    overlay = nominated_overlay(table, fw.ctx.nominator)
+    return None if overlay is None else overlay.checks_for(pod)
+
+
+def _positions_with_nominees(fw: Framework, pod: PodInfo, table: NodeTable, rotated: np.ndarray,
+                             checks: NomineeChecks | None) -> np.ndarray:
+    """Positions in ``rotated`` (ascending) of the nodes with other pods of higher or equal
+    priority nominated to them: the pod must fit there with those pods too."""
+    if checks is not None:
+        rows = np.concatenate([checks.rows, np.array([table.row_of[name] for name in checks.mixed], dtype=np.int64)])
+    else:
+        nominated_node_names = getattr(fw.ctx.nominator, "nominated_node_names", None)
+        names = nominated_node_names() if nominated_node_names is not None else None
+        rows = np.array([table.row_of[name] for name in names or () if name in table.row_of and any(
+            p.priority >= pod.priority and p.uid != pod.uid for p in fw.nominated_pods_for_node(name))], dtype=np.int64)
+    if not len(rows):
+        return rows
     position_of_row = np.full(table.n, -1, dtype=np.int64)
     position_of_row[rotated] = np.arange(len(rotated))
-    return {int(p) for p in position_of_row[rows] if p >= 0}
+    positions = position_of_row[rows]
+    return np.sort(positions[positions >= 0])
+
+
+def _filter_with_nominees(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, rows: np.ndarray,
+                          checks: NomineeChecks | None) -> tuple[np.ndarray, list[Status]]:
+    """Per row of ``rows`` (nodes with nominees), the batch filters' failure with the nominees
+    added (an index into the statuses returned; -1 where the pod fits beside them): the overlay's
+    rows in one batch, the nodes it does not stand for copied (``Framework.filter_with_nominated_pods``)."""
+    failures = np.full(len(rows), -1, dtype=np.int64)
+    found: list[Status] = []
+    copied = np.arange(len(rows))
+    if checks is not None:
+        view_of = np.full(table.n, -1, dtype=np.int64)
+        view_of[checks.rows] = checks.view_rows
+        view_rows = view_of[rows]
+        in_view = np.flatnonzero(view_rows >= 0)
+        if len(in_view):
+            _, ids, found = fw.run_batch_filters(state, pod, checks.view.batch(view_rows[in_view]))
+            failures[in_view] = ids
+        copied = np.flatnonzero(view_rows < 0)
+    if len(copied):
+        statuses = fw.filter_with_nominated_pods(state, pod, [table.infos[r] for r in rows[copied].tolist()])
+        for position, status in zip(copied.tolist(), statuses, strict=True):
+            if status is not None:
+                found.append(status)
+                failures[position] = len(found) - 1
+    return failures, found
+
+
+def _apply_nominee_failures(nominees: np.ndarray, failures: np.ndarray, found: list[Status], passed: np.ndarray,
+                            ids: np.ndarray, statuses: list[Status], to_find: int) -> None:
+    """Record the failures beside nominees, in visiting order, up to the first position with
+    enough feasible nodes before it (counting the nodes lost to nominees before it)."""
+    failed = failures >= 0
+    lost = passed[nominees] & failed
+    lost_before = np.cumsum(lost) - lost
+    enough = np.flatnonzero(np.cumsum(passed)[nominees] - passed[nominees] - lost_before >= to_find)
+    stop = int(enough[0]) if len(enough) else len(nominees)
+    chosen = np.flatnonzero(failed[:stop])
+    if not len(chosen):
+        return
+    positions = nominees[chosen]
+    passed[positions] = False
+    ids[positions] = failures[chosen] + len(statuses)
+    statuses.extend(found)

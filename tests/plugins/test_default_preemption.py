@@ -1103,3 +1103,81 @@ def test_a_pod_matching_two_pdbs_violates_if_either_is_exhausted() -> None:
 def test_parsed_pdbs_keep_the_status() -> None:
     [parsed] = parse_pdbs({"x": pdb("foo", APP_FOO, 3, disrupted=("a",))})
     assert parsed == ParsedPDB("default", "foo", parsed.selector, 3, frozenset({"a"}))
+
+
+def test_dry_run_answers_kept_across_preemptors_match_fresh_dry_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers kept for the next preemptor of the same shape (``KeptSelections``) are those a dry
+    run without them gives, through pod, node, budget and object changes between preemptors."""
+    from kubesched.scheduler.plugins.defaultpreemption._dry_run import KeptSelections, VictimSelector
+
+    served = []
+    serve = KeptSelections.serve
+
+    def counting(self: KeptSelections, screened: list, results: list) -> list:
+        rest = serve(self, screened, results)
+        served.append((len(screened) - len(rest), len(rest)))
+        return rest
+
+    monkeypatch.setattr(KeptSelections, "serve", counting)
+    rng = random.Random(23)
+    nodes = [node(f"n{i}/z{i % 2}", {"cpu": "2", "memory": "8Gi"}) for i in range(8)]
+    env = build(nodes, [])
+    objects_version = [0]
+    env.fw.ctx.objects_version = lambda: objects_version[0]
+    budget = rng.randrange(3)
+    for serial in range(120):
+        roll = rng.random()
+        infos = env.table.infos[: env.table.n]
+        if roll < 0.45:
+            info = rng.choice(infos)
+            cpu = rng.choice([100, 300, 500, 900])
+            if info.requested.get("cpu", 0) + cpu <= 2000:
+                started = rng.randrange(50) if rng.random() < 0.6 else None
+                p = PodInfo(pod(f"p{serial}", node=info.name, priority=rng.choice([LOW, MID]), req={"cpu": f"{cpu}m"},
+                                started=started, labels={"app": "db"} if rng.random() < 0.4 else {}))
+                info.add_pod(p)
+                env.table.pod_added(info, p)
+        elif roll < 0.7:
+            info = rng.choice(infos)
+            if info.pods:
+                victim = info.remove_pod(rng.choice(sorted(info.pods)))
+                assert victim is not None
+                env.table.pod_removed(info, victim)
+        elif roll < 0.75:
+            budget = rng.randrange(3)
+        elif roll < 0.8:
+            objects_version[0] += 1
+        elif roll < 0.85:
+            old = rng.choice(infos)
+            fresh = NodeInfo(node(f"{old.name}/z{rng.randrange(2)}", {"cpu": rng.choice(["2", "3"]), "memory": "8Gi"}))
+            for p in old.pods.values():
+                fresh.add_pod(p)
+            env.table.set_node(fresh)
+        preemptor = pod("in", priority=rng.choice([HIGH, HIGH, VERY_HIGH]), req={"cpu": f"{rng.choice([1200, 1200, 1500])}m"})
+        budgets = parse_pdbs({"x": pdb("db", {"app": "db"}, budget)}) if budget else []
+        state, info = env.state_for(preemptor)
+        infos = env.sorted_infos()
+        thorough = rng.random() < 0.3
+        got = env.plugin.select_victims_on_nodes(state, info, infos, budgets, thorough=thorough)
+        fresh_run = VictimSelector(env.fw, state, info, None, env.plugin._sorter(), budgets, thorough).select(infos)
+        for node_info, a, b in zip(infos, got, fresh_run, strict=True):
+            assert (names_of(a.victims), a.num_pdb_violations, a.status) == (names_of(b.victims), b.num_pdb_violations, b.status), \
+                node_info.name
+    assert sum(hits for hits, _ in served) and sum(misses for _, misses in served)
+
+
+def test_default_criteria_in_one_pass_pick_as_applying_them_in_turn() -> None:
+    """``pick_one_node_for_preemption`` with upstream's criteria (one pass, lexicographic) agrees
+    with applying the same criteria one after another, node and deciding criterion alike."""
+    from kubesched.scheduler.plugins.defaultpreemption.preemption import Victims, default_score_funcs
+
+    rng = random.Random(17)
+    now = VIRTUAL_EPOCH
+    for _ in range(400):
+        victims = {}
+        for n in range(rng.randrange(2, 7)):
+            pods = [PodInfo(pod(f"v{n}-{i}", priority=rng.choice([LOW, MID]),
+                                started=rng.choice([None, 1.0, 2.0]))) for i in range(rng.randrange(1, 4))]
+            victims[f"n{n}"] = Victims(pods, rng.choice([0, 0, 1]))
+        assert pick_one_node_for_preemption(victims, None, now) == \
+            pick_one_node_for_preemption(victims, default_score_funcs(victims, now), now)

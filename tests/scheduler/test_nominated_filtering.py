@@ -99,3 +99,36 @@ def test_lower_priority_nominees_are_ignored():
     fw, table = build_framework(OnePodPerNode, nodes=("n1",), nominator=Nominator({"n1": [PodInfo(make_pod("low", priority=-1))]}))
     feasible, _ = asyncio.run(Algorithm(100, random.Random(0)).find_nodes_that_fit(fw, CycleState(), POD, table))
     assert [table.names[int(row)] for row in feasible] == ["n1"]
+
+
+def test_nominee_failures_apply_in_visiting_order_up_to_enough_feasible_nodes() -> None:
+    """The vectorised application of the failures beside nominees does what the node-by-node
+    pass does: in visiting order, stop before a position with ``to_find`` feasible nodes before
+    it (nodes lost to nominees not counted), and record each failure there."""
+    from kubesched.scheduler.schedule_one import _apply_nominee_failures
+
+    rng = random.Random(3)
+    for _ in range(300):
+        n = rng.randrange(1, 40)
+        passed = np.array([rng.random() < 0.5 for _ in range(n)])
+        nominees = np.array(sorted(rng.sample(range(n), rng.randrange(0, n + 1))), dtype=np.int64)
+        found = [Status(Code.Unschedulable, f"s{i}") for i in range(3)]
+        failures = np.array([rng.choice([-1, 0, 1, 2]) for _ in nominees], dtype=np.int64)
+        to_find = rng.randrange(1, 6)
+        ids = np.where(passed, -1, 0).astype(np.int32)
+        statuses = [Status(Code.Unschedulable, "main")]
+        want_passed, want = passed.copy(), {}
+        feasible_before = np.cumsum(passed) - passed
+        lost = 0
+        for k, position in enumerate(nominees.tolist()):
+            if feasible_before[position] - lost >= to_find:
+                break
+            if failures[k] < 0:
+                continue
+            lost += int(want_passed[position])
+            want_passed[position] = False
+            want[position] = found[failures[k]].message()
+        _apply_nominee_failures(nominees, failures, found, passed, ids, statuses, to_find)
+        assert passed.tolist() == want_passed.tolist()
+        got = {p: statuses[ids[p]].message() for p in range(n) if statuses[ids[p]].message() != "main" and ids[p] >= 0}
+        assert got == want

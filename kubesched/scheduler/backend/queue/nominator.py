@@ -9,6 +9,7 @@ them to its current PodInfo when asked.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -35,6 +36,20 @@ class PodRef(NamedTuple):
         return PodInfo({"metadata": {"name": self.name, "namespace": self.namespace, "uid": self.uid}})
 
 
+class NominationJournal:
+    """Names of the nodes whose nominated pods may have changed since the holder last drained it
+    (what lets ``framework.nominated.NominatedOverlay`` rewrite only those)."""
+
+    __slots__ = ("__weakref__", "nodes")
+
+    def __init__(self) -> None:
+        self.nodes: set[str] = set()
+
+    def drain(self) -> set[str]:
+        nodes, self.nodes = self.nodes, set()
+        return nodes
+
+
 class Nominator:
     def __init__(self, pod_lister: PodLister | None = None) -> None:
         self._pod_lister = pod_lister
@@ -42,6 +57,24 @@ class Nominator:
         self.nominated_pods: dict[str, list[PodRef]] = {}
         #: pod uid -> node name.
         self.nominated_pod_to_node: dict[str, str] = {}
+        self._journals: weakref.WeakSet[NominationJournal] = weakref.WeakSet()
+
+    def journal(self) -> NominationJournal:
+        """A new journal, told of every change from now on."""
+        journal = NominationJournal()
+        self._journals.add(journal)
+        return journal
+
+    def touch(self, uid: str) -> None:
+        """The pod with ``uid`` left the queue or came back to it: if it is nominated, how it is
+        seen on its node (in full, or by its identity only while in flight) changed."""
+        node_name = self.nominated_pod_to_node.get(uid)
+        if node_name is not None:
+            self._changed(node_name)
+
+    def _changed(self, node_name: str) -> None:
+        for journal in self._journals:
+            journal.nodes.add(node_name)
 
     def add(self, pod: PodInfo, nominating_info: NominatingInfo | None) -> None:
         """Nominate ``pod``: to the given node (Override) or to its status' node (Noop/None)."""
@@ -57,6 +90,7 @@ class Nominator:
         refs = self.nominated_pods.setdefault(node_name, [])
         if all(ref.uid != pod.uid for ref in refs):
             refs.append(PodRef(pod.namespace, pod.name, pod.uid))
+        self._changed(node_name)
 
     def _alive_and_unbound(self, pod: PodInfo) -> bool:
         """Upstream checks the pod lister: a deleted or already bound pod must not be nominated."""
@@ -85,6 +119,7 @@ class Nominator:
         node_name = self.nominated_pod_to_node.pop(pod.uid, None)
         if node_name is None:
             return
+        self._changed(node_name)
         refs = self.nominated_pods.get(node_name, [])
         for i, ref in enumerate(refs):
             if ref.uid == pod.uid:

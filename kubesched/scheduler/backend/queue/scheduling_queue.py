@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.backend.queue.active_queue import ActiveQueue
 from kubesched.scheduler.backend.queue.backoff_queue import ORDERING_WINDOW, BackoffQueue
-from kubesched.scheduler.backend.queue.nominator import Nominator, PodLister
+from kubesched.scheduler.backend.queue.nominator import NominationJournal, Nominator, PodLister
 from kubesched.scheduler.backend.queue.recorder import QueueRecorder
 from kubesched.scheduler.backend.queue.unschedulable_pods import UnschedulablePods
 from kubesched.scheduler.framework.events import (
@@ -244,6 +244,7 @@ class SchedulingQueue:
                     return None
                 self._recorder.incoming("active", POP_FROM_BACKOFF_Q)
             if active.move_to_in_flight(qpi):
+                self._nominator.touch(qpi.uid)
                 return qpi
 
     def done(self, uid: str) -> None:
@@ -262,6 +263,7 @@ class SchedulingQueue:
             self._add_unschedulable(qpi, pod_scheduling_cycle)
         finally:
             self._active.done(qpi.uid)
+            self._nominator.touch(qpi.uid)
 
     def _add_unschedulable(self, qpi: QueuedPodInfo, cycle: int) -> None:
         key = qpi.key
@@ -369,6 +371,11 @@ class SchedulingQueue:
     def nominated_node_names(self) -> list[str]:
         """Nodes that have pods nominated to them (the filter checks only these for nominees)."""
         return list(self._nominator.nominated_pods)
+
+    def nomination_journal(self) -> NominationJournal:
+        """A journal of the nodes whose nominated pods change from now on (pods nominated or no
+        longer, and nominees leaving the queue for a cycle or coming back)."""
+        return self._nominator.journal()
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         """Pods nominated to ``node_name``, as the queue currently knows them (upstream ``NominatedPodsForNode``).

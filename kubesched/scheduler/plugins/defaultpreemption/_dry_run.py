@@ -31,6 +31,7 @@ import numpy as np
 
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.nominated import nominated_overlay
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import PODS, NodeTable
 from kubesched.scheduler.plugins.defaultpreemption._levels import PriorityLevels, priority_levels
@@ -154,6 +155,37 @@ class ResourceCheck:
             out |= amount > table.allocatable[index, rows] - used
         return out
 
+    def reprieve(self, info: NodeInfo, potential: list[PodInfo], nominees: list[PodInfo],
+                 order: list[PodInfo]) -> list[int] | None:
+        """The dry run of a node where NodeResourcesFit is the only Filter plugin that reads the
+        pods on it (the others pass): the positions in ``order`` of the pods that stay victims,
+        putting them back one by one on the node without ``potential`` and with ``nominees``; None
+        when the preemptor does not fit even with every potential victim gone."""
+        allocatable = info.allocatable
+        count = len(info.pods) - len(potential) + len(nominees)
+        free = {}
+        for name, _ in self.checked:
+            used = info.requested.get(name, 0)
+            for victim in potential:
+                used -= victim.requests.get(name, 0)
+            for nominee in nominees:
+                used += nominee.requests.get(name, 0)
+            free[name] = allocatable.get(name, 0) - used
+        pods_allowed = allocatable.get("pods", 0)
+        checked = self.checked
+        if count + 1 > pods_allowed or any(amount > free[name] for name, amount in checked):
+            return None
+        victims = []
+        for position, pod in enumerate(order):
+            requests = pod.requests
+            if count + 2 > pods_allowed or any(amount > free[name] - requests.get(name, 0) for name, amount in checked):
+                victims.append(position)
+                continue
+            count += 1
+            for name, _ in checked:
+                free[name] -= requests.get(name, 0)
+        return victims
+
     def rejects(self, info: NodeInfo, pod: PodInfo) -> bool:
         """Whether the preemptor fails the test on ``info`` once ``pod`` is added to it."""
         allocatable, requested, extra = info.allocatable, info.requested, pod.requests
@@ -187,6 +219,49 @@ class Nominees:
         return cls(count, requests)
 
 
+class KeptSelections:
+    """Arithmetic dry-run answers per row of the scheduler's table, for the next preemptor of the
+    same shape: a row's answer stands while the row is unchanged (its version in the table) and
+    the row has no nominees. Only answers that do not depend on the time are kept: the victims'
+    order reads the current time for pods that have not started, so either all or none of a
+    node's potential victims must have a start time."""
+
+    def __init__(self) -> None:
+        self._table: NodeTable | None = None
+        self._key: tuple[object, ...] | None = None
+        self._pdbs: list[ParsedPDB] = []  # keeps the budgets the key names by id alive
+        self._answers: dict[int, tuple[int, VictimSelection]] = {}
+
+    def begin(self, table: NodeTable, key: tuple[object, ...], pdbs: list[ParsedPDB]) -> None:
+        """Start serving a preemptor with ``key``: answers kept for another key are dropped."""
+        if table is not self._table or key != self._key:
+            self._table, self._key, self._pdbs = table, key, pdbs
+            self._answers = {}
+
+    def serve(self, screened: list[tuple[int, NodeInfo, list[PodInfo], int]],
+              results: list[VictimSelection | None]) -> list[tuple[int, NodeInfo, list[PodInfo], int]]:
+        """Put the valid kept answers of the screened nodes (index, node, nominees, row) in
+        ``results``; the nodes left without one."""
+        table, answers = self._table, self._answers
+        if table is None or not answers:
+            return screened
+        rows = np.array([item[3] for item in screened], dtype=np.int64)
+        versions = table.row_version[rows].tolist()
+        rest = []
+        for item, version in zip(screened, versions, strict=True):
+            answer = answers.get(item[3])
+            if answer is None or item[2] or answer[0] != version:
+                rest.append(item)
+            else:
+                results[item[0]] = answer[1]  # an immutable tuple; its victims are only read
+        return rest
+
+    def keep(self, row: int, potential: list[PodInfo], selection: VictimSelection) -> None:
+        started = sum(1 for pod in potential if pod.start_time is not None)
+        if self._table is not None and started in (0, len(potential)):
+            self._answers[row] = (int(self._table.row_version[row]), selection)
+
+
 @dataclass(eq=False)
 class _Node:
     """One node's dry run."""
@@ -212,8 +287,10 @@ class VictimSelector:
     """Dry runs of one preemptor, in the scheduling cycle's state (which it never modifies)."""
 
     def __init__(self, fw: Framework, state: CycleState, pod: PodInfo, allowed: Allowed | None, sort: Sorter,
-                 pdbs: list[ParsedPDB], thorough: bool = True) -> None:
+                 pdbs: list[ParsedPDB], thorough: bool = True, kept: KeptSelections | None = None) -> None:
         self.fw = fw
+        #: Answers kept across preemptors (only with upstream's victim order and eligibility).
+        self.kept = kept
         self.state = state
         self.pod = pod
         self.allowed = allowed
@@ -226,9 +303,13 @@ class VictimSelector:
         self.levels: PriorityLevels | None = priority_levels(self.table) if allowed is None else None
         self.resource_check = ResourceCheck.of(fw, state, pod)
         nominator = fw.ctx.nominator
+        #: The nominated pods of every node, kept incrementally (None: ask the nominator per node).
+        self.overlay = nominated_overlay(self.table, nominator)
         names = getattr(nominator, "nominated_node_names", None)
         #: Nodes with nominated pods (None: ask for every node).
-        self.nominated_nodes: set[str] | None = set(names()) if names is not None else None
+        self.nominated_nodes: set[str] | None = set(names()) if names is not None and self.overlay is None else None
+        #: Whether the dry run is NodeResourcesFit's arithmetic (``ResourceCheck.reprieve``).
+        self.arithmetic = self.shared and self.resource_check is not None and _resources_only(fw, state)
         self.no_victims = Status(Code.UnschedulableAndUnresolvable, NO_VICTIMS)
         self.main: NodeTable = _EMPTY
         self.nominated: NodeTable = _EMPTY
@@ -236,7 +317,7 @@ class VictimSelector:
     def select(self, nodes: list[NodeInfo]) -> list[VictimSelection]:
         results: list[VictimSelection | None] = [None] * len(nodes)
         work = []
-        for index, info, nominees, source_row in self._screen(nodes, results):
+        for index, info, nominees, source_row in self._by_arithmetic(self._screen(nodes, results), results):
             node = self._prepare(index, info, nominees, results)
             if node is not None:
                 node.source_row = source_row
@@ -260,9 +341,9 @@ class VictimSelector:
         """The nodes that need a dry run, with their nominees; the others are answered "no
         victims", or (unless thorough) DEFERRED when NodeResourcesFit's test fails even with every
         potential victim gone. From the table's columns when the nodes are the scheduler's own."""
-        nominees = [self._nominees(info.name) for info in nodes]
         rows = self._rows(nodes)
         if rows is None or self.levels is None:
+            nominees = [self._nominees(info.name) for info in nodes]
             return [(i, info, nominees[i], -1) for i, info in enumerate(nodes)
                     if self._shortcut(i, info, nominees[i], results)]
         count, requests = self.levels.below(self.pod.priority, rows)
@@ -270,12 +351,25 @@ class VictimSelector:
         check = self.resource_check
         hopeless = None
         if not self.thorough and check is not None:
-            hopeless = check.hopeless_rows(self.table, rows, count, requests, Nominees.of(nominees))
+            hopeless = check.hopeless_rows(self.table, rows, count, requests, self._nominee_totals(nodes, rows, check))
             answered = answered | hopeless
-        for i in np.flatnonzero(answered).tolist():
-            deferred = hopeless is not None and count[i] > 0
-            results[i] = VictimSelection([], 0, DEFERRED if deferred else self.no_victims)
-        return [(i, nodes[i], nominees[i], int(rows[i])) for i in np.flatnonzero(~answered).tolist()]
+        # One answer object each for every node so answered: the evaluator only reads them.
+        no_victims, deferred = VictimSelection([], 0, self.no_victims), VictimSelection([], 0, DEFERRED)
+        answered_rows = np.flatnonzero(answered)
+        if hopeless is None:
+            for i in answered_rows.tolist():
+                results[i] = no_victims
+        else:
+            for i, has_victims in zip(answered_rows.tolist(), (count[answered_rows] > 0).tolist(), strict=True):
+                results[i] = deferred if has_victims else no_victims
+        return [(i, nodes[i], self._nominees(nodes[i].name), int(rows[i])) for i in np.flatnonzero(~answered).tolist()]
+
+    def _nominee_totals(self, nodes: list[NodeInfo], rows: np.ndarray, check: ResourceCheck) -> Nominees:
+        """The nominees' count and requests per node, from the overlay's columns when there is one."""
+        if self.overlay is None:
+            return Nominees.of([self._nominees(info.name) for info in nodes])
+        count, requests = self.overlay.totals(self.pod, rows, [name for name, _ in check.checked])
+        return Nominees(count, requests)
 
     def _rows(self, nodes: list[NodeInfo]) -> np.ndarray | None:
         """The nodes' rows in the scheduler's table; None unless every node is the table's own."""
@@ -285,6 +379,74 @@ class VictimSelector:
         if any(row < 0 or infos[row] is not info for row, info in zip(rows, nodes, strict=True)):
             return None
         return np.array(rows, dtype=np.int64)
+
+    def _by_arithmetic(self, screened: list[tuple[int, NodeInfo, list[PodInfo], int]],
+                       results: list[VictimSelection | None]) -> list[tuple[int, NodeInfo, list[PodInfo], int]]:
+        """Answer the screened nodes whose dry run is arithmetic: the table's own nodes, where the
+        filters that do not read pods pass (they pass whatever pods are evicted) and the preemptor
+        fits once every potential victim is gone; the others are left for the full dry run.
+        Answers kept from an earlier preemptor of the same shape serve the rows unchanged since."""
+        if not self.arithmetic or not screened or min(item[3] for item in screened) < 0:
+            return screened
+        kept = self._kept()
+        if kept is not None:
+            screened = kept.serve(screened, results)
+            if not screened:
+                return screened
+        rows = np.array([item[3] for item in screened], dtype=np.int64)
+        readers = self.fw.pod_readers
+        try:
+            _, ids, _ = self.fw.run_batch_filters(self.state, self.pod, self.table.batch(rows), lambda name: name not in readers)
+        except StatusError:  # a plugin's error belongs to the node it happened on: the full dry run says which
+            return screened
+        rest = []
+        for item, sid in zip(screened, ids.tolist(), strict=True):
+            index, info, nominees, row = item
+            potential = self._potential_victims(info) if sid < 0 else []
+            selection = self._arithmetic(info, potential, nominees) if potential else None
+            if selection is None:
+                rest.append(item)
+                continue
+            results[index] = selection
+            if kept is not None and not nominees:
+                kept.keep(row, potential, selection)
+        return rest
+
+    def _arithmetic(self, info: NodeInfo, potential: list[PodInfo], nominees: list[PodInfo]) -> VictimSelection | None:
+        """``ResourceCheck.reprieve`` on the victims in upstream's order (PDB-violating first)."""
+        check = self.resource_check
+        assert check is not None
+        ordered = self.sort(potential)
+        violating, non_violating = filter_pods_with_pdb_violation(ordered, self.pdbs)
+        order = violating + non_violating
+        kept = check.reprieve(info, potential, nominees, order)
+        if kept is None:
+            return None
+        victims = [order[k] for k in kept]
+        if violating and non_violating:
+            victims = self.sort(victims)
+        return VictimSelection(victims, sum(1 for k in kept if k < len(violating)), None)
+
+    def _kept(self) -> KeptSelections | None:
+        """The kept answers, valid for this preemptor: the same signature fragments of the Filter
+        plugins that run (so the same verdicts from those that do not read pods, and the same
+        requests), priority, PodDisruptionBudgets and other objects; None when they cannot be kept."""
+        from kubesched.scheduler.framework.interface import SignPlugin
+
+        kept, objects_version = self.kept, self.fw.ctx.objects_version
+        if kept is None or objects_version is None:
+            return None
+        skip = self.state.skip_filter_plugins
+        fragments: list[object] = []
+        for plugin in self.fw.points["filter"]:
+            if plugin.name in skip:
+                continue
+            signed = plugin.sign_pod(self.pod) if isinstance(plugin, SignPlugin) else None
+            if signed is None or isinstance(signed, Status):
+                return None
+            fragments.append((plugin.name, signed))
+        kept.begin(self.table, (fragments, self.pod.priority, objects_version(), tuple(map(id, self.pdbs))), self.pdbs)
+        return kept
 
     def _prepare(self, index: int, info: NodeInfo, nominees: list[PodInfo],
                  results: list[VictimSelection | None]) -> _Node | None:
@@ -339,6 +501,8 @@ class VictimSelector:
 
     def _nominees(self, node_name: str) -> list[PodInfo]:
         """Pods nominated to the node with at least the preemptor's priority (other than itself)."""
+        if self.overlay is not None:
+            return self.overlay.nominees_for(node_name, self.pod)
         if self.nominated_nodes is not None and node_name not in self.nominated_nodes:
             return []
         return [p for p in self.fw.nominated_pods_for_node(node_name)
@@ -465,3 +629,19 @@ class VictimSelector:
         if node.state is None:
             return None
         return self.fw.run_pre_filter_extension_remove_pod(node.state, self.pod, pod, node.info)
+
+
+def _resources_only(fw: Framework, state: CycleState) -> bool:
+    """Whether NodeResourcesFit is the only Filter plugin of this cycle whose answer depends on the
+    pods on a node: every other one that runs is a batch plugin that signs pods and says it does
+    not read them."""
+    from kubesched.scheduler.framework.interface import BatchFilterPlugin, SignPlugin
+    from kubesched.scheduler.plugins import names
+
+    skip = state.skip_filter_plugins
+    for plugin in fw.points["filter"]:
+        if plugin.name in skip or plugin.name == names.NodeResourcesFit:
+            continue
+        if not isinstance(plugin, BatchFilterPlugin) or not isinstance(plugin, SignPlugin) or plugin.reads_node_pods:
+            return False
+    return True

@@ -29,7 +29,7 @@ from kubesched.scheduler.framework.interface import (
 )
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.plugins import names
-from kubesched.scheduler.plugins.defaultpreemption._dry_run import VictimSelector
+from kubesched.scheduler.plugins.defaultpreemption._dry_run import KeptSelections, VictimSelector
 from kubesched.scheduler.plugins.defaultpreemption.preemption import (
     DISRUPTION_TARGET,
     REASON_PREEMPTION_BY_SCHEDULER,
@@ -71,6 +71,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
         self.more_important_pod: MoreImportantPod | None = None
         #: The random start offset (upstream ``getOffsetRand``); None uses the scheduler's seeded source.
         self.offset_rand: Callable[[int], int] | None = None
+        #: Dry-run answers kept for the next preemptor of the same shape.
+        self._kept = KeptSelections()
 
     # --- PostFilter -----------------------------------------------------------------------------
     def post_filter(self, state: CycleState, pod: PodInfo,
@@ -144,7 +146,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions, P
                                 pdbs: list[ParsedPDB], thorough: bool = False) -> list[VictimSelection]:
         eligible = self.is_eligible_pod
         allowed = None if eligible is None else (lambda info, victim: eligible(info, victim, pod))
-        selector = VictimSelector(self.framework, state, pod, allowed, self._sorter(), pdbs, thorough)
+        kept = self._kept if eligible is None and self.more_important_pod is None else None
+        selector = VictimSelector(self.framework, state, pod, allowed, self._sorter(), pdbs, thorough, kept)
         return selector.select(nodes)
 
     def select_victims_on_node(self, state: CycleState, pod: PodInfo, node: NodeInfo,

@@ -260,6 +260,8 @@ def pick_one_node_for_preemption(victims: Mapping[str, Victims], score_funcs: li
     number of criteria when the first remaining node was taken)."""
     if not victims:
         return "", 0
+    if not score_funcs and len(victims) > 1 and all(found.pods for found in victims.values()):
+        return _pick_by_default_criteria(victims, now)
     remaining = list(victims)
     funcs = score_funcs or default_score_funcs(victims, now)
     for index, func in enumerate(funcs):
@@ -269,6 +271,35 @@ def pick_one_node_for_preemption(victims: Mapping[str, Victims], score_funcs: li
         if len(remaining) == 1:
             return remaining[0], index
     return remaining[0], len(funcs)
+
+
+def _pick_by_default_criteria(victims: Mapping[str, Victims], now: float) -> tuple[str, int]:
+    """``pick_one_node_for_preemption`` with upstream's criteria in one pass: applying them in
+    turn, each among the nodes tied on the previous ones, picks the first node whose scores are
+    greatest in lexicographic order; the criterion that decided is the first one after which
+    no other node ties with it."""
+    scores = [(node, _default_scores(found, now)) for node, found in victims.items()]
+    best_node, best = scores[0]
+    for node, score in scores[1:]:
+        if score > best:
+            best_node, best = node, score
+    count = len(best)
+    for index in range(count):
+        prefix = best[: index + 1]
+        if sum(1 for _, score in scores if score[: index + 1] == prefix) == 1:
+            return best_node, index
+    return best_node, count
+
+
+def _default_scores(found: Victims, now: float) -> tuple[float, ...]:
+    """The node's scores under ``default_score_funcs``' criteria, in their order."""
+    pods = found.pods
+    total = 0
+    for pod in pods:
+        total += pod.priority + MAX_INT32 + 1
+    earliest = earliest_pod_start_time(found, now)
+    return (-found.num_pdb_violations, -pods[0].priority, -total, -len(pods),
+            float("-inf") if earliest is None else earliest)
 
 
 def summarize(candidate: Candidate, now: float) -> CandidateSummary:
@@ -439,16 +470,19 @@ class Evaluator:
             return [], [], []
         pdbs = self.pdbs.parse(self.handle.objects("PodDisruptionBudget"))
         offset, num_candidates = self.interface.get_offset_and_num_candidates(len(rows))
-        return self.dry_run_preemption(state, pod, [table.infos[r] for r in rows], pdbs, offset, num_candidates)
+        infos = table.infos
+        return self.dry_run_preemption(state, pod, [infos[r] for r in rows.tolist()], pdbs, offset, num_candidates)
 
     def dry_run_preemption(self, state: CycleState, pod: PodInfo, nodes: list[NodeInfo], pdbs: list[ParsedPDB],
                            offset: int, num_candidates: int) -> tuple[list[Candidate], list[tuple[str, Status]], list[Status]]:
         """Upstream ``DryRunPreemption`` as with parallelism 1: visit nodes from ``offset``, stop
         once there is a non-PDB-violating candidate and ``num_candidates`` in all. Each list of
-        candidates keeps at most ``num_candidates``; non-violating ones come first."""
+        candidates keeps at most ``num_candidates``; non-violating ones come first. The other
+        nodes' statuses are only gathered when something reads them (no candidate, or
+        explanations on): ``Preempt`` does not otherwise."""
         non_violating: list[Candidate] = []
         violating: list[Candidate] = []
-        outcomes: list[tuple[NodeInfo, Status]] = []
+        visited_chunks: list[tuple[list[NodeInfo], list[VictimSelection]]] = []
         thorough = self.record_candidates
         n = len(nodes)
         visited = 0
@@ -459,26 +493,37 @@ class Evaluator:
             rounds += 1
             chunk = [nodes[(offset + visited + j) % n] for j in range(size)]
             results = self.interface.select_victims_on_nodes(state, pod, chunk, pdbs, thorough)
-            for info, (victims, num_violations, status) in zip(chunk, results, strict=True):
-                visited += 1
+            visited += size
+            visited_chunks.append((chunk, results))
+            for i in [i for i, r in enumerate(results) if r.victims and is_success(r.status)]:
+                victims, num_violations, _ = results[i]
+                candidate = Candidate(chunk[i].name, Victims(victims, num_violations))
+                target = non_violating if num_violations == 0 else violating
+                if len(target) < num_candidates:
+                    target.append(candidate)
+                if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                    visited_chunks[-1] = (chunk[: i + 1], results[: i + 1])
+                    return non_violating + violating, *self._statuses(state, pod, pdbs, visited_chunks, False)
+        candidates = non_violating + violating
+        return candidates, *self._statuses(state, pod, pdbs, visited_chunks, not candidates)
+
+    def _statuses(self, state: CycleState, pod: PodInfo, pdbs: list[ParsedPDB],
+                  visited_chunks: list[tuple[list[NodeInfo], list[VictimSelection]]],
+                  needed: bool) -> tuple[list[tuple[str, Status]], list[Status]]:
+        """The non-candidates' statuses and the errors among them, in visiting order, when
+        ``needed`` or explanations are on (empty otherwise); deferred nodes are dry-run thoroughly
+        first when the statuses are ``needed``."""
+        if not needed and not self.record_candidates:
+            return [], []
+        outcomes: list[tuple[NodeInfo, Status]] = []
+        for chunk, results in visited_chunks:
+            for info, (victims, _, status) in zip(chunk, results, strict=True):
                 if is_success(status) and victims:
-                    candidate = Candidate(info.name, Victims(victims, num_violations))
-                    target = non_violating if num_violations == 0 else violating
-                    if len(target) < num_candidates:
-                        target.append(candidate)
-                    if non_violating and len(non_violating) + len(violating) >= num_candidates:
-                        return non_violating + violating, *self._statuses(state, pod, pdbs, outcomes, False)
                     continue
                 if not failed(status):
                     status = Status.from_error(RuntimeError(f'expected at least one victim pod on node "{info.name}"'))
+                assert status is not None
                 outcomes.append((info, status))
-        candidates = non_violating + violating
-        return candidates, *self._statuses(state, pod, pdbs, outcomes, not candidates)
-
-    def _statuses(self, state: CycleState, pod: PodInfo, pdbs: list[ParsedPDB], outcomes: list[tuple[NodeInfo, Status]],
-                  needed: bool) -> tuple[list[tuple[str, Status]], list[Status]]:
-        """The non-candidates' statuses and the errors among them; deferred nodes are dry-run
-        thoroughly first when the statuses are ``needed``."""
         deferred = [i for i, (_, status) in enumerate(outcomes) if status is DEFERRED]
         if needed and deferred:
             results = self.interface.select_victims_on_nodes(state, pod, [outcomes[i][0] for i in deferred], pdbs, True)
