@@ -25,8 +25,9 @@ def subject_tree() -> Path:
 
 
 def command(*args: str) -> list[str]:
-    """``python -m kubesched ARGS`` with this interpreter."""
-    return [sys.executable, "-m", "kubesched", *args]
+    """``python -m kubesched ARGS`` with this interpreter; ``-P`` keeps the working directory off
+    ``sys.path``, which ``-m`` would otherwise put before ``PYTHONPATH`` (and with it the subject)."""
+    return [sys.executable, "-P", "-m", "kubesched", *args]
 
 
 def env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
