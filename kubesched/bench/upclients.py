@@ -7,6 +7,8 @@ created by ``concurrency`` clients at once, each timing its requests. The figure
 create latency (p50, p99), and pods/s from the first creation until a watch has seen every pod
 bound. ``apiserver_only`` spawns ``kubesched apiserver`` instead and measures the creation alone
 (nothing binds): what the API server takes without the work that shares ``up``'s event loop.
+``insecure`` adds ``--insecure-allow-anonymous`` (plain HTTP, no authentication or RBAC), as
+2813cd5's servers always ran, to tell the cost of security from the rest.
 
 The clients run in this process, one event loop on its own core as far as the machine allows;
 they read the kubeconfig as any client does, so a server with TLS and a token and one without
@@ -38,7 +40,8 @@ def measure(opts: RowOptions) -> dict[str, Any]:
         kubeconfig, log_path = Path(workdir) / "kubeconfig", Path(workdir) / "up.log"
         command = "apiserver" if opts.apiserver_only else "up"
         with open(log_path, "w") as log:
-            proc = spawn([command, "--port", str(free_port()), "--kubeconfig-out", str(kubeconfig)], log)
+            security = ["--insecure-allow-anonymous"] if opts.insecure else []
+            proc = spawn([command, "--port", str(free_port()), "--kubeconfig-out", str(kubeconfig), *security], log)
             try:
                 doc = asyncio.run(_drive(opts, proc, kubeconfig, log_path))
             finally:

@@ -50,6 +50,9 @@ class RowOptions:
     seed: int | None = None
     #: UpThroughput: ``kubesched apiserver`` instead of ``up`` (creation only, nothing binds).
     apiserver_only: bool = False
+    #: UpThroughput: pass ``--insecure-allow-anonymous`` (plain HTTP, no authentication), to
+    #: separate what TLS and authentication cost; revisions without the flag cannot run it.
+    insecure: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class ProcessRow:
         figures: dict[str, Any] = importlib.import_module(f"kubesched.bench.{self.module}").measure(opts)
         return {"workload": self.name, "kind": "whole-process", "subject": str(subject.subject_tree()),
                 "params": {"nodes": opts.nodes, "pods": opts.pods, "runs": opts.runs, "concurrency": opts.concurrency,
-                           "apiserver_only": opts.apiserver_only},
+                           "apiserver_only": opts.apiserver_only, "insecure": opts.insecure},
                 "target": self.target, "complete": True, "incomplete_reason": None, **figures, "machine": machine()}
 
 

@@ -7,7 +7,8 @@ them. ``--mode embedded`` runs the scheduler on an in-memory store in this proce
 
 kubesched's own whole-process rows (``RunStartup``, ``UpThroughput``, ``SimulateEndToEnd``) time
 ``kubesched run``, ``up`` and ``simulate`` as processes, from outside; ``--nodes``, ``--pods``,
-``--runs``, ``--concurrency``, ``--apiserver-only``, ``--seed`` and ``--timeout`` apply to them.
+``--runs``, ``--concurrency``, ``--apiserver-only``, ``--insecure``, ``--seed`` and ``--timeout``
+apply to them.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     rows.add_argument("--concurrency", type=int, help="UpThroughput: clients creating pods at once (default 50)")
     rows.add_argument("--apiserver-only", action="store_true",
                       help="UpThroughput: `kubesched apiserver` instead of `up`, creation measured alone")
+    rows.add_argument("--insecure", action="store_true",
+                      help="UpThroughput: serve plain HTTP without authentication (--insecure-allow-anonymous)")
     p.set_defaults(func=run)
 
 
@@ -88,7 +91,7 @@ def run_row(row: wholeprocess.ProcessRow, args: argparse.Namespace) -> int:
         print(f"error: --runs must be at least 1, got {args.runs}", file=sys.stderr)
         return 2
     opts = row.options(nodes=args.nodes, pods=args.pods, runs=args.runs, concurrency=args.concurrency,
-                       timeout=args.timeout, seed=args.seed, apiserver_only=args.apiserver_only)
+                       timeout=args.timeout, seed=args.seed, apiserver_only=args.apiserver_only, insecure=args.insecure)
     try:
         doc = row.measure(opts)
     except RuntimeError as e:

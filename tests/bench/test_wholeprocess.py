@@ -43,7 +43,8 @@ def test_run_startup_times_each_start_to_its_first_binding(capsys: pytest.Captur
 
 
 def test_up_throughput_reports_binding_rate_and_create_latency(capsys: pytest.CaptureFixture[str]) -> None:
-    doc = bench_json(capsys, "UpThroughput", "--nodes", "3", "--pods", "12", "--concurrency", "4")
+    doc = bench_json(capsys, "UpThroughput", "--nodes", "3", "--pods", "12", "--concurrency", "4", "--insecure")
+    assert doc["params"]["insecure"]
     assert doc["pods_per_second"] > 0 and doc["creates_per_second"] > 0
     assert 0 < doc["create_latency_ms"]["p50"] <= doc["create_latency_ms"]["p99"]
     assert doc["peak_rss_bytes"] > 0
