@@ -1,12 +1,12 @@
-"""Benchmark (not a test): where ``kubesched simulate``'s time goes, phase by phase.
+"""Benchmark (not a test): where ``kubesched simulate``'s time goes, phase by phase, in this tree.
 
 Runs what ``kubesched simulate -f FILE [-o json]`` runs, in one process, and prints the wall-clock
 and CPU seconds of each phase: loading and validating the manifests, creating the objects in the
 embedded store, scheduling with the fake kubelet and the controllers until the cluster settles,
-and printing the report (to /dev/null). The input comes from ``scripts/simulate_input.py``.
+and printing the report (to /dev/null). Without FILE, the input is ``kubesched bench
+SimulateEndToEnd``'s (``--nodes`` nodes, ``--pods`` pods), which times the whole process instead.
 
-Run: ``python scripts/simulate_input.py > /tmp/cluster.yaml && python scripts/bench_simulate.py
-/tmp/cluster.yaml [-o table|json]``.
+Run: ``python scripts/bench_simulate.py [--nodes 500 --pods 10000 | FILE] [-o table|json]``.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ import argparse
 import contextlib
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 
 from kubesched.api.kinds import POD
 from kubesched.api.manifests import load
+from kubesched.bench.simulate_e2e import write_input
 from kubesched.cli.simulate import print_objects, print_table
 from kubesched.scheduler.config import default_configuration
 from kubesched.simulator.simulate import simulate
@@ -54,12 +56,22 @@ def stdout_to_devnull() -> Iterator[None]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file")
+    parser.add_argument("file", nargs="?", help="the manifests (default: SimulateEndToEnd's input, written to a temporary file)")
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as generated:
+        if args.file is None:
+            write_input(generated, args.nodes, args.pods)
+            generated.flush()
+        return run(args.file or generated.name, args.output, args.seed)
+
+
+def run(file: str, output: str, seed: int) -> int:
     phases = Phases()
-    objects = load([args.file])
+    objects = load([file])
     phases.end("load + validate")
     cfg = default_configuration()
     seen: set[str] = set()
@@ -69,14 +81,14 @@ def main() -> int:
             phases.end("create objects")
         seen.add(phase)
 
-    result = simulate(objects, cfg, seed=args.seed, progress=progress, decoded=True)
+    result = simulate(objects, cfg, seed=seed, progress=progress, decoded=True)
     phases.end("schedule, kubelet, controllers")
     with stdout_to_devnull():
-        if args.output == "json":
+        if output == "json":
             print_objects(result, "json")
         else:
             print_table(result, {p.scheduler_name for p in cfg.profiles})
-    phases.end(f"print ({args.output})")
+    phases.end(f"print ({output})")
     phases.print(result.store.count(POD))
     return 0
 

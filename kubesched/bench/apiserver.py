@@ -12,10 +12,10 @@ import sys
 from kubesched.bench.targets import server_options
 
 
-async def serve(seed: int | None, kubeconfig: str) -> None:
+async def serve(seed: int | None, kubeconfig: str, insecure: bool) -> None:
     from kubesched.simulator.up import Cluster
 
-    async with Cluster(server_options(seed, kubeconfig)) as cluster:
+    async with Cluster(server_options(seed, kubeconfig, insecure=insecure)) as cluster:
         print(f"READY {cluster.server.url}", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
 
@@ -23,9 +23,10 @@ async def serve(seed: int | None, kubeconfig: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--insecure", action="store_true", help="plain HTTP, no authentication (--insecure-allow-anonymous)")
     parser.add_argument("kubeconfig", help="where to write the kubeconfig of the server")
     args = parser.parse_args()
-    asyncio.run(serve(args.seed, args.kubeconfig))
+    asyncio.run(serve(args.seed, args.kubeconfig, args.insecure))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,14 @@ speedup is the median of the per-pair ratios, as a drift between pairs cancels i
     python -m kubesched.bench.compare_revisions --runs 5 \\
         --case 'SchedulingBasic' --case 'SchedulingBasic --mode http'
     python -m kubesched.bench.compare_revisions --ref HEAD --case 'SchedulingBasic --nodes 100 --pods 200'
+    python -m kubesched.bench.compare_revisions --case RunStartup --case UpThroughput --case SimulateEndToEnd
+
+kubesched's whole-process rows (``RunStartup``, ``UpThroughput``, ``SimulateEndToEnd``) are timed by
+the working tree's harness on both sides: only the process they time comes from each side's tree
+(``KUBESCHED_BENCH_SUBJECT``), so that a row the reference revision lacks still measures its
+``kubesched run``, ``up`` or ``simulate``. Each row compares its own figures (seconds to the first
+binding, pods/s, create p99, ...); upstream's workloads compare throughput and peak RSS. Without
+``--case``, every upstream workload runs (the whole-process rows only when named).
 """
 
 from __future__ import annotations
@@ -32,15 +40,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubesched.bench import subject, wholeprocess
+from kubesched.bench.wholeprocess import figure
 from kubesched.bench.workloads import WORKLOADS
 
 #: The revision whose figures docs/performance.md's "today" column quotes.
 REFERENCE_REVISION = "2813cd5"
-#: (label, JSON key, higher is better): the figures compared for every case.
-FIGURES: tuple[tuple[str, str, bool], ...] = (
-    ("avg pods/s", "throughput.average", True),
-    ("overall pods/s", "overall_pods_per_second", True),
-    ("peak RSS MiB", "peak_rss_bytes", False),
+#: The figures compared for upstream's workloads; a whole-process row names its own.
+FIGURES: tuple[wholeprocess.Figure, ...] = (
+    wholeprocess.Figure("avg pods/s", "throughput.average", True),
+    wholeprocess.Figure("overall pods/s", "overall_pods_per_second", True),
+    wholeprocess.RSS,
 )
 
 
@@ -87,22 +97,24 @@ def checked_out(repo: Path, revision: str) -> Iterator[Path]:
             parent.rmdir()
 
 
-def figure(doc: dict[str, Any], key: str) -> float | None:
-    """A dotted key of a bench JSON document (``throughput.average``); None when absent."""
-    value: Any = doc
-    for part in key.split("."):
-        if not isinstance(value, dict) or value.get(part) is None:
-            return None
-        value = value[part]
-    return float(value)
+def figures_of(case: str) -> tuple[wholeprocess.Figure, ...]:
+    """The figures compared for ``case``: its whole-process row's, else upstream workloads'."""
+    argv = shlex.split(case)
+    row = wholeprocess.row(argv[0]) if argv else None
+    return row.figures if row is not None else FIGURES
 
 
-def run_bench(side: Side, case: Sequence[str], timeout: float) -> dict[str, Any]:
-    """One ``kubesched bench`` run of ``side``'s tree; its JSON document."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(side.tree), os.environ.get("PYTHONPATH", "")]))}
+def run_bench(side: Side, case: Sequence[str], timeout: float, harness: Path | None = None) -> dict[str, Any]:
+    """One ``kubesched bench`` run; its JSON document. Upstream's workloads run ``side``'s tree;
+    a whole-process row runs ``harness``'s tree timing ``side``'s processes (its subject)."""
+    row = wholeprocess.row(case[0]) if case else None
+    code = harness if row is not None and harness is not None else side.tree
+    extra = {subject.SUBJECT_ENV: str(side.tree)} if row is not None else {}
+    env = {**os.environ, **extra,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH", "")]))}
     args = [sys.executable, "-m", "kubesched", "bench", *case, "-o", "json"]
     try:
-        proc = subprocess.run(args, cwd=side.tree, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(args, cwd=code, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired as e:
         raise CompareError(f"{side.label}: `kubesched bench {shlex.join(case)}` took longer than {timeout:g}s") from e
     if not proc.stdout.strip():
@@ -112,8 +124,10 @@ def run_bench(side: Side, case: Sequence[str], timeout: float) -> dict[str, Any]
     return doc
 
 
-def compare(ref: Side, work: Side, cases: Sequence[str], runs: int, timeout: float, log: Any = None) -> list[CaseResult]:
-    """Run every case ``runs`` times on both sides, pair by pair, alternating which side goes first."""
+def compare(ref: Side, work: Side, cases: Sequence[str], runs: int, timeout: float, log: Any = None,
+            harness: Path | None = None) -> list[CaseResult]:
+    """Run every case ``runs`` times on both sides, pair by pair, alternating which side goes first;
+    ``harness``: the tree whose harness times the whole-process rows (default: each side's own)."""
     results = []
     for case in cases:
         argv = shlex.split(case)
@@ -123,7 +137,7 @@ def compare(ref: Side, work: Side, cases: Sequence[str], runs: int, timeout: flo
             for side in order:
                 if log is not None:
                     print(f"[{i + 1}/{runs}] {side.label}: kubesched bench {case}", file=log, flush=True)
-                side.docs.append(run_bench(side, argv, timeout))
+                side.docs.append(run_bench(side, argv, timeout, harness))
         results.append(result)
     return results
 
@@ -147,14 +161,14 @@ def speedup(result: CaseResult, key: str, higher_is_better: bool) -> float | Non
 def summary(results: Sequence[CaseResult]) -> list[dict[str, Any]]:
     rows = []
     for result in results:
-        for label, key, higher in FIGURES:
-            scale = 2**20 if key == "peak_rss_bytes" else 1
-            ref = _median([figure(d, key) for d in result.ref.docs])
-            work = _median([figure(d, key) for d in result.work.docs])
-            rows.append({"case": result.case, "figure": label, "runs": len(result.work.docs),
+        for f in figures_of(result.case):
+            scale = 2**20 if f.key == "peak_rss_bytes" else 1
+            ref = _median([figure(d, f.key) for d in result.ref.docs])
+            work = _median([figure(d, f.key) for d in result.work.docs])
+            rows.append({"case": result.case, "figure": f.label, "runs": len(result.work.docs),
                          "reference": None if ref is None else ref / scale,
                          "working": None if work is None else work / scale,
-                         "speedup": speedup(result, key, higher)})
+                         "speedup": speedup(result, f.key, f.higher_is_better)})
     return rows
 
 
@@ -166,8 +180,9 @@ def markdown(rows: Sequence[dict[str, Any]], ref_label: str, work_label: str) ->
     lines = [f"| case | figure | runs | {ref_label} (median) | {work_label} (median) | speedup (median of pairs) |",
              "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| `{r['case']}` | {r['figure']} | {r['runs']} | {_fmt(r['reference'], 1)} | "
-                     f"{_fmt(r['working'], 1)} | {_fmt(r['speedup'], 2)}x |")
+        digits = 3 if max(abs(r["reference"] or 0), abs(r["working"] or 0)) < 10 else 1
+        lines.append(f"| `{r['case']}` | {r['figure']} | {r['runs']} | {_fmt(r['reference'], digits)} | "
+                     f"{_fmt(r['working'], digits)} | {_fmt(r['speedup'], 2)}x |")
     return "\n".join(lines)
 
 
@@ -194,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if args.against else Side("working tree", work_tree))
             for side in (ref, work):
                 print(f"{side.label}: {side.tree}", file=sys.stderr, flush=True)
-            results = compare(ref, work, cases, args.runs, args.timeout, log=sys.stderr)
+            results = compare(ref, work, cases, args.runs, args.timeout, log=sys.stderr, harness=work_tree)
     except CompareError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -3,36 +3,14 @@
 
 from __future__ import annotations
 
-import os
-import platform
-import sys
 from typing import Any
 
-import numpy as np
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from kubesched.bench.machine import machine
 from kubesched.bench.runner import BenchResult
-from kubesched.bench.targets import cpu_count
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def machine() -> dict[str, Any]:
-    """What the figures depend on: cores usable by this process, CPU model, Python and numpy."""
-    return {"cpus": cpu_count(), "cpu_model": cpu_model(), "python": platform.python_version(),
-            "implementation": platform.python_implementation(), "numpy": np.__version__,
-            "platform": f"{sys.platform} {platform.release()}", "pid": os.getpid()}
 
 
 def to_json(result: BenchResult) -> dict[str, Any]:

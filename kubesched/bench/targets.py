@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import subprocess
 import sys
 import tempfile
@@ -91,10 +90,14 @@ class EmbeddedTarget(Target):
 
 
 class HttpTarget(Target):
-    """See the module docstring. ``in_process``: serve from this process's event loop instead."""
+    """See the module docstring. ``in_process``: serve from this process's event loop instead.
+    ``insecure``: plain HTTP without authentication (``--insecure-allow-anonymous``), for clients
+    that cannot verify a CA or send a token (an older revision's ``kubesched run``)."""
 
-    def __init__(self, seed: int | None, *, in_process: bool = False, concurrency: int = creator.CONCURRENCY) -> None:
+    def __init__(self, seed: int | None, *, in_process: bool = False, concurrency: int = creator.CONCURRENCY,
+                 insecure: bool = False) -> None:
         self.seed = seed
+        self.insecure = insecure
         self.in_process = in_process
         self.concurrency = concurrency
         self.url = ""
@@ -111,7 +114,7 @@ class HttpTarget(Target):
         if self.in_process:
             from kubesched.simulator.up import Cluster
 
-            self._cluster = Cluster(server_options(self.seed, self.kubeconfig))
+            self._cluster = Cluster(server_options(self.seed, self.kubeconfig, insecure=self.insecure))
             await self._cluster.start()
             self.url = self._cluster.server.url
         else:
@@ -126,6 +129,8 @@ class HttpTarget(Target):
         args = [sys.executable, "-m", "kubesched.bench.apiserver", self.kubeconfig]
         if self.seed is not None:
             args += ["--seed", str(self.seed)]
+        if self.insecure:
+            args.append("--insecure")
         self._proc = subprocess.Popen(args, stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True)
         assert self._proc.stdout is not None
         line = await asyncio.get_running_loop().run_in_executor(None, self._proc.stdout.readline)
@@ -172,12 +177,14 @@ class HttpTarget(Target):
         await self.client.delete(kind_of(obj), meta.get("namespace"), meta["name"])
 
 
-def server_options(seed: int | None, kubeconfig: str) -> UpOptions:
+def server_options(seed: int | None, kubeconfig: str, *, insecure: bool = False) -> UpOptions:
     """``kubesched up`` with only its API server (no kubelet, controllers or scheduler), writing its
-    kubeconfig to ``kubeconfig``."""
+    kubeconfig to ``kubeconfig``; ``insecure``: plain HTTP, anonymous requests allowed."""
+    from kubesched.apiserver.security import SecurityOptions
     from kubesched.simulator.up import UpOptions
 
-    return UpOptions(port=0, kubeconfig_out=kubeconfig, seed=seed, scheduler=False, kubelet=False, controllers=False)
+    return UpOptions(port=0, kubeconfig_out=kubeconfig, seed=seed, scheduler=False, kubelet=False, controllers=False,
+                     security=SecurityOptions(allow_anonymous=insecure))
 
 
 def peak_rss_of(pid: int | str = "self") -> int | None:
@@ -200,9 +207,3 @@ def _proc_status_bytes(pid: int | str, field: str) -> int | None:
         return None
     return None
 
-
-def cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1

@@ -147,3 +147,23 @@ def pod_high_priority() -> dict:
 def pod_high_priority_large_cpu() -> dict:
     """``templates/pod-high-priority-large-cpu.yaml``: 9 cpu at priority 10, fits no 4-cpu node (requests only)."""
     return _pod("pod-h-", "9", limits=False, priorityClassName=HIGH_PRIORITY_CLASS)
+
+
+# --- named objects (the whole-process rows, which write manifests or need stable names) ---------
+ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+def named_node(i: int) -> dict:
+    """``node_default`` named ``node-NNNNN``, its hostname label and a zone (round-robin over
+    ``ZONES``) set at creation, as a kubelet and a node preparer would."""
+    node = node_default()
+    name = f"node-{i:05d}"
+    node["metadata"] = {"name": name, "labels": {HOSTNAME_KEY: name, ZONE_KEY: ZONES[i % len(ZONES)]}}
+    return node
+
+
+def named_pod(i: int, namespace: str = "default", prefix: str = "pod") -> dict:
+    """``pod_default`` named ``PREFIX-NNNNNN`` in ``namespace``."""
+    pod = pod_default()
+    pod["metadata"] = {"name": f"{prefix}-{i:06d}", "namespace": namespace}
+    return pod
