@@ -1,0 +1,249 @@
+"""A lean HTTP/1.1 transport for the client's POSTs: bindings, events and creations.
+
+aiohttp spends some 120 µs of Python on every request (a ``ClientRequest`` with its header
+multidicts, payload object, timer context, connector bookkeeping and response object), as much
+as the TLS and socket work under it; a scheduler sends two POSTs per pod (its binding and its
+``Scheduled`` event). Here a POST is one write of bytes built from a header block made once per
+credential, on a kept-alive connection, and a small parser of the reply.
+
+Semantics are aiohttp's for a POST: one request per connection at a time (no pipelining), so a
+connection lost before the reply is complete fails exactly the request in flight
+(``ServerDisconnectedError``) and the request is not sent again (a POST is not idempotent;
+aiohttp retries only idempotent methods); failing to connect raises ``ClientOSError``, the
+request timeout ``TimeoutError``. A connection is reused only after a complete reply that did
+not ask to close it, and not after ``KEEPALIVE`` idle seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import ssl
+import time
+import zlib
+from urllib.parse import urlsplit
+
+import aiohttp
+
+#: Seconds an idle connection is kept for reuse (the aiohttp connector's ``keepalive_timeout``).
+KEEPALIVE = 60.0
+_HEAD_END = b"\r\n\r\n"
+
+#: A reply: status, body, the ``Retry-After`` header (or None).
+Reply = tuple[int, bytes, "str | None"]
+
+
+class _Reply:
+    """The status line and headers of a reply, and how its body ends."""
+
+    __slots__ = ("chunked", "headers", "keep_alive", "length", "status")
+
+    def __init__(self, head: bytes) -> None:
+        lines = head.decode("latin-1").split("\r\n")
+        version, _, rest = lines[0].partition(" ")
+        if not version.startswith("HTTP/1.") or not rest[:3].isdigit():
+            raise aiohttp.ClientPayloadError(f"malformed reply status line {lines[0][:100]!r}")
+        self.status = int(rest[:3])
+        self.headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep:
+                raise aiohttp.ClientPayloadError(f"malformed reply header {line[:100]!r}")
+            self.headers[name.strip().lower()] = value.strip()
+        connection = self.headers.get("connection", "").lower()
+        self.keep_alive = "close" not in connection and (version == "HTTP/1.1" or "keep-alive" in connection)
+        self.chunked = "chunked" in self.headers.get("transfer-encoding", "").lower()
+        length = self.headers.get("content-length")
+        bodiless = self.status in (204, 304)
+        self.length: int | None = 0 if bodiless else int(length) if length is not None and not self.chunked else None
+        if self.length is None and not self.chunked:
+            self.keep_alive = False  # the body ends when the server closes the connection
+
+
+def _dechunk(data: bytearray) -> tuple[bytes, int] | None:
+    """A chunked body from the start of ``data``: the body and the bytes it took, or None while
+    incomplete. Trailers are read and ignored."""
+    body, at = bytearray(), 0
+    while True:
+        end = data.find(b"\r\n", at)
+        if end < 0:
+            return None
+        size = int(bytes(data[at:end]).split(b";", 1)[0].strip() or b"x", 16)
+        at = end + 2
+        if size == 0:
+            trailer_end = data.find(b"\r\n", at)
+            while trailer_end > at:  # a trailer line: skip it
+                at = trailer_end + 2
+                trailer_end = data.find(b"\r\n", at)
+            return (bytes(body), trailer_end + 2) if trailer_end >= 0 else None
+        if len(data) < at + size + 2:
+            return None
+        body += data[at:at + size]
+        at += size + 2
+
+
+class _Connection(asyncio.Protocol):
+    """One connection: at most one request in flight, its reply delivered to ``waiter``."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.reply: _Reply | None = None
+        self.waiter: asyncio.Future[tuple[Reply, bool]] | None = None
+        self.closed = False
+        self.idle_since = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def send(self, data: bytes) -> asyncio.Future[tuple[Reply, bool]]:
+        assert self.transport is not None
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.buffer.clear()
+        self.reply = None
+        self.transport.write(data)
+        return self.waiter
+
+    def data_received(self, data: bytes) -> None:
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            self.close()  # bytes nobody asked for: the connection cannot be trusted any more
+            return
+        self.buffer += data
+        try:
+            done = self._parse()
+        except (ValueError, aiohttp.ClientPayloadError) as e:
+            self._fail(aiohttp.ClientPayloadError(f"malformed reply: {e}"))
+            return
+        if done is not None:
+            waiter.set_result(done)
+
+    def _parse(self) -> tuple[Reply, bool] | None:
+        """The reply and whether the connection may be reused, once complete."""
+        if self.reply is None:
+            end = self.buffer.find(_HEAD_END)
+            if end < 0:
+                return None
+            reply = _Reply(bytes(self.buffer[:end]))
+            del self.buffer[:end + 4]
+            if 100 <= reply.status < 200:  # an interim reply (100 Continue): the real one follows
+                return self._parse()
+            self.reply = reply
+        reply = self.reply
+        if reply.chunked:
+            found = _dechunk(self.buffer)
+            if found is None:
+                return None
+            body, used = found
+        elif reply.length is not None:
+            if len(self.buffer) < reply.length:
+                return None
+            body, used = bytes(self.buffer[:reply.length]), reply.length
+        else:
+            return None  # read until the server closes the connection
+        reuse = reply.keep_alive and used == len(self.buffer)
+        return (reply.status, _decoded(reply, body), reply.headers.get("retry-after")), reuse
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        waiter = self.waiter
+        if waiter is None or waiter.done():
+            return
+        reply = self.reply
+        if reply is not None and reply.length is None and not reply.chunked:
+            waiter.set_result(((reply.status, _decoded(reply, bytes(self.buffer)), reply.headers.get("retry-after")), False))
+            return
+        waiter.set_exception(aiohttp.ServerDisconnectedError(f"server disconnected before the reply was complete{f': {exc}' if exc else ''}"))
+
+    def _fail(self, error: Exception) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(error)
+        self.close()
+
+    def time_out(self) -> None:
+        self._fail(TimeoutError())
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _decoded(reply: _Reply, body: bytes) -> bytes:
+    """The body without its content coding (the request offers gzip, as Go's transport does)."""
+    coding = reply.headers.get("content-encoding", "").lower()
+    if coding == "gzip":
+        return gzip.decompress(body)
+    if coding == "deflate":
+        return zlib.decompress(body)
+    return body
+
+
+class PostTransport:
+    """POSTs to one server over a pool of at most ``limit`` kept-alive connections."""
+
+    def __init__(self, server: str, ssl_context: ssl.SSLContext | bool, limit: int) -> None:
+        parts = urlsplit(server)
+        self.host = parts.hostname or "localhost"
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.ssl = ssl_context if parts.scheme == "https" else None
+        self._host = parts.netloc.rpartition("@")[2].encode("idna")
+        self._slots = asyncio.Semaphore(limit)
+        self._idle: list[_Connection] = []
+        self._all: set[_Connection] = set()
+        self.opened = 0
+
+    async def post(self, path: str, headers: bytes, body: bytes, timeout: float) -> Reply:
+        """POST ``body`` to ``path`` with ``headers`` (encoded ``Name: value\\r\\n`` lines)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        request = b"POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %d\r\n\r\n%s" % (
+            path.encode("ascii"), self._host, headers, len(body), body)
+        async with self._slots:
+            conn = self._reused() or await self._connect(deadline)
+            timer = loop.call_at(deadline, conn.time_out)
+            try:
+                reply, reuse = await conn.send(request)
+            except BaseException:
+                conn.close()
+                self._all.discard(conn)
+                raise
+            finally:
+                timer.cancel()
+            if reuse:
+                conn.idle_since = time.monotonic()
+                self._idle.append(conn)
+            else:
+                conn.close()
+                self._all.discard(conn)
+            return reply
+
+    def _reused(self) -> _Connection | None:
+        """The most recently used idle connection still open and fresh (older ones are closed)."""
+        now = time.monotonic()
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.closed and now - conn.idle_since < KEEPALIVE:
+                return conn
+            conn.close()
+            self._all.discard(conn)
+        return None
+
+    async def _connect(self, deadline: float) -> _Connection:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout_at(deadline):
+                _, conn = await loop.create_connection(_Connection, self.host, self.port, ssl=self.ssl or None,
+                                                       server_hostname=self.host if self.ssl else None)
+        except OSError as e:
+            raise aiohttp.ClientOSError(e.errno, f"Cannot connect to host {self.host}:{self.port}: {e}") from e
+        self.opened += 1
+        self._all.add(conn)
+        return conn
+
+    def close(self) -> None:
+        for conn in self._all:
+            conn.close()
+        self._all.clear()
+        self._idle.clear()
