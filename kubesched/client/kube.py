@@ -226,8 +226,7 @@ class KubeClient(ClusterClient):
         base = {"User-Agent": self.user_agent}
         if self._auth is None:
             return base
-        stale = self.config.user is not None and self.config.user.token_file is not None and \
-            time.monotonic() - self._auth_read > TOKEN_FILE_REFRESH
+        stale = self._auth_stale()
         if self._auth_headers is None or refresh or stale:
             if refresh or stale:
                 self._auth = _auth_of(self.config)
@@ -237,9 +236,17 @@ class KubeClient(ClusterClient):
             self._header_blocks.clear()
         return {**base, **self._auth_headers}
 
+    def _auth_stale(self) -> bool:
+        """Whether credentials read from a token file are due to be read again."""
+        return self.config.user is not None and self.config.user.token_file is not None and \
+            time.monotonic() - self._auth_read > TOKEN_FILE_REFRESH
+
     async def _request_headers(self, content_type: str, refresh: bool) -> dict[str, str]:
         """The full header set of a request: built once per content type and credential, since
         bindings and status patches send thousands of identical ones (aiohttp copies them)."""
+        headers = self._header_sets.get(content_type)
+        if headers is not None and not refresh and not self._auth_stale():
+            return headers
         auth = await self._headers(refresh=refresh)
         headers = self._header_sets.get(content_type)
         if headers is None:
@@ -249,6 +256,9 @@ class KubeClient(ClusterClient):
     async def _post_headers(self, content_type: str, refresh: bool) -> bytes:
         """``_request_headers`` as a POST's header lines, with the content codings offered (Go's
         transport offers gzip)."""
+        block = self._header_blocks.get(content_type)
+        if block is not None and not refresh and not self._auth_stale():
+            return block
         headers = await self._request_headers(content_type, refresh)
         block = self._header_blocks.get(content_type)
         if block is None:

@@ -21,6 +21,7 @@ import gzip
 import ssl
 import time
 import zlib
+from collections import deque
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -34,30 +35,38 @@ Reply = tuple[int, bytes, "str | None"]
 
 
 class _Reply:
-    """The status line and headers of a reply, and how its body ends."""
+    """The status line of a reply, the few headers the client reads, and how its body ends.
+    Headers are looked up in the lower-cased head rather than all parsed: a reply carries a dozen
+    the client never reads."""
 
-    __slots__ = ("chunked", "headers", "keep_alive", "length", "status")
+    __slots__ = ("chunked", "encoding", "keep_alive", "length", "retry_after", "status")
 
     def __init__(self, head: bytes) -> None:
-        lines = head.decode("latin-1").split("\r\n")
-        version, _, rest = lines[0].partition(" ")
-        if not version.startswith("HTTP/1.") or not rest[:3].isdigit():
-            raise aiohttp.ClientPayloadError(f"malformed reply status line {lines[0][:100]!r}")
-        self.status = int(rest[:3])
-        self.headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise aiohttp.ClientPayloadError(f"malformed reply header {line[:100]!r}")
-            self.headers[name.strip().lower()] = value.strip()
-        connection = self.headers.get("connection", "").lower()
-        self.keep_alive = "close" not in connection and (version == "HTTP/1.1" or "keep-alive" in connection)
-        self.chunked = "chunked" in self.headers.get("transfer-encoding", "").lower()
-        length = self.headers.get("content-length")
+        if not head.startswith(b"HTTP/1.") or head[8:9] != b" " or not head[9:12].isdigit():
+            raise aiohttp.ClientPayloadError(f"malformed reply status line {head[:100]!r}")
+        self.status = int(head[9:12])
+        lowered = head.lower()
+        connection = _header(lowered, b"connection") or ""
+        self.keep_alive = "close" not in connection and (head[7:8] == b"1" or "keep-alive" in connection)
+        self.chunked = "chunked" in (_header(lowered, b"transfer-encoding") or "")
+        self.encoding = _header(lowered, b"content-encoding")
+        self.retry_after = _header(head, b"retry-after", lowered)
+        length = _header(lowered, b"content-length")
         bodiless = self.status in (204, 304)
         self.length: int | None = 0 if bodiless else int(length) if length is not None and not self.chunked else None
         if self.length is None and not self.chunked:
             self.keep_alive = False  # the body ends when the server closes the connection
+
+
+def _header(head: bytes, name: bytes, lowered: bytes | None = None) -> str | None:
+    """The value of header ``name`` (lower case) in a reply's head, found in ``lowered`` (the head
+    lower-cased; ``head`` itself when omitted) and read from ``head``."""
+    at = (head if lowered is None else lowered).find(b"\r\n" + name + b":")
+    if at < 0:
+        return None
+    start = at + len(name) + 3
+    end = head.find(b"\r\n", start)
+    return head[start:end if end >= 0 else len(head)].strip().decode("latin-1")
 
 
 def _dechunk(data: bytearray) -> tuple[bytes, int] | None:
@@ -143,7 +152,7 @@ class _Connection(asyncio.Protocol):
         else:
             return None  # read until the server closes the connection
         reuse = reply.keep_alive and used == len(self.buffer)
-        return (reply.status, _decoded(reply, body), reply.headers.get("retry-after")), reuse
+        return (reply.status, _decoded(reply, body), reply.retry_after), reuse
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -152,7 +161,7 @@ class _Connection(asyncio.Protocol):
             return
         reply = self.reply
         if reply is not None and reply.length is None and not reply.chunked:
-            waiter.set_result(((reply.status, _decoded(reply, bytes(self.buffer)), reply.headers.get("retry-after")), False))
+            waiter.set_result(((reply.status, _decoded(reply, bytes(self.buffer)), reply.retry_after), False))
             return
         waiter.set_exception(aiohttp.ServerDisconnectedError(f"server disconnected before the reply was complete{f': {exc}' if exc else ''}"))
 
@@ -172,7 +181,7 @@ class _Connection(asyncio.Protocol):
 
 def _decoded(reply: _Reply, body: bytes) -> bytes:
     """The body without its content coding (the request offers gzip, as Go's transport does)."""
-    coding = reply.headers.get("content-encoding", "").lower()
+    coding = reply.encoding
     if coding == "gzip":
         return gzip.decompress(body)
     if coding == "deflate":
@@ -181,7 +190,8 @@ def _decoded(reply: _Reply, body: bytes) -> bytes:
 
 
 class PostTransport:
-    """POSTs to one server over a pool of at most ``limit`` kept-alive connections."""
+    """POSTs to one server over a pool of at most ``limit`` kept-alive connections: an idle one is
+    reused (the most recent first), else one is opened, else the POST waits for one to be released."""
 
     def __init__(self, server: str, ssl_context: ssl.SSLContext | bool, limit: int) -> None:
         parts = urlsplit(server)
@@ -189,9 +199,14 @@ class PostTransport:
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.ssl = ssl_context if parts.scheme == "https" else None
         self._host = parts.netloc.rpartition("@")[2].encode("idna")
-        self._slots = asyncio.Semaphore(limit)
+        self.limit = max(1, limit)
         self._idle: list[_Connection] = []
-        self._all: set[_Connection] = set()
+        #: Connections open or opening, idle or busy: at most ``limit``.
+        self._count = 0
+        #: POSTs waiting for a connection: handed a released one, or None to open their own.
+        self._waiters: deque[asyncio.Future[_Connection | None]] = deque()
+        self._open: set[_Connection] = set()
+        self._closed = False
         self.opened = 0
 
     async def post(self, path: str, headers: bytes, body: bytes, timeout: float) -> Reply:
@@ -200,24 +215,20 @@ class PostTransport:
         deadline = loop.time() + timeout
         request = b"POST %s HTTP/1.1\r\nHost: %s\r\n%sContent-Length: %d\r\n\r\n%s" % (
             path.encode("ascii"), self._host, headers, len(body), body)
-        async with self._slots:
-            conn = self._reused() or await self._connect(deadline)
-            timer = loop.call_at(deadline, conn.time_out)
-            try:
-                reply, reuse = await conn.send(request)
-            except BaseException:
-                conn.close()
-                self._all.discard(conn)
-                raise
-            finally:
-                timer.cancel()
-            if reuse:
-                conn.idle_since = time.monotonic()
-                self._idle.append(conn)
-            else:
-                conn.close()
-                self._all.discard(conn)
-            return reply
+        conn = self._reused() or await self._acquire(deadline)
+        timer = loop.call_at(deadline, conn.time_out)
+        try:
+            reply, reuse = await conn.send(request)
+        except BaseException:
+            self._drop(conn)
+            raise
+        finally:
+            timer.cancel()
+        if reuse:
+            self._release(conn)
+        else:
+            self._drop(conn)
+        return reply
 
     def _reused(self) -> _Connection | None:
         """The most recently used idle connection still open and fresh (older ones are closed)."""
@@ -226,9 +237,32 @@ class PostTransport:
             conn = self._idle.pop()
             if not conn.closed and now - conn.idle_since < KEEPALIVE:
                 return conn
-            conn.close()
-            self._all.discard(conn)
+            self._drop(conn)
         return None
+
+    async def _acquire(self, deadline: float) -> _Connection:
+        """A new connection when under the limit, else the next one released."""
+        if self._count >= self.limit:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                async with asyncio.timeout_at(deadline):
+                    conn = await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled() and (got := waiter.result()) is not None:
+                    self._release(got)  # handed one just as the wait ended: pass it on
+                elif waiter.done() and not waiter.cancelled():
+                    self._wake()
+                raise
+            if conn is not None:
+                return conn
+        self._count += 1
+        try:
+            return await self._connect(deadline)
+        except BaseException:
+            self._count -= 1
+            self._wake()
+            raise
 
     async def _connect(self, deadline: float) -> _Connection:
         loop = asyncio.get_running_loop()
@@ -239,11 +273,40 @@ class PostTransport:
         except OSError as e:
             raise aiohttp.ClientOSError(e.errno, f"Cannot connect to host {self.host}:{self.port}: {e}") from e
         self.opened += 1
-        self._all.add(conn)
+        self._open.add(conn)
         return conn
 
+    def _release(self, conn: _Connection) -> None:
+        """Back to the pool after a complete reply: to the first waiter, else idle."""
+        if self._closed:
+            self._drop(conn)
+            return
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)
+                return
+        conn.idle_since = time.monotonic()
+        self._idle.append(conn)
+
+    def _drop(self, conn: _Connection) -> None:
+        """Close ``conn`` for good; a waiter may open a connection in its place."""
+        conn.close()
+        if conn in self._open:
+            self._open.discard(conn)
+            self._count -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
     def close(self) -> None:
-        for conn in self._all:
-            conn.close()
-        self._all.clear()
+        """Close every connection (a POST in flight fails as on a lost connection)."""
+        self._closed = True
+        for conn in list(self._open):
+            self._drop(conn)
         self._idle.clear()

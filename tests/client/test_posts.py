@@ -171,7 +171,7 @@ async def test_a_silent_server_times_the_post_out_and_its_connection_is_dropped(
         transport = PostTransport(server.url, False, 4)
         with pytest.raises(TimeoutError):
             await transport.post("/p", b"", b"{}", 0.2)
-        assert not transport._idle and not transport._all
+        assert not transport._idle and not transport._open
 
 
 async def test_malformed_replies_and_unreachable_servers_raise_client_errors():
@@ -198,3 +198,24 @@ async def test_the_client_retries_a_post_answered_429_and_raises_the_typed_error
     assert len(server.requests) == 3 and server.connections == 1
     assert b"Accept-Encoding: gzip\r\n" in server.requests[0] and b"Content-Type: application/json\r\n" in server.requests[0]
 
+
+
+async def test_posts_beyond_the_connection_limit_wait_for_a_released_connection():
+    async with ScriptedServer([OK] * 6) as server:
+        transport = PostTransport(server.url, False, 2)
+        replies = await asyncio.gather(*(transport.post("/p", b"", b"{}", 5.0) for _ in range(6)))
+        transport.close()
+    assert replies == [(201, b"{}", None)] * 6 and server.connections == 2
+
+
+async def test_a_post_cancelled_in_flight_drops_its_connection():
+    async with ScriptedServer(["hang", OK]) as server:
+        transport = PostTransport(server.url, False, 1)
+        task = asyncio.ensure_future(transport.post("/p", b"", b"{}", 5.0))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await transport.post("/p", b"", b"{}", 5.0) == (201, b"{}", None)
+        transport.close()
+    assert server.connections == 2
