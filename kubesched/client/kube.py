@@ -4,8 +4,9 @@ clusters alike.
 Configuration and credentials come from lightkube (kubeconfig files, ``KUBECONFIG``, in-cluster
 service accounts, tokens, token files, exec plugins, client certificates, CA bundles); requests
 go through one pooled aiohttp session with orjson, because the hot paths (watch streams,
-bindings, status patches) run thousands of times a second. Bindings are raw POSTs: the
-``pods/binding`` reply is a ``Status``, which typed clients fail to decode.
+bindings, status patches) run thousands of times a second, except POSTs (bindings, events,
+creations), which take the leaner transport of ``kubesched.client.posts``. Bindings are raw
+POSTs: the ``pods/binding`` reply is a ``Status``, which typed clients fail to decode.
 
 A watch call ends when the server ends its stream (its timeout); the informer then watches again
 from the last resourceVersion seen (events or bookmarks) once it has checked that the server is

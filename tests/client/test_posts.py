@@ -175,9 +175,11 @@ async def test_a_silent_server_times_the_post_out_and_its_connection_is_dropped(
 
 
 async def test_malformed_replies_and_unreachable_servers_raise_client_errors():
-    async with ScriptedServer([b"garbage\r\n\r\n"]) as server:
-        with pytest.raises(aiohttp.ClientPayloadError):
-            await posted(server)
+    bad_gzip = b"HTTP/1.1 201 Created\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}"
+    for reply in (b"garbage\r\n\r\n", bad_gzip):
+        async with ScriptedServer([reply]) as server:
+            with pytest.raises(aiohttp.ClientPayloadError):
+                await posted(server)
     transport = PostTransport(f"http://127.0.0.1:{free_port()}", False, 4)
     with pytest.raises(aiohttp.ClientOSError):
         await transport.post("/p", b"", b"{}", 5.0)
