@@ -4,8 +4,9 @@ clusters alike.
 Configuration and credentials come from lightkube (kubeconfig files, ``KUBECONFIG``, in-cluster
 service accounts, tokens, token files, exec plugins, client certificates, CA bundles); requests
 go through one pooled aiohttp session with orjson, because the hot paths (watch streams,
-bindings, status patches) run thousands of times a second. Bindings are raw POSTs: the
-``pods/binding`` reply is a ``Status``, which typed clients fail to decode.
+bindings, status patches) run thousands of times a second, except POSTs (bindings, events,
+creations), which take the leaner transport of ``kubesched.client.posts``. Bindings are raw
+POSTs: the ``pods/binding`` reply is a ``Status``, which typed clients fail to decode.
 
 A watch call ends when the server ends its stream (its timeout); the informer then watches again
 from the last resourceVersion seen (events or bookmarks) once it has checked that the server is
@@ -45,6 +46,7 @@ from kubesched.api.kinds import CustomKind, Kind
 from kubesched.api.meta import set_condition
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
 from kubesched.client.interface import ClusterClient
+from kubesched.client.posts import PostTransport
 from kubesched.utils.clock import RealClock
 
 log = logging.getLogger(__name__)
@@ -158,9 +160,13 @@ class KubeClient(ClusterClient):
         self.limiter = rate_limiter(qps, burst)
         self.user_agent = user_agent or USER_AGENT
         self._session: aiohttp.ClientSession | None = None
+        #: POSTs go through a leaner transport than aiohttp's (see ``kubesched.client.posts``).
+        self._posts: PostTransport | None = None
         self._request_timeout = aiohttp.ClientTimeout(total=timeout)
-        #: The headers of a request by content type, built once per credential (see ``_request_headers``).
+        #: The headers of a request by content type, built once per credential (see ``_request_headers``),
+        #: and the same encoded for a POST.
         self._header_sets: dict[str, dict[str, str]] = {}
+        self._header_blocks: dict[str, bytes] = {}
         self._auth = _auth_of(config)
         self._auth_headers: dict[str, str] | None = None
         self._auth_read = 0.0
@@ -202,10 +208,18 @@ class KubeClient(ClusterClient):
                                                   cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
+    def posts(self) -> PostTransport:
+        if self._posts is None:
+            self._posts = PostTransport(self.server, self._ssl(), self.connections)
+        return self._posts
+
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._posts is not None:
+            self._posts.close()
+            self._posts = None
 
     async def _headers(self, refresh: bool = False) -> dict[str, str]:
         """Authorization (and User-Agent) headers. A refresh builds the auth anew, so token files are
@@ -213,24 +227,45 @@ class KubeClient(ClusterClient):
         base = {"User-Agent": self.user_agent}
         if self._auth is None:
             return base
-        stale = self.config.user is not None and self.config.user.token_file is not None and \
-            time.monotonic() - self._auth_read > TOKEN_FILE_REFRESH
+        stale = self._auth_stale()
         if self._auth_headers is None or refresh or stale:
             if refresh or stale:
                 self._auth = _auth_of(self.config)
             self._auth_headers = await _run_auth_flow(self._auth, self.server)
             self._auth_read = time.monotonic()
             self._header_sets.clear()
+            self._header_blocks.clear()
         return {**base, **self._auth_headers}
+
+    def _auth_stale(self) -> bool:
+        """Whether credentials read from a token file are due to be read again."""
+        return self.config.user is not None and self.config.user.token_file is not None and \
+            time.monotonic() - self._auth_read > TOKEN_FILE_REFRESH
 
     async def _request_headers(self, content_type: str, refresh: bool) -> dict[str, str]:
         """The full header set of a request: built once per content type and credential, since
         bindings and status patches send thousands of identical ones (aiohttp copies them)."""
+        headers = self._header_sets.get(content_type)
+        if headers is not None and not refresh and not self._auth_stale():
+            return headers
         auth = await self._headers(refresh=refresh)
         headers = self._header_sets.get(content_type)
         if headers is None:
             headers = self._header_sets[content_type] = {**_JSON, "Content-Type": content_type, **auth}
         return headers
+
+    async def _post_headers(self, content_type: str, refresh: bool) -> bytes:
+        """``_request_headers`` as a POST's header lines, with the content codings offered (Go's
+        transport offers gzip)."""
+        block = self._header_blocks.get(content_type)
+        if block is not None and not refresh and not self._auth_stale():
+            return block
+        headers = await self._request_headers(content_type, refresh)
+        block = self._header_blocks.get(content_type)
+        if block is None:
+            lines = {**headers, "Accept-Encoding": "gzip"}
+            block = self._header_blocks[content_type] = "".join(f"{k}: {v}\r\n" for k, v in lines.items()).encode("latin-1")
+        return block
 
     async def _throttle(self, method: str, path: str) -> None:
         if self.limiter is not None:
@@ -241,19 +276,17 @@ class KubeClient(ClusterClient):
         """One request, after the rate limiter; retried once with fresh credentials on 401, and, as
         client-go does, after ``Retry-After`` seconds on 429 (or a 5xx carrying ``Retry-After``), up to
         ``MAX_RETRIES`` times. Returns status and body."""
-        session = await self.session()
         data = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
-        url = yarl.URL(self.server + path, encoded=True)  # paths are quoted already: no parsing again
         refreshed, retries = False, 0
         while True:
             await self._throttle(method, path)
-            headers = await self._request_headers(content_type, refreshed)
             if method != "GET" and self.write_fence is not None and (reason := self.write_fence()):
                 raise WriteFenced(f"{method} {path} not sent: {reason}")
-            async with session.request(method, url, params=params, data=data, headers=headers,
-                                       timeout=self._request_timeout) as resp:
-                payload = await resp.read()
-                status, retry_after = resp.status, resp.headers.get("Retry-After")
+            if method == "POST" and params is None:
+                headers = await self._post_headers(content_type, refreshed)
+                status, payload, retry_after = await self.posts().post(path, headers, data or b"", self.timeout)
+            else:
+                status, payload, retry_after = await self._aiohttp_request(method, path, params, data, content_type, refreshed)
             if status == 401 and not refreshed and self._auth is not None:
                 refreshed = True
                 continue
@@ -262,6 +295,15 @@ class KubeClient(ClusterClient):
                 await asyncio.sleep(_seconds(retry_after))
                 continue
             return status, payload
+
+    async def _aiohttp_request(self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None,
+                               content_type: str, refresh: bool) -> tuple[int, bytes, str | None]:
+        session = await self.session()
+        headers = await self._request_headers(content_type, refresh)
+        url = yarl.URL(self.server + path, encoded=True)  # paths are quoted already: no parsing again
+        async with session.request(method, url, params=params, data=data, headers=headers,
+                                   timeout=self._request_timeout) as resp:
+            return resp.status, await resp.read(), resp.headers.get("Retry-After")
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> dict:
         status, payload = await self.request(method, path, **kwargs)
