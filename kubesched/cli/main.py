@@ -21,6 +21,7 @@ from kubesched.cli import logs
 from kubesched.cli.common import unknown_plugin_message, version
 from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
 from kubesched.scheduler.framework.runtime import UnknownPlugin
+from kubesched.utils.heap import settle_long_lived_heap
 
 #: Command modules of this package, in help order; each has ``register(subparsers)`` which sets
 #: ``func`` on its parser.
@@ -94,6 +95,11 @@ def standalone_command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The ``kubesched`` command. Without ``argv`` it is the process's own command line, and the
+    process is then tuned for a long-lived heap (``settle_long_lived_heap``); callers that pass
+    ``argv`` (tests, programs embedding the command) keep their collector's settings."""
+    if argv is None:
+        settle_long_lived_heap()
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(standalone_command(argv))
     args = parser.parse_args(argv)

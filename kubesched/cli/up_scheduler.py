@@ -15,9 +15,11 @@ import orjson
 from kubesched.cli import logs
 from kubesched.cli.common import registry_from
 from kubesched.simulator.scheduler_process import LINE_LIMIT, SchedulerSpec, serve
+from kubesched.utils.heap import settle_long_lived_heap
 
 
 def main() -> int:
+    settle_long_lived_heap()
     # Ctrl-C reaches the whole process group; ``up`` stops this process in order (end of input).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
