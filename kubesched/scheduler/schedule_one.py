@@ -174,6 +174,10 @@ class Algorithm:
             ranked.take_verdicts(entry)
         n = table.n
         if not 2 <= ranked.count <= num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, n):
+            # The generic cycle runs and keeps no totals: they are all recomputed when they serve again,
+            # so the rows changed meanwhile need not be remembered.
+            ranked.complete = False
+            entry.dirty.clear()
             return None
         fw.observe("Filter", None, start_filter)
         self._keep_scores(entry, ranked, plugins, fw, state, pod, table)

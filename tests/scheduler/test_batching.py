@@ -277,6 +277,34 @@ def test_kept_totals_take_ties_from_the_rotated_start():
     assert batched == one_by_one
 
 
+def test_rows_changed_while_the_kept_totals_cannot_serve_are_not_remembered():
+    """With more feasible nodes than are looked for (150 nodes, 100 to find), every batched cycle
+    hands over to the generic one; the kept totals are then recomputed when they serve again, so
+    the rows each placement changed must not pile up (reading them cost every later cycle)."""
+    nodes = [make_node(f"n{i:03d}", pods="110") for i in range(150)]
+    pods = [make_pod(f"p{i:03d}", cpu="100m", memory="64Mi") for i in range(80)]
+    sizes: list[int] = []
+
+    async def body() -> None:
+        clock = LoopClock(asyncio.get_running_loop(), VIRTUAL_EPOCH)
+        store = ObjectStore(clock, seed=5, auto_create_namespaces=True)
+        sched = Scheduler(MemoryClient(store), default_configuration(), clock=clock, seed=5, batching=True)
+        for obj in nodes + pods:
+            store.create(KIND_OF[obj["kind"]], obj)
+        await sched.start()
+        loop = asyncio.get_running_loop().create_task(sched.run())
+        await asyncio.sleep(30)
+        batches = sched.frameworks["default-scheduler"].batches
+        assert batches.entry is not None and batches.reused > 50 and batches.kept == 0
+        sizes.append(len(batches.entry.dirty))
+        await sched.stop()
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+
+    run_virtual(body())
+    assert sizes[0] <= 2
+
+
 # --- signatures -------------------------------------------------------------------------------------
 class ClassicFilter(FilterPlugin):
     """A user's per-node filter: it has no signature support."""
