@@ -29,7 +29,6 @@ import os
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -46,6 +45,7 @@ import yaml
 from kubesched.api.kinds import Kind, kind_for, kind_named
 from kubesched.api.quantity import milli_value
 from kubesched.bench.faultproxy import FaultProxy, Faults, Ledger, Write
+from kubesched.bench.wholeprocess import free_port
 from kubesched.client.kube import KubeClient, load_config, wait_ready
 from kubesched.utils import certs
 
@@ -136,12 +136,6 @@ class Proc:
             self.proc.wait(20)
         except subprocess.TimeoutExpired:
             self.kill()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def scheduler_config(opts: ChaosOptions) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 from kubesched.api.kinds import POD
 from kubesched.bench import templates as t
 from kubesched.bench.targets import HttpTarget
-from kubesched.bench.wholeprocess import RowOptions, cpu_seconds_of, failure, free_port, spawn, stop
+from kubesched.bench.wholeprocess import RowOptions, cpu_seconds_of, free_port, spawn, stop, while_alive
 from kubesched.client.kube import KubeClient
 
 CONFIG = """apiVersion: kubescheduler.config.k8s.io/v1
@@ -74,7 +74,8 @@ async def _one_start(server: HttpTarget, opts: RowOptions, index: int, config: P
         started = time.perf_counter()
         proc = spawn(args, log)
         try:
-            seen = await _until_bound(bound, proc, opts.timeout, log_path)
+            await while_alive(bound.done, proc, log_path, opts.timeout, "a pod was bound")
+            seen = bound.result()
             cpu = cpu_seconds_of(proc.pid)
         finally:
             bound.cancel()
@@ -88,15 +89,3 @@ async def _first_bound(client: KubeClient, namespace: str, rv: str) -> float:
         if any((event.object.get("spec") or {}).get("nodeName") for event in batch):
             return time.perf_counter()
     raise RuntimeError("the watch ended before a pod was bound")
-
-
-async def _until_bound(bound: asyncio.Task[float], proc: Any, timeout: float, log_path: Path) -> float:
-    """The time of the first binding; an error if the process exits or ``timeout`` passes first."""
-    deadline = time.perf_counter() + timeout
-    while not bound.done():
-        if proc.poll() is not None:
-            raise failure(f"`kubesched run` exited with code {proc.returncode} before binding a pod", log_path)
-        if time.perf_counter() > deadline:
-            raise failure(f"`kubesched run` bound no pod in {timeout:g}s", log_path)
-        await asyncio.wait({bound}, timeout=0.05)
-    return bound.result()

@@ -28,7 +28,7 @@ import orjson
 from kubesched.api.kinds import POD
 from kubesched.bench import creator
 from kubesched.bench import templates as t
-from kubesched.bench.wholeprocess import RowOptions, failure, free_port, percentile, spawn, stop
+from kubesched.bench.wholeprocess import RowOptions, failure, free_port, percentile, spawn, stop, while_alive
 from kubesched.client.kube import KubeClient, resource_path
 
 #: Seconds for the scheduler's informers to list the nodes before the first pod is created.
@@ -50,7 +50,7 @@ def measure(opts: RowOptions) -> dict[str, Any]:
 
 
 async def _drive(opts: RowOptions, proc: Any, kubeconfig: Path, log_path: Path) -> dict[str, Any]:
-    await _wait_for(kubeconfig, proc, log_path, opts.timeout)
+    await while_alive(kubeconfig.exists, proc, log_path, opts.timeout, "the server wrote its kubeconfig")
     client = KubeClient(kubeconfig=str(kubeconfig), connections=opts.concurrency + 8, user_agent="kubesched-bench-up")
     try:
         started = time.perf_counter()
@@ -75,17 +75,6 @@ async def _drive(opts: RowOptions, proc: Any, kubeconfig: Path, log_path: Path) 
         return doc
     finally:
         await client.close()
-
-
-async def _wait_for(kubeconfig: Path, proc: Any, log_path: Path, timeout: float) -> None:
-    """Until the server has written its kubeconfig (it does once it serves)."""
-    deadline = time.perf_counter() + timeout
-    while not kubeconfig.exists():
-        if proc.poll() is not None:
-            raise failure(f"the server exited with code {proc.returncode} before serving", log_path)
-        if time.perf_counter() > deadline:
-            raise failure(f"the server wrote no kubeconfig in {timeout:g}s", log_path)
-        await asyncio.sleep(0.05)
 
 
 async def _post_all(client: KubeClient, bodies: list[bytes], concurrency: int) -> list[float]:

@@ -12,13 +12,15 @@ same for both sides. Each row declares the figures ``compare_revisions`` compare
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import math
 import os
 import socket
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -157,6 +159,19 @@ def stop(proc: subprocess.Popen, timeout: float = 30.0) -> int | None:
             proc.kill()
             proc.wait()
     return rss
+
+
+async def while_alive(done: Callable[[], bool], proc: subprocess.Popen, log: Path, timeout: float,
+                     awaited: str) -> None:
+    """Poll until ``done()``; an error naming ``awaited`` (and the end of the subject's log) if
+    ``proc`` exits or ``timeout`` seconds pass first."""
+    deadline = time.perf_counter() + timeout
+    while not done():
+        if proc.poll() is not None:
+            raise failure(f"the subject exited with code {proc.returncode} before {awaited}", log)
+        if time.perf_counter() > deadline:
+            raise failure(f"no {awaited} in {timeout:g}s", log)
+        await asyncio.sleep(0.05)
 
 
 def failure(what: str, log: Path) -> RuntimeError:
