@@ -16,9 +16,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
-
 from kubesched.api.errors import FieldError, invalid, required, unsupported
+from kubesched.api.jsonmemo import JSONMemo
 from kubesched.api.kinds import kind_for
 from kubesched.api.names import dns1123_label_errors, dns1123_subdomain_errors, label_value_errors, qualified_name_errors
 from kubesched.api.quantity import parse_quantity
@@ -115,41 +114,18 @@ def _validate_quantities(raw: Mapping[str, object] | None, path: str) -> list[Fi
             for name, quantity in (raw or {}).items() if parse_quantity(quantity) < 0]  # type: ignore[arg-type]
 
 
-class _KnownValid:
-    """The sections found valid last, by their JSON: a check whose errors depend on the section
-    alone (and only their paths on where it is) need not run again for an equal one, as replicas
-    of one template bring. Sections with errors are always checked (the paths differ)."""
-
-    def __init__(self, size: int = 1024) -> None:
-        self._keys: set[tuple[object, bytes]] = set()
-        self._size = size
-
-    def errors(self, section: object, tag: object, check: Callable[[], list[FieldError]]) -> list[FieldError]:
-        """``check()``, or [] when a section equal to ``section`` (checked with the same ``tag``)
-        passed it before."""
-        try:
-            key = (tag, orjson.dumps(section))
-        except (TypeError, orjson.JSONEncodeError):
-            return check()
-        if key in self._keys:
-            return []
-        errors = check()
-        if not errors:
-            if len(self._keys) >= self._size:
-                self._keys.clear()
-            self._keys.add(key)
-        return errors
-
-
-_VALID_RESOURCES = _KnownValid()
-_VALID_POD_SPECS = _KnownValid()
+#: Sections found valid, by their JSON: a check whose errors depend on the section alone (only
+#: their paths on where it is) need not run again for an equal one, as replicas of one template
+#: bring. Sections with errors are checked every time (the paths differ).
+_VALID_RESOURCES: JSONMemo[list[FieldError]] = JSONMemo(keep=lambda errors: not errors)
+_VALID_POD_SPECS: JSONMemo[list[FieldError]] = JSONMemo(keep=lambda errors: not errors)
 
 
 def _validate_resources(resources: Mapping[str, Any] | None, path: str) -> list[FieldError]:
     """Quantities not negative, requests within limits (once per distinct section)."""
     if not resources:
         return []
-    return _VALID_RESOURCES.errors(resources, None, lambda: _resource_errors(resources, path))
+    return list(_VALID_RESOURCES.get(resources, lambda: _resource_errors(resources, path)))
 
 
 def _resource_errors(resources: Mapping[str, Any], path: str) -> list[FieldError]:
@@ -311,7 +287,7 @@ def validate_pod(pod: Mapping[str, Any], *, comparison_operators: bool = False) 
 
 def _validate_pod_spec(spec: Mapping[str, Any], path: str, comparison_operators: bool = False) -> list[FieldError]:
     """A pod spec's rules (once per distinct spec: they read nothing else)."""
-    return _VALID_POD_SPECS.errors(spec, comparison_operators, lambda: _pod_spec_errors(spec, path, comparison_operators))
+    return list(_VALID_POD_SPECS.get([comparison_operators, spec], lambda: _pod_spec_errors(spec, path, comparison_operators)))
 
 
 def _pod_spec_errors(spec: Mapping[str, Any], path: str, comparison_operators: bool) -> list[FieldError]:

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
-
 from kubesched.api.apierrors import Forbidden
 from kubesched.api.defaults import gate_enabled
+from kubesched.api.jsonmemo import JSONMemo
 from kubesched.api.resources import qos_class
 
 SYSTEM_PRIORITY_CLASSES = (
@@ -33,9 +32,8 @@ DEFAULT_UNREACHABLE_TOLERATION_SECONDS = 300
 
 PriorityClassLookup = Callable[[str], Mapping | None]
 
-#: The QoS classes of the resource sections seen last, by their canonical JSON (``_pod_qos_class``).
-_QOS_BY_RESOURCES: dict[bytes, str] = {}
-_QOS_MEMO_SIZE = 1024
+#: The QoS classes of the resource sections seen last (``_pod_qos_class``).
+_QOS_BY_RESOURCES: JSONMemo[str] = JSONMemo()
 
 
 def default_pod_status(pod: dict, gates: Mapping[str, bool] | None = None) -> None:
@@ -60,16 +58,7 @@ def _pod_qos_class(pod: dict, pod_level: bool) -> str:
     sections: list[Any] = [pod_level, spec.get("resources")]
     for field in ("containers", "initContainers"):
         sections.append([c.get("resources") for c in spec.get(field) or ()])
-    try:
-        key = orjson.dumps(sections, option=orjson.OPT_SORT_KEYS)
-    except (TypeError, orjson.JSONEncodeError):
-        return qos_class(pod, pod_level)
-    qos = _QOS_BY_RESOURCES.get(key)
-    if qos is None:
-        if len(_QOS_BY_RESOURCES) >= _QOS_MEMO_SIZE:
-            _QOS_BY_RESOURCES.clear()
-        qos = _QOS_BY_RESOURCES[key] = qos_class(pod, pod_level)
-    return qos
+    return _QOS_BY_RESOURCES.get(sections, lambda: qos_class(pod, pod_level))
 
 
 def admit_priority(pod: dict, lookup: PriorityClassLookup, global_default: Mapping | None) -> None:
