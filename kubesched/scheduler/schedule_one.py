@@ -139,7 +139,9 @@ class Algorithm:
         state.restore(entry.state)
         try:
             result = self._schedule_kept(cycle, fw, state, pod, table) if attempt is None else None
-            return result if result is not None else await self._schedule_once(cycle, fw, state, pod, table, attempt)
+            if result is not None or entry.rerun:  # domain-scoped plugins run again in the kept cycle only
+                return result
+            return await self._schedule_once(cycle, fw, state, pod, table, attempt)
         except (FitError, StatusError):
             return None
 
@@ -150,7 +152,9 @@ class Algorithm:
         the random draw, the start index and the metrics are those of the generic cycle. For the
         common case only, where every node is visited: at least two feasible nodes and no more than
         ``numFeasibleNodesToFind``, batch plugins only, no extenders, no explanation, no signature
-        (upstream's hints). None otherwise: the generic cycle runs on the refreshed entry."""
+        (upstream's hints). The entry's domain-scoped plugins run again in full: PreFilter, Filter
+        over every row, PreScore and Score over the feasible rows. None otherwise: the generic
+        cycle runs on the refreshed entry, or a full cycle where domain-scoped plugins run."""
         plugins = fw.kept_score_plugins(state)
         if plugins is None or self.extenders or fw.has_classic_filters or not fw.has_filter_plugins() \
                 or not fw.has_score_plugins() or not fw.options.fast_paths:
@@ -163,13 +167,18 @@ class Algorithm:
         start_filter = time.perf_counter()
         try:
             entry = self._refresh_changed(cycle, fw, state, pod, table)
+            domain_moved = self._rerun_domain_filters(entry, fw, state, pod, table) if entry.rerun else False
         except StatusError as e:
             fw.observe("Filter", e.status, start_filter)
             raise
+        if domain_moved is None:
+            return None
         ranked = entry.ranked
         if ranked is None or ranked.order is not table.order():
             ranked = entry.ranked = RankedTotals.of(entry, table.order())
             entry.dirty.clear()
+        elif domain_moved:
+            ranked.take_feasible(entry)
         else:
             ranked.take_verdicts(entry)
         n = table.n
@@ -180,7 +189,14 @@ class Algorithm:
             entry.dirty.clear()
             return None
         fw.observe("Filter", None, start_filter)
-        self._keep_scores(entry, ranked, plugins, fw, state, pod, table)
+        feasible = table.all_rows() if ranked.count == n else table.batch(np.flatnonzero(ranked.feasible))
+        if entry.rerun:
+            if not fw.rerun_pre_score(state, pod, feasible, entry.rerun):
+                return None
+            plugins = fw.kept_score_plugins(state)
+            if plugins is None:
+                return None
+        self._keep_scores(entry, ranked, plugins, fw, state, pod, feasible)
         self.next_start_node_index %= n  # every node was processed: the start index moved by n
         host = table.names[ranked.best(self.next_start_node_index, self.rng)]
         if gate:
@@ -189,18 +205,35 @@ class Algorithm:
         return ScheduleResult(host, n, ranked.count)
 
     @staticmethod
+    def _rerun_domain_filters(entry: BatchEntry, fw: Framework, state: CycleState, pod: PodInfo,
+                              table: NodeTable) -> bool | None:
+        """The entry's domain-scoped plugins again: PreFilter, then Filter over every row; whether
+        a verdict moved, or None when a PreFilter does more than pass or skip (a full cycle then
+        decides)."""
+        if not fw.rerun_pre_filter(state, pod, entry.rerun):
+            return None
+        return entry.set_domain_filters(fw.run_batch_filters(state, pod, table.all_rows(), entry.rerun.__contains__))
+
+    @staticmethod
     def _keep_scores(entry: BatchEntry, ranked: RankedTotals, plugins: list[tuple[BatchScorePlugin, int, bool]],
-                     fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable) -> None:
+                     fw: Framework, state: CycleState, pod: PodInfo, feasible: NodeBatch) -> None:
         """Bring ``ranked`` up to date: raw scores where the feasible rows lack them (every feasible
         row once the totals are stale, else the rows that moved), normalisations over the feasible
-        rows where dropped, then the totals of the moved rows, or all of them."""
+        rows where dropped, then the totals of the moved rows, or all of them. Domain-scoped
+        plugins score every feasible row again, and then every total is computed again."""
+        table = feasible.table
         moved, entry.dirty = entry.dirty, set()
         if ranked.complete:
             rows: np.ndarray | None = np.array(sorted(r for r in moved if ranked.feasible[r]), dtype=np.int64)
         else:
             rows = None if ranked.count == table.n else np.flatnonzero(ranked.feasible)
+        domain_parts: dict[str, np.ndarray] = {}
 
         def refresh(pl: BatchScorePlugin, normalises: bool) -> None:
+            if pl.name in entry.rerun:
+                domain_parts[pl.name] = _domain_scores(fw, pl, state, pod, feasible, normalises)
+                ranked.complete = False
+                return
             need = entry.lacking(pl.name, rows)
             if len(need):
                 entry.set_raw(pl.name, need, fw.raw_scores(pl, state, pod, table.batch(need)))
@@ -210,7 +243,8 @@ class Algorithm:
 
         fw.run_kept_scores(state, plugins, refresh)
         entry.dirty.clear()  # the rows just scored
-        parts = [(ranked.normalized[pl.name] if normalises else entry.raw[pl.name], weight) for pl, weight, normalises in plugins]
+        parts = [(domain_parts[pl.name] if pl.name in domain_parts else ranked.normalized[pl.name] if normalises
+                  else entry.raw[pl.name], weight) for pl, weight, normalises in plugins]
         if ranked.complete:
             ranked.update(sorted(moved), parts)
         else:
@@ -407,20 +441,22 @@ class Algorithm:
         if cycle.reuse is not None:
             entry = self._refresh_changed(cycle, fw, state, pod, table)
             return entry.first_pos[rotated], entry.ids[rotated], entry.statuses
-        readers = fw.pod_readers.__contains__
+        readers, domain = fw.pod_readers.__contains__, fw.domain_scoped.__contains__
         fill = cycle.fill
-        if fill is None or fw.domain_scoped & _ran(fw, state, "filter"):
-            cycle.fill = None
+        if fill is None:
             return self._run_batch_filters(fw, state, pod, table, rotated)
         rows, every = np.arange(table.n), table.all_rows()
         try:
-            node_only = fw.run_batch_filters(state, pod, every, lambda name: not readers(name))
+            node_only = fw.run_batch_filters(state, pod, every, lambda name: not readers(name) and not domain(name))
             pod_reading = fw.run_batch_filters(state, pod, every, readers)
+            domain_scoped = fw.run_batch_filters(state, pod, every, domain) if fw.domain_scoped & _ran(fw, state, "filter") else None
         except StatusError:  # perhaps on a node one pass would not ask: that pass decides
             cycle.fill = None
             return self._run_batch_filters(fw, state, pod, table, rotated)
         fill.set_filters(fill.node_only, rows, node_only)
         fill.set_filters(fill.pod_reading, rows, pod_reading)
+        if domain_scoped is not None:
+            fill.set_domain_filters(domain_scoped)
         return fill.first_pos[rotated], fill.ids[rotated], fill.statuses
 
     @staticmethod
@@ -527,7 +563,7 @@ class Algorithm:
                 raise StatusError(status)
             result = fw.run_score(state, pod, batch, keep_parts=attempt is not None)
             if cycle is not None and cycle.fill is not None:
-                self._fill_scores(cycle.fill, fw, state, batch, result)
+                self._fill_scores(cycle.fill, fw, state, pod, batch, result)
         if attempt is not None:
             attempt.scores = result
         return result.total
@@ -542,14 +578,15 @@ class Algorithm:
         return fw.run_score(state, pod, batch, keep_parts, _ReusedScores(entry, fw, state, pod, batch))
 
     @staticmethod
-    def _fill_scores(entry: BatchEntry, fw: Framework, state: CycleState, batch: NodeBatch, result: ScoreResult) -> None:
-        """Keep the raw scores and the cycle state (as PreScore left it) for the next pod, unless a
-        domain-scoped plugin scored."""
-        if fw.domain_scoped & _ran(fw, state, "score"):
-            return
+    def _fill_scores(entry: BatchEntry, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch,
+                     result: ScoreResult) -> None:
+        """Keep the raw scores (but the domain-scoped plugins', scored again by every cycle) and the
+        cycle state (as PreScore left it) for the next pod."""
         rows = batch.row_ids()
         for name, raw in result.raw.items():
-            entry.set_raw(name, rows, raw)
+            if name not in fw.domain_scoped:
+                entry.set_raw(name, rows, raw)
+        entry.rerun = fw.domain_reruns(pod, batch.table, state)
         saved = state.clone()
         saved.pods_to_activate = {}
         entry.state = saved
@@ -615,6 +652,19 @@ def _normalized_over(fw: Framework, pl: BatchScorePlugin, state: CycleState, pod
     batch = table.batch(rows)
     out = np.zeros(table.n, dtype=np.int64)
     out[rows] = fw.normalize_one(pl, state, pod, batch, batch.col(raw))
+    return out
+
+
+def _domain_scores(fw: Framework, pl: BatchScorePlugin, state: CycleState, pod: PodInfo, feasible: NodeBatch,
+                   normalises: bool) -> np.ndarray:
+    """A domain-scoped plugin's scores over the ``feasible`` rows, normalised over them where it
+    normalises, by row (0 elsewhere)."""
+    raw = fw.raw_scores(pl, state, pod, feasible)
+    scores = fw.normalize_one(pl, state, pod, feasible, raw) if normalises else raw
+    if feasible.rows is None:
+        return scores
+    out = np.zeros(feasible.table.n, dtype=np.int64)
+    out[feasible.row_ids()] = scores
     return out
 
 

@@ -156,9 +156,10 @@ def run_workload(w: Workload, seed: int, batching: bool) -> tuple[dict[str, str]
     return run_virtual(body())
 
 
-#: Workloads whose measured pods are batched. Not: spreading constraints and inter-pod affinity terms
-#: (they count pods per topology domain), nor preemptors (batching pauses while pods are nominated).
-BATCHED = {"SchedulingBasic", "SchedulingNodeAffinity", "Unschedulable", "SchedulingWithMixedChurn"}
+#: Workloads whose measured pods are batched: all but the preemptors (batching pauses while pods are
+#: nominated). Spreading constraints and inter-pod affinity terms count pods per topology domain, so
+#: their plugins run again in every batched cycle.
+BATCHED = set(WORKLOADS) - {"PreemptionBasic"}
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
@@ -342,8 +343,8 @@ DRA = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}]}
 SIGNING_CASES = [
     ("plain pod, default profile: system default spreading leaves it unsigned upstream", {}, {}, False, True),
     ("plain pod, no default spreading", {"spread_defaults": False}, {}, True, True),
-    ("spread constraints", {"spread_defaults": False}, SPREAD, False, False),
-    ("required anti-affinity", {"spread_defaults": False}, ANTI, False, False),
+    ("spread constraints: batched, the plugin running again each cycle", {"spread_defaults": False}, SPREAD, False, True),
+    ("required anti-affinity: batched, the plugin running again each cycle", {"spread_defaults": False}, ANTI, False, True),
     ("volume claim: signed by its volumes, not batched", {"spread_defaults": False}, CLAIM, True, False),
     ("resource claims", {"spread_defaults": False}, DRA, False, False),
     ("a classic filter without signature support", {"spread_defaults": False, "classic": True}, {}, False, False),

@@ -58,10 +58,10 @@ class _Verdicts:
 @dataclass
 class BatchEntry:
     """One cycle's results over every row of ``table``, valid at ``version`` (see the module
-    docstring). Filter verdicts are kept in two groups, the plugins that read only the node and
-    those that read the pods on it (``Framework.pod_readers``), and combined (``first_pos``,
-    ``ids``: the first failure by configured position, as one pass over every plugin finds it);
-    ids index ``statuses``."""
+    docstring). Filter verdicts are kept in three groups, the plugins that read only the node,
+    those that read the pods on it (``Framework.pod_readers``) and the domain-scoped ones (run
+    again over every row by each cycle, ``rerun``), and combined (``first_pos``, ``ids``: the first
+    failure by configured position, as one pass over every plugin finds it); ids index ``statuses``."""
 
     key: tuple[Any, ...]
     table: NodeTable
@@ -71,9 +71,12 @@ class BatchEntry:
     state: CycleState
     node_only: _Verdicts
     pod_reading: _Verdicts
+    domain: _Verdicts
     first_pos: np.ndarray
     ids: np.ndarray
     statuses: list[Status] = field(default_factory=list)
+    #: The domain-scoped plugins a cycle reusing the entry runs again (``Framework.domain_reruns``).
+    rerun: frozenset[str] = frozenset()
     #: Per Score plugin not skipped: raw scores by row, and which rows hold a current one.
     raw: dict[str, np.ndarray] = field(default_factory=dict)
     known: dict[str, np.ndarray] = field(default_factory=dict)
@@ -109,15 +112,27 @@ class BatchEntry:
         first_pos, ids, statuses = answer
         group.first_pos[rows] = first_pos
         group.ids[rows] = self.add_statuses(statuses)[ids]
-        if len(rows) <= _FEW_ROWS:  # row by row: cheaper than four numpy calls on a few rows
+        groups = (self.node_only, self.pod_reading, self.domain)
+        if len(rows) <= _FEW_ROWS:  # row by row: cheaper than numpy calls on a few rows
             for row in rows.tolist():
-                first = self.node_only if self.node_only.first_pos[row] <= self.pod_reading.first_pos[row] else self.pod_reading
+                first = min(groups, key=lambda g: g.first_pos[row])
                 self.first_pos[row], self.ids[row] = first.first_pos[row], first.ids[row]
         else:
-            node_first = self.node_only.first_pos[rows] <= self.pod_reading.first_pos[rows]
-            self.first_pos[rows] = np.where(node_first, self.node_only.first_pos[rows], self.pod_reading.first_pos[rows])
-            self.ids[rows] = np.where(node_first, self.node_only.ids[rows], self.pod_reading.ids[rows])
+            self.first_pos[rows], self.ids[rows] = _first_failures(groups, rows)
         self._touch(name=None, rows=rows)
+
+    def set_domain_filters(self, answer: tuple[np.ndarray, np.ndarray, list[Status]]) -> bool:
+        """Store the domain-scoped plugins' answer for every row and, where it moved, combine the
+        groups again everywhere; whether it moved (the kept totals then compare feasibility as a
+        whole, ``RankedTotals.take_feasible``)."""
+        first_pos, ids, statuses = answer
+        ids = self.add_statuses(statuses)[ids]
+        domain = self.domain
+        if np.array_equal(ids, domain.ids) and np.array_equal(first_pos, domain.first_pos):
+            return False
+        domain.first_pos[:], domain.ids[:] = first_pos, ids
+        self.first_pos[:], self.ids[:] = _first_failures((self.node_only, self.pod_reading, domain), slice(None))
+        return True
 
     def set_raw(self, name: str, rows: np.ndarray, values: np.ndarray) -> None:
         """Store a Score plugin's raw scores for ``rows``."""
@@ -167,6 +182,15 @@ class BatchEntry:
         return lacking
 
 
+def _first_failures(groups: tuple[_Verdicts, ...], rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``rows``, the first failure among the groups' (by configured position)."""
+    first_pos, ids = groups[0].first_pos[rows], groups[0].ids[rows]
+    for group in groups[1:]:
+        earlier = group.first_pos[rows] < first_pos
+        first_pos, ids = np.where(earlier, group.first_pos[rows], first_pos), np.where(earlier, group.ids[rows], ids)
+    return first_pos, ids
+
+
 def _known_among(known: np.ndarray, rows: np.ndarray) -> int:
     """How many of ``rows`` are ``known`` (row by row for a few rows: cheaper than numpy calls)."""
     if len(rows) <= _FEW_ROWS:
@@ -207,6 +231,16 @@ class RankedTotals:
         position[order] = np.arange(len(order))
         feasible = entry.ids < 0
         return cls(order, position, feasible, int(np.count_nonzero(feasible)), np.full(len(order), _LOWEST, dtype=np.int64))
+
+    def take_feasible(self, entry: BatchEntry) -> None:
+        """Read every row's verdict (after the domain-scoped plugins ran again over all of them);
+        a change of feasibility anywhere drops every total and normalisation."""
+        feasible = entry.ids < 0
+        if not np.array_equal(feasible, self.feasible):
+            self.feasible = feasible
+            self.count = int(np.count_nonzero(feasible))
+            self.normalized.clear()
+            self.complete = False
 
     def take_verdicts(self, entry: BatchEntry) -> None:
         """Read the verdicts of the entry's dirty rows; a change of feasibility drops every total
@@ -316,7 +350,8 @@ class BatchCache:
         once PreScore ran)."""
         n = table.n
         return BatchEntry(cycle.key, table, table.generation, objects, table.version, CycleState(), _Verdicts.passing(n),
-                          _Verdicts.passing(n), np.full(n, _NO_FAILURE, dtype=np.int32), np.full(n, -1, dtype=np.int32))
+                          _Verdicts.passing(n), _Verdicts.passing(n), np.full(n, _NO_FAILURE, dtype=np.int32),
+                          np.full(n, -1, dtype=np.int32))
 
     def keep(self, entry: BatchEntry, reused: bool) -> None:
         """The cycle that filled or reused ``entry`` succeeded: the next pod may use it."""

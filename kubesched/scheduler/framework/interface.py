@@ -171,7 +171,10 @@ class SignPlugin(Plugin):
     ``batch_key`` drives kubesched's exact reuse of the previous cycle's filter verdicts and scores
     (see ``framework/batch.py``); it answers ``sign_pod``'s fragments unless the plugin knows
     better. ``domain_scoped`` plugins' results depend on more than a node's own row (pods counted
-    per topology domain): a cycle's results are reused only where such a plugin skipped.
+    per topology domain): a cycle that reuses its predecessor's results runs them again in full
+    (PreFilter, Filter on every node, PreScore, Score on the feasible nodes) where they ran in the
+    cycle that left the results or ``batch_reruns`` says they may; elsewhere their fragments must
+    guarantee they skip again.
     """
 
     domain_scoped: ClassVar[bool] = False
@@ -198,6 +201,12 @@ class SignPlugin(Plugin):
         """What this plugin's results for ``pod`` depend on besides each node's own row, or an
         Unschedulable Status when they may depend on other rows too (never reused)."""
         return self.sign_pod(pod)
+
+    def batch_reruns(self, pod: PodInfo, table: NodeTable) -> bool:
+        """For a ``domain_scoped`` plugin: whether a batched cycle must run it again even where it
+        skipped in the cycle that left the results (it may stop skipping as pods land without
+        ``batch_key`` changing). False promises it skips again for every pod with the same key."""
+        return False
 
 
 def unsignable(reason: str) -> Status:

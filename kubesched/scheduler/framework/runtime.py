@@ -228,10 +228,11 @@ class Framework:
         self._signs_pods = all(p.signs_pods() for p in self._signers)
         #: The last pod's shape and the fragments of the signers that read only the pod.
         self._pod_fragments: tuple[tuple[Any, ...], tuple[Any, ...] | None] | None = None
-        #: Plugins whose results depend on other rows; a cycle is reused only where they skipped.
+        #: Plugins whose results depend on other rows; a batched cycle runs them again where they run.
         self.domain_scoped = frozenset(p.name for p in self._signers if p.domain_scoped)
-        #: Plugins whose answer for a node depends on the pods on it (``SignPlugin.reads_node_pods``).
-        self.pod_readers = frozenset(p.name for p in self._signers if p.reads_node_pods)
+        #: Plugins whose answer for a node depends on the pods on it and nothing beyond its row
+        #: (``SignPlugin.reads_node_pods``, not ``domain_scoped``).
+        self.pod_readers = frozenset(p.name for p in self._signers if p.reads_node_pods) - self.domain_scoped
         #: The previous cycle's results, for the next pod with the same batch key.
         self.batches = BatchCache()
         #: Upstream's node hints (the OpportunisticBatching gate).
@@ -284,6 +285,14 @@ class Framework:
         if cached[1] is None or table_fragments is None:
             return None
         return cached[1] + table_fragments
+
+    def domain_reruns(self, pod: PodInfo, table: NodeTable, state: CycleState) -> frozenset[str]:
+        """The domain-scoped plugins a cycle reusing this one's results (left in ``state``) runs
+        again: those that ran here, and those that may run for a pod with the same key."""
+        ran = {p.name for point in ("filter", "score") for p in self.points[point]
+               if p.name not in (state.skip_filter_plugins if point == "filter" else state.skip_score_plugins)}
+        return frozenset(p.name for p in self._signers
+                         if p.domain_scoped and (p.name in ran or p.batch_reruns(pod, table)))
 
     def _fragments(self, pod: PodInfo, table: NodeTable, reading_table: bool) -> tuple[Any, ...] | None:
         """The batch-key fragments of the signers that read the table (or of the others)."""
@@ -513,12 +522,24 @@ class Framework:
         self.observe("PreFilter", out[1], start)
         return out
 
-    def _pre_filter(self, state: CycleState, pod: PodInfo, skip: set[str]) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+    def rerun_pre_filter(self, state: CycleState, pod: PodInfo, names: frozenset[str]) -> bool:
+        """Run again the PreFilter plugins ``names`` on a state another pod's cycle left (a batched
+        cycle), their skips updated; False when one does anything but pass or skip for every node
+        (the cycle then runs in full, where the diagnosis is made)."""
+        skip = state.skip_filter_plugins
+        skip -= names
+        result, status, _ = self._pre_filter(state, pod, skip, names)
+        return status is None and (result is None or result.all_nodes())
+
+    def _pre_filter(self, state: CycleState, pod: PodInfo, skip: set[str],
+                    only: frozenset[str] | None = None) -> tuple[PreFilterResult | None, Status | None, set[str]]:
         result: PreFilterResult | None = None
         with_nodes: set[str] = set()
         returned: Status | None = None
         nodes = self.snapshot.all_rows()
         for pl in self._pre_filters:
+            if only is not None and pl.name not in only:
+                continue
             t = time.perf_counter()
             self._evaluated(pl.name, "PreFilter", 1)
             r, s = pl.pre_filter(state, pod, nodes)
@@ -762,12 +783,21 @@ class Framework:
             self.observe("PostFilter", status, start)
 
     # --- Score ---------------------------------------------------------------------------------
-    def run_pre_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch) -> Status | None:
+    def rerun_pre_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch, names: frozenset[str]) -> bool:
+        """Run again the PreScore plugins ``names`` (as ``rerun_pre_filter``); False on a failure."""
+        kept = state.skip_score_plugins - names
+        status = self.run_pre_score(state, pod, batch, names)
+        state.skip_score_plugins |= kept
+        return status is None
+
+    def run_pre_score(self, state: CycleState, pod: PodInfo, batch: NodeBatch, only: frozenset[str] | None = None) -> Status | None:
         start = time.perf_counter()
         skip: set[str] = set()
         status: Status | None = None
         try:
             for pl in self._pre_scores:
+                if only is not None and pl.name not in only:
+                    continue
                 t = time.perf_counter()
                 self._evaluated(pl.name, "PreScore", 1)
                 s = pl.pre_score(state, pod, batch)

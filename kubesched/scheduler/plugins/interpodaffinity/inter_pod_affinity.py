@@ -182,6 +182,8 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         return self.handle.objects("Namespace")
 
     # --- signature ----------------------------------------------------------------------------
+    #: A term counts pods per topology domain, beyond one node's row.
+    domain_scoped = True
     key_reads_table = True
 
     def sign_pod(self, pod: PodInfo) -> list[SignFragment] | Status:
@@ -191,12 +193,15 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         return [(signers.POD_AFFINITY, signers.identity(pod))]
 
     def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
-        """Reused only while no pod, incoming or placed, has terms: the plugin then skips wherever
-        pods land (a term counts pods per topology domain, beyond one node's row)."""
+        """What other pods' terms match the pod by, and whether terms are in play at all: while
+        no pod, incoming or placed, has any, the plugin skips wherever pods land; once some has,
+        a batched cycle runs it again (``batch_reruns``)."""
+        return [(signers.POD_AFFINITY, (signers.identity(pod), self.batch_reruns(pod, table)))]
+
+    def batch_reruns(self, pod: PodInfo, table: NodeTable) -> bool:
+        """Whether a pod, incoming or placed, has terms (the plugin may then run for this pod)."""
         index = pod_index(table)
-        if signers.pod_affinity(pod) or any(index.term_counts(kind) for kind in _TERM_KINDS):
-            return unsignable("pods are not batched while inter-pod affinity terms are in play")
-        return self.sign_pod(pod)
+        return bool(signers.pod_affinity(pod)) or any(index.term_counts(kind) for kind in _TERM_KINDS)
 
     # --- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:

@@ -231,6 +231,28 @@ def _match_counts(table: NodeTable, c: Constraint, namespace: str) -> np.ndarray
     return pod_index(table).view_counts(frozenset([Clause(frozenset([namespace]), c.selector)]), False)
 
 
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """What PreFilter counts a constraint's pods over, which moves only with the nodes: the
+    eligible rows that have a domain, their domain codes, how many codes there are, and which
+    domains the eligible nodes make (``present``)."""
+
+    rows: np.ndarray
+    codes: np.ndarray
+    size: int
+    present: np.ndarray
+
+    @classmethod
+    def of(cls, table: NodeTable, c: Constraint, eligible: np.ndarray) -> _Layout:
+        codes, size = _domain_codes(table, c.topology_key, None, False)
+        rows = np.flatnonzero(eligible & (codes >= 0))
+        return cls(rows, codes[rows], size, np.bincount(codes[rows], minlength=size) > 0)
+
+    def sums(self, counts: np.ndarray) -> np.ndarray:
+        """Per domain, the ``counts`` (by row) of its eligible rows summed."""
+        return np.bincount(self.codes, weights=counts[self.rows], minlength=self.size).astype(np.int64)
+
+
 class _FilterState:
     """Upstream preFilterState: per constraint, the matching pods per eligible domain."""
 
@@ -354,6 +376,7 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         self.comparison_operators = gates.enabled(COMPARISON_GATE)
         self._extensions = StateUpdates(PRE_FILTER_KEY, f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
         self._services = service_index(handle) if self.system_defaulted or self.default_constraints else None
+        self._last_layouts: tuple[tuple[Any, ...], list[_Layout]] | None = None
 
     def _objects(self, kind: str) -> Mapping[str, dict]:
         if self.handle is None:
@@ -397,12 +420,10 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         return not self.default_constraints
 
     def batch_key(self, pod: PodInfo, table: NodeTable) -> list[SignFragment] | Status:
-        """Without constraints of its own, what the default constraints select the pod by (its
-        namespace, labels and owners, against Services and controllers); a cycle is reused only
-        where the plugin skipped, i.e. where no default constraint applied."""
-        if pod.spec.get("topologySpreadConstraints"):
-            return unsignable("pods with topology constraints are not batched")
-        return [(signers.TOPOLOGY_SPREAD, signers.identity(pod))]
+        """The pod's own constraints and what the default constraints select it by (namespace,
+        labels and owners, against Services and controllers): they decide whether the plugin
+        runs, and where it runs a batched cycle runs it again (``domain_scoped``)."""
+        return [(signers.TOPOLOGY_SPREAD, (signers.identity(pod), pod.spec.get("topologySpreadConstraints")))]
 
     # --- PreFilter / Filter -------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
@@ -414,18 +435,28 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         if not constraints:
             return None, Status(Code.Skip)
         table = nodes.table
-        masks = _NodeMasks(pod, table, self.comparison_operators)
-        base = _has_keys(table, constraints)
         domains = []
-        for c in constraints:
-            eligible = masks.eligible(c, base)
-            codes, size = _domain_codes(table, c.topology_key, None, False)
-            present = _domain_sums(codes, eligible, size) > 0
+        for c, layout in zip(constraints, self._layouts(pod, table, constraints), strict=True):
             counts = _match_counts(table, c, pod.namespace)
-            sums = None if counts is None else _domain_sums(codes, eligible, size, counts)
-            domains.append(DomainCounts.from_sums(table, c.topology_key, sums, present))
+            sums = None if counts is None else layout.sums(counts)
+            domains.append(DomainCounts.from_sums(table, c.topology_key, sums, layout.present))
         state.write(PRE_FILTER_KEY, _FilterState(pod, constraints, domains, self.comparison_operators))
         return None, None
+
+    def _layouts(self, pod: PodInfo, table: NodeTable, constraints: list[Constraint]) -> list[_Layout]:
+        """Each constraint's ``_Layout``; the last pod's while the nodes, the constraints and what
+        the inclusion policies read of the pod (node selector, node affinity, tolerations) are
+        the same, as for replicas of one workload."""
+        inputs = (table, table.generation, constraints, pod.spec.get("nodeSelector"),
+                  (pod.spec.get("affinity") or {}).get("nodeAffinity"), pod.spec.get("tolerations"))
+        last = self._last_layouts
+        if last is not None and last[0] == inputs:
+            return last[1]
+        masks = _NodeMasks(pod, table, self.comparison_operators)
+        base = _has_keys(table, constraints)
+        layouts = [_Layout.of(table, c, masks.eligible(c, base)) for c in constraints]
+        self._last_layouts = (inputs, layouts)
+        return layouts
 
     def pre_filter_extensions(self) -> PreFilterExtensions:
         return self._extensions
