@@ -234,19 +234,25 @@ def _match_counts(table: NodeTable, c: Constraint, namespace: str) -> np.ndarray
 @dataclass(frozen=True, slots=True)
 class _Layout:
     """What PreFilter counts a constraint's pods over, which moves only with the nodes: the
-    eligible rows that have a domain, their domain codes, how many codes there are, and which
-    domains the eligible nodes make (``present``)."""
+    eligible rows that have a domain, their domain codes, how many codes there are, which domains
+    the eligible nodes make (``present``), and every row's domain code (``all_codes``, -1: none)."""
 
     rows: np.ndarray
     codes: np.ndarray
     size: int
     present: np.ndarray
+    all_codes: np.ndarray
 
     @classmethod
-    def of(cls, table: NodeTable, c: Constraint, eligible: np.ndarray) -> _Layout:
-        codes, size = _domain_codes(table, c.topology_key, None, False)
+    def of(cls, table: NodeTable, c: Constraint, eligible: np.ndarray, absent_as_empty: bool) -> _Layout:
+        codes, size = _domain_codes(table, c.topology_key, None, absent_as_empty)
         rows = np.flatnonzero(eligible & (codes >= 0))
-        return cls(rows, codes[rows], size, np.bincount(codes[rows], minlength=size) > 0)
+        return cls(rows, codes[rows], size, np.bincount(codes[rows], minlength=size) > 0, codes)
+
+    def domains_among(self, rows: np.ndarray) -> int:
+        """How many distinct domains ``rows`` are in."""
+        codes = self.all_codes[rows]
+        return int(np.count_nonzero(np.bincount(codes[codes >= 0], minlength=self.size)))
 
     def sums(self, counts: np.ndarray) -> np.ndarray:
         """Per domain, the ``counts`` (by row) of its eligible rows summed."""
@@ -308,11 +314,12 @@ class _FilterState:
 class _ScoreState:
     """Upstream preScoreState: soft constraints, per-domain counts and normalising weights."""
 
-    __slots__ = ("constraints", "counts", "require_all", "weights")
+    __slots__ = ("_ignored", "constraints", "counts", "require_all", "weights")
 
     def __init__(self, constraints: list[Constraint], require_all: bool) -> None:
         self.constraints = constraints
         self.require_all = require_all
+        self._ignored: tuple[NodeBatch, np.ndarray] | None = None
         self.counts: list[DomainCounts | None] = []
         self.weights: list[float] = []
 
@@ -320,10 +327,17 @@ class _ScoreState:
         return self
 
     def ignored(self, nodes: NodeBatch) -> np.ndarray:
-        """Nodes scored 0 because they lack some topology key (non-system-default constraints)."""
+        """Nodes scored 0 because they lack some topology key (non-system-default constraints);
+        PreScore, Score and NormalizeScore ask of the same nodes, so the last answer is kept."""
+        last = self._ignored
+        if last is not None and last[0] is nodes:
+            return last[1]
         if not self.require_all:
-            return np.zeros(len(nodes), dtype=bool)
-        return ~_has_keys(nodes.table, self.constraints, nodes.row_ids())
+            mask = np.zeros(len(nodes), dtype=bool)
+        else:
+            mask = ~_has_keys(nodes.table, self.constraints, nodes.row_ids())
+        self._ignored = (nodes, mask)
+        return mask
 
 
 def _domain_codes(table: NodeTable, key: str, rows: np.ndarray | None, absent_as_empty: bool) -> tuple[np.ndarray, int]:
@@ -348,14 +362,6 @@ def _topology_normalizing_weight(size: int) -> float:
     return math.log(size + 2)
 
 
-def _domain_sums(codes: np.ndarray, eligible: np.ndarray, size: int, weights: np.ndarray | None = None) -> np.ndarray:
-    """Per domain code (``size`` of them), the eligible rows having one: counted, or their
-    ``weights`` summed."""
-    keep = eligible & (codes >= 0)
-    sums = np.bincount(codes[keep], weights=None if weights is None else weights[keep], minlength=size)
-    return sums.astype(np.int64)
-
-
 class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.PodTopologySpread
     Args = PodTopologySpreadArgs
@@ -376,7 +382,7 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         self.comparison_operators = gates.enabled(COMPARISON_GATE)
         self._extensions = StateUpdates(PRE_FILTER_KEY, f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
         self._services = service_index(handle) if self.system_defaulted or self.default_constraints else None
-        self._last_layouts: tuple[tuple[Any, ...], list[_Layout]] | None = None
+        self._last_layouts: dict[str, tuple[tuple[Any, ...], list[_Layout]]] = {}
 
     def _objects(self, kind: str) -> Mapping[str, dict]:
         if self.handle is None:
@@ -436,26 +442,28 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
             return None, Status(Code.Skip)
         table = nodes.table
         domains = []
-        for c, layout in zip(constraints, self._layouts(pod, table, constraints), strict=True):
+        for c, layout in zip(constraints, self._layouts(pod, table, constraints, DO_NOT_SCHEDULE, True), strict=True):
             counts = _match_counts(table, c, pod.namespace)
             sums = None if counts is None else layout.sums(counts)
             domains.append(DomainCounts.from_sums(table, c.topology_key, sums, layout.present))
         state.write(PRE_FILTER_KEY, _FilterState(pod, constraints, domains, self.comparison_operators))
         return None, None
 
-    def _layouts(self, pod: PodInfo, table: NodeTable, constraints: list[Constraint]) -> list[_Layout]:
-        """Each constraint's ``_Layout``; the last pod's while the nodes, the constraints and what
-        the inclusion policies read of the pod (node selector, node affinity, tolerations) are
-        the same, as for replicas of one workload."""
-        inputs = (table, table.generation, constraints, pod.spec.get("nodeSelector"),
+    def _layouts(self, pod: PodInfo, table: NodeTable, constraints: list[Constraint], action: str,
+                 require_all: bool) -> list[_Layout]:
+        """Each constraint's ``_Layout`` (``require_all``: only nodes with every constraint's key
+        count, and a missing label is no domain; else it is the domain ""). The last pod's, per
+        action, while the nodes, the constraints and what the inclusion policies read of the pod
+        (node selector, node affinity, tolerations) are the same, as for replicas of one workload."""
+        inputs = (table, table.generation, constraints, require_all, pod.spec.get("nodeSelector"),
                   (pod.spec.get("affinity") or {}).get("nodeAffinity"), pod.spec.get("tolerations"))
-        last = self._last_layouts
+        last = self._last_layouts.get(action)
         if last is not None and last[0] == inputs:
             return last[1]
         masks = _NodeMasks(pod, table, self.comparison_operators)
-        base = _has_keys(table, constraints)
-        layouts = [_Layout.of(table, c, masks.eligible(c, base)) for c in constraints]
-        self._last_layouts = (inputs, layouts)
+        base = _has_keys(table, constraints) if require_all else np.ones(table.n, dtype=bool)
+        layouts = [_Layout.of(table, c, masks.eligible(c, base), not require_all) for c in constraints]
+        self._last_layouts[action] = (inputs, layouts)
         return layouts
 
     def pre_filter_extensions(self) -> PreFilterExtensions:
@@ -494,31 +502,28 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         s = _ScoreState(constraints, require_all)
         rows = nodes.row_ids()
         scored = rows[~s.ignored(nodes)]
-        masks = _NodeMasks(pod, table, self.comparison_operators)
-        base = _has_keys(table, constraints) if require_all else np.ones(table.n, dtype=bool)
-        for c in constraints:
+        layouts = self._layouts(pod, table, constraints, SCHEDULE_ANYWAY, require_all)
+        for c, layout in zip(constraints, layouts, strict=True):
             if c.topology_key == LABEL_HOSTNAME:
                 s.counts.append(None)
                 s.weights.append(_topology_normalizing_weight(len(scored)))
                 continue
-            filtered_codes, _ = _domain_codes(table, c.topology_key, scored, not require_all)
-            s.weights.append(_topology_normalizing_weight(len(np.unique(filtered_codes[filtered_codes >= 0]))))
-            s.counts.append(self._domain_counts(table, c, pod, masks.eligible(c, base), not require_all))
+            s.weights.append(_topology_normalizing_weight(layout.domains_among(scored)))
+            s.counts.append(self._domain_counts(table, c, pod, layout))
         state.write(PRE_SCORE_KEY, s)
         return None
 
     @staticmethod
-    def _domain_counts(table: NodeTable, c: Constraint, pod: PodInfo, eligible: np.ndarray, absent_as_empty: bool) -> DomainCounts:
+    def _domain_counts(table: NodeTable, c: Constraint, pod: PodInfo, layout: _Layout) -> DomainCounts:
         """Matching pods per domain over every eligible node of the cluster. Nodes without the label
-        count toward the value "" (``absent_as_empty``); when no node has that value, no scored
-        node reads that bucket, so it is dropped."""
-        codes, size = _domain_codes(table, c.topology_key, None, absent_as_empty)
+        count toward the value "" (a layout without ``require_all``); when no node has that value,
+        no scored node reads that bucket, so it is dropped."""
         counts = _match_counts(table, c, pod.namespace)
         if counts is None:
             return DomainCounts.zeros(table, c.topology_key)
         column = table.label_column(c.topology_key)
         known = 0 if column is None else len(column.values)
-        return DomainCounts.from_sums(table, c.topology_key, _domain_sums(codes, eligible, size, counts)[:known])
+        return DomainCounts.from_sums(table, c.topology_key, layout.sums(counts)[:known])
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
         s: _ScoreState | None = state.get(PRE_SCORE_KEY)
