@@ -219,32 +219,31 @@ class Algorithm:
                      fw: Framework, state: CycleState, pod: PodInfo, feasible: NodeBatch) -> None:
         """Bring ``ranked`` up to date: raw scores where the feasible rows lack them (every feasible
         row once the totals are stale, else the rows that moved), normalisations over the feasible
-        rows where dropped, then the totals of the moved rows, or all of them. Domain-scoped
-        plugins score every feasible row again, and then every total is computed again."""
+        rows where stale, then the totals of the rows that moved (normalised scores included), or
+        all of them. Domain-scoped plugins score every feasible row again."""
         table = feasible.table
         moved, entry.dirty = entry.dirty, set()
         if ranked.complete:
             rows: np.ndarray | None = np.array(sorted(r for r in moved if ranked.feasible[r]), dtype=np.int64)
         else:
             rows = None if ranked.count == table.n else np.flatnonzero(ranked.feasible)
-        domain_parts: dict[str, np.ndarray] = {}
+        renormalise, ranked.feasibility_moved = ranked.feasibility_moved, False
 
         def refresh(pl: BatchScorePlugin, normalises: bool) -> None:
             if pl.name in entry.rerun:
-                domain_parts[pl.name] = _domain_scores(fw, pl, state, pod, feasible, normalises)
-                ranked.complete = False
+                ranked.keep_scores(pl.name, _domain_scores(fw, pl, state, pod, feasible, normalises), moved)
                 return
             need = entry.lacking(pl.name, rows)
             if len(need):
                 entry.set_raw(pl.name, need, fw.raw_scores(pl, state, pod, table.batch(need)))
-            if normalises and pl.name not in ranked.normalized:
-                ranked.normalized[pl.name] = _normalized_over(fw, pl, state, pod, table, entry.raw[pl.name], ranked)
-                ranked.complete = False
+            if normalises and (renormalise or pl.name in ranked.stale or pl.name not in ranked.normalized):
+                ranked.stale.discard(pl.name)
+                ranked.keep_scores(pl.name, _normalized_over(fw, pl, state, pod, table, entry.raw[pl.name], ranked), moved)
 
         fw.run_kept_scores(state, plugins, refresh)
         entry.dirty.clear()  # the rows just scored
-        parts = [(domain_parts[pl.name] if pl.name in domain_parts else ranked.normalized[pl.name] if normalises
-                  else entry.raw[pl.name], weight) for pl, weight, normalises in plugins]
+        parts = [(ranked.normalized[pl.name] if normalises or pl.name in entry.rerun else entry.raw[pl.name], weight)
+                 for pl, weight, normalises in plugins]
         if ranked.complete:
             ranked.update(sorted(moved), parts)
         else:

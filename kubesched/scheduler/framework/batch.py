@@ -110,8 +110,13 @@ class BatchEntry:
         """Store one group's answer for ``rows`` (``Framework.run_batch_filters``'s triple) and
         combine the two groups there."""
         first_pos, ids, statuses = answer
+        self._store(group, rows, first_pos, self.add_statuses(statuses)[ids])
+
+    def _store(self, group: _Verdicts, rows: np.ndarray, first_pos: np.ndarray, ids: np.ndarray) -> None:
+        """Store one group's verdicts (ids already into ``statuses``) for ``rows``, combine the
+        groups there, and mark the rows dirty."""
         group.first_pos[rows] = first_pos
-        group.ids[rows] = self.add_statuses(statuses)[ids]
+        group.ids[rows] = ids
         groups = (self.node_only, self.pod_reading, self.domain)
         if len(rows) <= _FEW_ROWS:  # row by row: cheaper than numpy calls on a few rows
             for row in rows.tolist():
@@ -122,13 +127,17 @@ class BatchEntry:
         self._touch(name=None, rows=rows)
 
     def set_domain_filters(self, answer: tuple[np.ndarray, np.ndarray, list[Status]]) -> bool:
-        """Store the domain-scoped plugins' answer for every row and, where it moved, combine the
-        groups again everywhere; whether it moved (the kept totals then compare feasibility as a
+        """Store the domain-scoped plugins' answer for every row: where it moved on a few rows,
+        as ``set_filters`` stores rows; where it moved on many, combining the groups again
+        everywhere. Whether it moved on many (the kept totals then compare feasibility as a
         whole, ``RankedTotals.take_feasible``)."""
         first_pos, ids, statuses = answer
         ids = self.add_statuses(statuses)[ids]
         domain = self.domain
-        if np.array_equal(ids, domain.ids) and np.array_equal(first_pos, domain.first_pos):
+        moved = np.flatnonzero((ids != domain.ids) | (first_pos != domain.first_pos))
+        if len(moved) <= MAX_MOVED_TOTALS:
+            if len(moved):
+                self._store(domain, moved, first_pos[moved], ids[moved])
             return False
         domain.first_pos[:], domain.ids[:] = first_pos, ids
         self.first_pos[:], self.ids[:] = _first_failures((self.node_only, self.pod_reading, domain), slice(None))
@@ -163,7 +172,7 @@ class BatchEntry:
         if ranked is not None and len(rows):
             self.dirty.update(rows.tolist())
             if name is not None:
-                ranked.normalized.pop(name, None)
+                ranked.stale.add(name)
 
     def lacking(self, name: str, rows: np.ndarray | None) -> np.ndarray:
         """Those of ``rows`` (None: every row) without a current raw score of plugin ``name``."""
@@ -199,6 +208,8 @@ def _known_among(known: np.ndarray, rows: np.ndarray) -> int:
 
 
 _LOWEST = np.iinfo(np.int64).min
+#: Beyond this many totals to rewrite, computing every total again costs less than one at a time.
+MAX_MOVED_TOTALS = 16
 
 
 @dataclass
@@ -207,9 +218,10 @@ class RankedTotals:
     positions hold the lowest int64), kept across the batched cycles that reuse the entry: a cycle
     rewrites the positions of the rows that moved (``BatchEntry.dirty``) and finds the best total
     in one pass over the array, where the generic cycle scores, normalises and weights every node
-    again. Everything is as the generic cycle computes it while the feasible rows stay put (a row
-    that changes feasibility makes every total stale) and so do each normalising plugin's
-    normalised scores over them (a move of its raw scores drops them, ``BatchEntry._touch``)."""
+    again. A row that changes feasibility, or a move of a normalising plugin's raw scores
+    (``BatchEntry._touch``), makes normalisations stale: the next cycle normalises again and
+    rewrites the totals of the rows whose normalised scores moved, or every total when too many
+    did (a normalisation over the feasible rows may move them all)."""
 
     order: np.ndarray
     #: Per row, its position in ``order``.
@@ -217,8 +229,13 @@ class RankedTotals:
     feasible: np.ndarray
     count: int
     in_order: np.ndarray
-    #: Per normalising Score plugin, its normalised scores over the feasible rows (by row).
+    #: Per normalising Score plugin, its normalised scores over the feasible rows (by row); per
+    #: domain-scoped one, its scores this cycle (``Algorithm._keep_scores``).
     normalized: dict[str, np.ndarray] = field(default_factory=dict)
+    #: The normalisations whose raw scores moved since they were computed.
+    stale: set[str] = field(default_factory=set)
+    #: Whether the feasible rows moved since the normalisations were computed (all are stale).
+    feasibility_moved: bool = False
     #: Whether ``in_order`` holds every feasible row's total (else it is computed again in full).
     complete: bool = False
     #: The highest total and its positions, ascending (None: found again by the next ``best``).
@@ -233,26 +250,45 @@ class RankedTotals:
         return cls(order, position, feasible, int(np.count_nonzero(feasible)), np.full(len(order), _LOWEST, dtype=np.int64))
 
     def take_feasible(self, entry: BatchEntry) -> None:
-        """Read every row's verdict (after the domain-scoped plugins ran again over all of them);
-        a change of feasibility anywhere drops every total and normalisation."""
+        """Read every row's verdict (after the domain-scoped plugins ran again over all of them):
+        the rows that changed feasibility are rewritten (dirty), or every total when many did."""
         feasible = entry.ids < 0
-        if not np.array_equal(feasible, self.feasible):
-            self.feasible = feasible
-            self.count = int(np.count_nonzero(feasible))
-            self.normalized.clear()
+        flipped = np.flatnonzero(feasible != self.feasible)
+        if not len(flipped):
+            return
+        self.feasible = feasible
+        self.count = int(np.count_nonzero(feasible))
+        self.feasibility_moved = True
+        if len(flipped) > MAX_MOVED_TOTALS:
             self.complete = False
+        else:
+            entry.dirty.update(flipped.tolist())
 
     def take_verdicts(self, entry: BatchEntry) -> None:
-        """Read the verdicts of the entry's dirty rows; a change of feasibility drops every total
-        and normalisation (normalising is over the feasible rows)."""
+        """Read the verdicts of the entry's dirty rows (rewritten anyway)."""
         ids, feasible = entry.ids, self.feasible
         for row in entry.dirty:
             now = bool(ids[row] < 0)
             if now != feasible[row]:
                 feasible[row] = now
                 self.count += 1 if now else -1
-                self.normalized.clear()
-                self.complete = False
+                self.feasibility_moved = True
+
+    def keep_scores(self, name: str, scores: np.ndarray, moved: set[int]) -> None:
+        """A plugin's normalised (or domain-scoped) scores by row, normalised again this cycle:
+        the rows where they moved join ``moved``, or every total is stale when too many did."""
+        old = self.normalized.get(name)
+        self.normalized[name] = scores
+        if not self.complete:
+            return
+        if old is None or old is scores or len(old) != len(scores):  # the same array may have been updated in place
+            self.complete = False
+            return
+        changed = np.flatnonzero(old != scores)
+        if len(changed) > MAX_MOVED_TOTALS:
+            self.complete = False
+        else:
+            moved.update(changed.tolist())
 
     def recompute(self, parts: list[tuple[np.ndarray, int]]) -> None:
         """Every total again from ``parts`` (per Score plugin: its scores by row, its weight)."""
