@@ -422,7 +422,7 @@ class Algorithm:
         failed = np.flatnonzero(ids[:processed] >= 0)
         if len(failed):
             diagnosis.node_to_status.set_rows(rotated[failed], ids[failed], statuses)
-            for sid in np.unique(ids[failed]):
+            for sid in np.flatnonzero(np.bincount(ids[failed])):  # status ids are small: no sort
                 diagnosis.add_plugin_status(statuses[sid])
         if attempt is not None:
             self._record_filters(attempt, table, rotated, ids, statuses, positions, processed)

@@ -616,7 +616,7 @@ class Framework:
             base = len(statuses)
             # Only statuses of nodes no earlier plugin rejected count: upstream never runs this
             # plugin on the others, so an Error there is not raised.
-            counted = set(np.unique(codes[newly]).tolist())
+            counted = set(np.flatnonzero(np.bincount(codes[newly])).tolist())  # codes are small: no sort
             for i, s in enumerate(verdict_statuses):
                 statuses.append(self._filter_status(pl.name, s) if i in counted else s)
             ids[newly] = codes[newly] + base
