@@ -7,6 +7,7 @@ A NodeInfo aggregates a node and the pods on it; it is what a classic per-node p
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -105,6 +106,10 @@ class AffinityTerm:
         if not namespaces and ns_spec is None:
             namespaces = [owner_namespace]
         return cls(frozenset(namespaces), selector, term.get("topologyKey", ""), parse_label_selector(ns_spec), weight)
+
+
+#: Per (kind, preferred), the last raw terms parsed, their namespace and the terms (``PodInfo._terms``).
+_LAST_TERMS: dict[tuple[str, bool], tuple[str, list[Any], list[AffinityTerm]]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,12 +305,22 @@ class PodInfo:
 
     # --- inter-pod affinity ------------------------------------------------------------------
     def _terms(self, kind: str, preferred: bool) -> list[AffinityTerm]:
+        """The parsed terms; the last pod's (terms are immutable) when its raw terms and namespace
+        are equal, as replicas' are."""
         section = (self.spec.get("affinity") or {}).get(kind) or {}
+        raw = section.get("preferredDuringSchedulingIgnoredDuringExecution" if preferred
+                          else "requiredDuringSchedulingIgnoredDuringExecution") or []
+        if not raw:
+            return []
+        last = _LAST_TERMS.get((kind, preferred))
+        if last is not None and last[0] == self.namespace and last[1] == raw:
+            return list(last[2])
         if preferred:
-            raw = section.get("preferredDuringSchedulingIgnoredDuringExecution") or []
-            return [AffinityTerm.from_spec(self.namespace, w.get("podAffinityTerm") or {}, w.get("weight", 0)) for w in raw]
-        raw = section.get("requiredDuringSchedulingIgnoredDuringExecution") or []
-        return [AffinityTerm.from_spec(self.namespace, t) for t in raw]
+            terms = [AffinityTerm.from_spec(self.namespace, w.get("podAffinityTerm") or {}, w.get("weight", 0)) for w in raw]
+        else:
+            terms = [AffinityTerm.from_spec(self.namespace, t) for t in raw]
+        _LAST_TERMS[(kind, preferred)] = (self.namespace, copy.deepcopy(raw), terms)  # a copy: pods' dicts may change
+        return list(terms)
 
     @cached_property
     def required_affinity_terms(self) -> list[AffinityTerm]:
