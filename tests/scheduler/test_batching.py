@@ -278,6 +278,44 @@ def test_kept_totals_take_ties_from_the_rotated_start():
     assert batched == one_by_one
 
 
+def _term(app: str) -> dict:
+    return {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": app}}}
+
+
+def domain_scoped_cluster() -> list[dict]:
+    """Runs of pods whose spreading constraints and inter-pod terms count pods per domain: a zone
+    skew of 1 (whole zones turn infeasible and back), preferred anti-affinity between replicas
+    (scores that move on one node and normalise over all), required anti-affinity (each placement
+    makes its node infeasible), and plain pods that an earlier pod's required anti-affinity keeps
+    off its node once it lands (terms come into play in the middle of a run of plain pods)."""
+    nodes = [make_node(f"n{i:02d}", cpu="2" if i % 4 == 0 else "4", labels={"topology.kubernetes.io/zone": f"z{i % 3}"},
+                       taints=[{"key": "spot", "value": "x", "effect": "PreferNoSchedule"}] if i % 5 == 0 else None)
+             for i in range(18)]
+    spread = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                              "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "s"}}}],
+              "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                  {"weight": 10, "podAffinityTerm": _term("s")}]}}}
+    pods = [make_pod(f"s-{i:02d}", cpu="300m", memory="256Mi", labels={"app": "s"}, **spread) for i in range(30)]
+    pods += [make_pod(f"w-{i:02d}", cpu="200m", memory="256Mi", labels={"app": "w"}) for i in range(12)]
+    pods.append(make_pod("guard", cpu="100m", labels={"app": "g"},
+                         affinity={"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("w")]}}))
+    pods += [make_pod(f"w-late-{i:02d}", cpu="200m", memory="256Mi", labels={"app": "w"}) for i in range(12)]
+    anti = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("a")]}}}
+    pods += [make_pod(f"a-{i:02d}", cpu="100m", labels={"app": "a"}, **anti) for i in range(20)]
+    return nodes + pods
+
+
+def test_domain_scoped_plugins_run_again_in_kept_cycles():
+    """Pods with spreading constraints and inter-pod terms are batched, their plugins running again
+    in every cycle; zones and nodes turning infeasible, normalised scores moving on one row or on
+    all, and terms coming into play land every pod where full cycles do."""
+    batched, kept = placed(domain_scoped_cluster(), True, [], [])
+    one_by_one, none = placed(domain_scoped_cluster(), False, [], [])
+    assert kept > 40 and none == 0
+    assert batched == one_by_one
+    assert sum(1 for node in batched.values() if node) > 60
+
+
 def test_rows_changed_while_the_kept_totals_cannot_serve_are_not_remembered():
     """With more feasible nodes than are looked for (150 nodes, 100 to find), every batched cycle
     hands over to the generic one; the kept totals are then recomputed when they serve again, so
