@@ -442,6 +442,8 @@ class Algorithm:
             return entry.first_pos[rotated], entry.ids[rotated], entry.statuses
         readers, domain = fw.pod_readers.__contains__, fw.domain_scoped.__contains__
         fill = cycle.fill
+        if fill is not None and not self._may_rerun(fw, state, table, "filter"):
+            fill = cycle.fill = None
         if fill is None:
             return self._run_batch_filters(fw, state, pod, table, rotated)
         rows, every = np.arange(table.n), table.all_rows()
@@ -457,6 +459,14 @@ class Algorithm:
         if domain_scoped is not None:
             fill.set_domain_filters(domain_scoped)
         return fill.first_pos[rotated], fill.ids[rotated], fill.statuses
+
+    def _may_rerun(self, fw: Framework, state: CycleState, table: NodeTable, point: str) -> bool:
+        """Whether an entry may be left where domain-scoped plugins run at ``point``: they run
+        again only in cycles that keep their totals, which visit every node, so not where the
+        search samples (``numFeasibleNodesToFind`` below the node count)."""
+        if not fw.domain_scoped & _ran(fw, state, point):
+            return True
+        return num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, table.n) >= table.n
 
     @staticmethod
     def _refresh_changed(cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable) -> BatchEntry:
@@ -562,7 +572,10 @@ class Algorithm:
                 raise StatusError(status)
             result = fw.run_score(state, pod, batch, keep_parts=attempt is not None)
             if cycle is not None and cycle.fill is not None:
-                self._fill_scores(cycle.fill, fw, state, pod, batch, result)
+                if self._may_rerun(fw, state, batch.table, "score"):
+                    self._fill_scores(cycle.fill, fw, state, pod, batch, result)
+                else:
+                    cycle.fill = None
         if attempt is not None:
             attempt.scores = result
         return result.total
