@@ -12,10 +12,14 @@ rows changed since, and everything that spans nodes is computed again as always:
 order, ``numFeasibleNodesToFind``, normalisation over the feasible nodes, weights, host selection.
 So the verdicts, scores and chosen node are those of a cycle that ran every plugin on every node.
 
+Domain-scoped plugins (pods counted per topology domain: PodTopologySpread, InterPodAffinity) are
+the exception: one placement moves every node of its zone, so where they run, a reusing cycle runs
+them again in full (PreFilter, Filter over every row, PreScore, Score over the feasible rows) and
+reuses the other plugins' results; only the cycles that keep their totals do this.
+
 An entry is only used when nothing but rows changed: same table, no node added, removed or
 relabelled (``NodeTable.generation``), no other object changed (``HandleContext.objects_version``),
-no nominated pod anywhere, and every domain-scoped plugin (pods counted per topology domain)
-skipped in the cycle the entry came from. Otherwise the cycle runs in full and leaves a new entry.
+no nominated pod anywhere. Otherwise the cycle runs in full and leaves a new entry.
 """
 
 from __future__ import annotations

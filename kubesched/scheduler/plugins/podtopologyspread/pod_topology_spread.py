@@ -20,6 +20,7 @@ those two paths stand for, and what a fresh PreFilter on the updated cluster com
 
 from __future__ import annotations
 
+import copy
 import math
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -383,6 +384,8 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         self._extensions = StateUpdates(PRE_FILTER_KEY, f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
         self._services = service_index(handle) if self.system_defaulted or self.default_constraints else None
         self._last_layouts: dict[str, tuple[tuple[Any, ...], list[_Layout]]] = {}
+        #: Per action, the last pod's own constraints and labels, and the constraints they gave.
+        self._last_constraints: dict[str, tuple[list[Any], dict[str, str], list[Constraint]]] = {}
 
     def _objects(self, kind: str) -> Mapping[str, dict]:
         if self.handle is None:
@@ -394,9 +397,14 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         """``getConstraints`` / ``initPreScoreState``: the pod's own constraints, else the defaults.
         Raises ConstraintError."""
         own = pod.spec.get("topologySpreadConstraints") or []
-        if own:
-            return filter_constraints(own, pod.labels, action, self.match_label_keys)
-        return self._default_constraints(pod, action)
+        if not own:
+            return self._default_constraints(pod, action)
+        last = self._last_constraints.get(action)  # replicas repeat their constraints and labels
+        if last is not None and last[0] == own and last[1] == pod.labels:
+            return list(last[2])
+        constraints = filter_constraints(own, pod.labels, action, self.match_label_keys)
+        self._last_constraints[action] = (copy.deepcopy(own), dict(pod.labels), constraints)
+        return list(constraints)
 
     def _default_constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
         """``buildDefaultConstraints``: the defaults with the selector of the pod's controllers."""
