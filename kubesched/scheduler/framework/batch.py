@@ -81,6 +81,8 @@ class BatchEntry:
     statuses: list[Status] = field(default_factory=list)
     #: The domain-scoped plugins a cycle reusing the entry runs again (``Framework.domain_reruns``).
     rerun: frozenset[str] = frozenset()
+    #: Whether ``domain`` passes every row (as a new entry's does).
+    domain_passes: bool = True
     #: Per Score plugin not skipped: raw scores by row, and which rows hold a current one.
     raw: dict[str, np.ndarray] = field(default_factory=dict)
     known: dict[str, np.ndarray] = field(default_factory=dict)
@@ -136,8 +138,11 @@ class BatchEntry:
         everywhere. Whether it moved on many (the kept totals then compare feasibility as a
         whole, ``RankedTotals.take_feasible``)."""
         first_pos, ids, statuses = answer
-        ids = self.add_statuses(statuses)[ids]
         domain = self.domain
+        if not statuses and self.domain_passes:  # passing everywhere, as before: nothing moved
+            return False
+        ids = self.add_statuses(statuses)[ids]
+        self.domain_passes = not statuses
         moved = np.flatnonzero((ids != domain.ids) | (first_pos != domain.first_pos))
         if len(moved) <= MAX_MOVED_TOTALS:
             if len(moved):
