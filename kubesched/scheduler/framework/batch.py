@@ -123,10 +123,11 @@ class BatchEntry:
         groups there, and mark the rows dirty."""
         group.first_pos[rows] = first_pos
         group.ids[rows] = ids
-        groups = (self.node_only, self.pod_reading, self.domain)
+        node_only, pod_reading, domain = groups = (self.node_only, self.pod_reading, self.domain)
         if len(rows) <= _FEW_ROWS:  # row by row: cheaper than numpy calls on a few rows
             for row in rows.tolist():
-                first = min(groups, key=lambda g: g.first_pos[row])
+                a, b, c = node_only.first_pos[row], pod_reading.first_pos[row], domain.first_pos[row]
+                first = node_only if a <= b and a <= c else pod_reading if b <= c else domain
                 self.first_pos[row], self.ids[row] = first.first_pos[row], first.ids[row]
         else:
             self.first_pos[rows], self.ids[rows] = _first_failures(groups, rows)
