@@ -155,14 +155,11 @@ class Algorithm:
         (upstream's hints). The entry's domain-scoped plugins run again in full: PreFilter, Filter
         over every row, PreScore and Score over the feasible rows. None otherwise: the generic
         cycle runs on the refreshed entry, or a full cycle where domain-scoped plugins run."""
-        plugins = fw.kept_score_plugins(state)
-        if plugins is None or self.extenders or fw.has_classic_filters or not fw.has_filter_plugins() \
-                or not fw.has_score_plugins() or not fw.options.fast_paths:
+        plugins = self._kept_plugins(fw, state, pod)
+        if plugins is None:
             return None
         gate = fw.feature_gates.enabled(BATCHING_GATE)
         if gate:
-            if fw.sign_pod(pod) is not None:
-                return None
             self._hint = fw.hints.hint(None, self.cycle, _fits_anything)  # no signature: drops any ranking
         start_filter = time.perf_counter()
         try:
@@ -203,6 +200,18 @@ class Algorithm:
             fw.hints.store(None, "", host, None, self.cycle)
         fw.batches.kept += 1
         return ScheduleResult(host, n, ranked.count)
+
+    def _kept_plugins(self, fw: Framework, state: CycleState, pod: PodInfo) -> list[tuple[BatchScorePlugin, int, bool]] | None:
+        """The Score plugins a cycle that keeps its totals runs, or None where no such cycle serves
+        (a plugin that is not a batch plugin, extenders, no filter or score plugins, fast paths
+        off, a pod upstream's hints serve)."""
+        plugins = fw.kept_score_plugins(state)
+        if plugins is None or self.extenders or fw.has_classic_filters or not fw.has_filter_plugins() \
+                or not fw.has_score_plugins() or not fw.options.fast_paths:
+            return None
+        if fw.feature_gates.enabled(BATCHING_GATE) and fw.sign_pod(pod) is not None:
+            return None
+        return plugins
 
     @staticmethod
     def _rerun_domain_filters(entry: BatchEntry, fw: Framework, state: CycleState, pod: PodInfo,
@@ -442,7 +451,7 @@ class Algorithm:
             return entry.first_pos[rotated], entry.ids[rotated], entry.statuses
         readers, domain = fw.pod_readers.__contains__, fw.domain_scoped.__contains__
         fill = cycle.fill
-        if fill is not None and not self._may_rerun(fw, state, table, "filter"):
+        if fill is not None and not self._may_rerun(fw, state, pod, table, "filter"):
             fill = cycle.fill = None
         if fill is None:
             return self._run_batch_filters(fw, state, pod, table, rotated)
@@ -460,13 +469,14 @@ class Algorithm:
             fill.set_domain_filters(domain_scoped)
         return fill.first_pos[rotated], fill.ids[rotated], fill.statuses
 
-    def _may_rerun(self, fw: Framework, state: CycleState, table: NodeTable, point: str) -> bool:
+    def _may_rerun(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, point: str) -> bool:
         """Whether an entry may be left where domain-scoped plugins run at ``point``: they run
-        again only in cycles that keep their totals, which visit every node, so not where the
-        search samples (``numFeasibleNodesToFind`` below the node count)."""
+        again only in cycles that keep their totals, so not where none serves, nor where the
+        search samples (``numFeasibleNodesToFind`` below the node count: such cycles visit every node)."""
         if not fw.domain_scoped & _ran(fw, state, point):
             return True
-        return num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, table.n) >= table.n
+        return self._kept_plugins(fw, state, pod) is not None and \
+            num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, table.n) >= table.n
 
     @staticmethod
     def _refresh_changed(cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable) -> BatchEntry:
@@ -572,7 +582,7 @@ class Algorithm:
                 raise StatusError(status)
             result = fw.run_score(state, pod, batch, keep_parts=attempt is not None)
             if cycle is not None and cycle.fill is not None:
-                if self._may_rerun(fw, state, batch.table, "score"):
+                if self._may_rerun(fw, state, pod, batch.table, "score"):
                     self._fill_scores(cycle.fill, fw, state, pod, batch, result)
                 else:
                     cycle.fill = None
