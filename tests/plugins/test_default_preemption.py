@@ -36,7 +36,9 @@ from kubesched.scheduler.plugins.defaultpreemption.preemption import (
     Candidate,
     ParsedPDB,
     Victims,
+    default_score_funcs,
     filter_pods_with_pdb_violation,
+    importance_key,
     parse_pdbs,
     pick_one_node_for_preemption,
 )
@@ -766,6 +768,23 @@ def test_fewest_victims_decides_when_highest_priority_and_adjusted_sum_tie() -> 
 def test_pods_without_start_time_count_as_started_now() -> None:
     victims = {"old": Victims([PodInfo(pod("x", priority=LOW, started=5))]), "new": Victims([PodInfo(pod("y", priority=LOW))])}
     assert pick_one_node_for_preemption(victims, None, VIRTUAL_EPOCH) == ("new", 4)
+
+
+def test_the_one_pass_pick_agrees_with_applying_the_criteria_in_turn() -> None:
+    """Random victims (few priorities and start times, so that every criterion ties somewhere):
+    the default criteria in one pass pick the node and name the deciding criterion that
+    upstream's criterion-by-criterion filtering does."""
+    rng = random.Random(3)
+    for _ in range(300):
+        victims = {}
+        for n in range(rng.randrange(2, 7)):
+            pods = [PodInfo(pod(f"v{n}-{i}", priority=rng.choice([LOW, MID, -(2**31)]),
+                                started=rng.choice([None, 1, 2])))
+                    for i in range(rng.randrange(1, 4))]
+            pods.sort(key=importance_key(VIRTUAL_EPOCH))
+            victims[f"n{n}"] = Victims(pods, rng.choice([0, 0, 1]))
+        assert pick_one_node_for_preemption(victims, None, VIRTUAL_EPOCH) == \
+            pick_one_node_for_preemption(victims, default_score_funcs(victims, VIRTUAL_EPOCH), VIRTUAL_EPOCH)
 
 
 def test_custom_score_functions_replace_the_default_criteria() -> None:

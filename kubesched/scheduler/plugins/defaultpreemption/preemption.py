@@ -276,30 +276,49 @@ def pick_one_node_for_preemption(victims: Mapping[str, Victims], score_funcs: li
 def _pick_by_default_criteria(victims: Mapping[str, Victims], now: float) -> tuple[str, int]:
     """``pick_one_node_for_preemption`` with upstream's criteria in one pass: applying them in
     turn, each among the nodes tied on the previous ones, picks the first node whose scores are
-    greatest in lexicographic order; the criterion that decided is the first one after which
-    no other node ties with it."""
-    scores = [(node, _default_scores(found, now)) for node, found in victims.items()]
-    best_node, best = scores[0]
-    for node, score in scores[1:]:
-        if score > best:
-            best_node, best = node, score
+    greatest in lexicographic order; the criterion that decided is the one just past the longest
+    run of leading scores another node shares with it."""
+    names = list(victims)
+    scores = [_default_scores(found, now) for found in victims.values()]
+    best_at = 0
+    for at in range(1, len(scores)):
+        if scores[at] > scores[best_at]:
+            best_at = at
+    best = scores[best_at]
     count = len(best)
-    for index in range(count):
-        prefix = best[: index + 1]
-        if sum(1 for _, score in scores if score[: index + 1] == prefix) == 1:
-            return best_node, index
-    return best_node, count
+    shared = 0
+    for at, score in enumerate(scores):
+        if at == best_at:
+            continue
+        same = 0
+        while same < count and score[same] == best[same]:
+            same += 1
+        if same > shared:
+            shared = same
+            if shared == count:
+                break
+    return names[best_at], shared
 
 
 def _default_scores(found: Victims, now: float) -> tuple[float, ...]:
-    """The node's scores under ``default_score_funcs``' criteria, in their order."""
+    """The node's scores under ``default_score_funcs``' criteria, in their order, in one pass over
+    the victims (the last is ``earliest_pod_start_time``)."""
     pods = found.pods
     total = 0
+    top = pods[0].priority
+    earliest = None
     for pod in pods:
-        total += pod.priority + MAX_INT32 + 1
-    earliest = earliest_pod_start_time(found, now)
-    return (-found.num_pdb_violations, -pods[0].priority, -total, -len(pods),
-            float("-inf") if earliest is None else earliest)
+        priority = pod.priority
+        total += priority
+        start = pod.start_time
+        if start is None:
+            start = now
+        if priority > top or earliest is None:
+            top, earliest = priority, start
+        elif priority == top and start < earliest:
+            earliest = start
+    total += len(pods) * (MAX_INT32 + 1)  # MaxInt32+1 per victim, so that negative priorities add up
+    return (-found.num_pdb_violations, -pods[0].priority, -total, -len(pods), earliest)
 
 
 def summarize(candidate: Candidate, now: float) -> CandidateSummary:
