@@ -459,7 +459,7 @@ class Algorithm:
         try:
             node_only = fw.run_batch_filters(state, pod, every, lambda name: not readers(name) and not domain(name))
             pod_reading = fw.run_batch_filters(state, pod, every, readers)
-            domain_scoped = fw.run_batch_filters(state, pod, every, domain) if fw.domain_scoped & _ran(fw, state, "filter") else None
+            domain_scoped = fw.run_batch_filters(state, pod, every, domain) if fw.domain_scoped & fw.ran_plugins(state, "filter") else None
         except StatusError:  # perhaps on a node one pass would not ask: that pass decides
             cycle.fill = None
             return self._run_batch_filters(fw, state, pod, table, rotated)
@@ -473,7 +473,7 @@ class Algorithm:
         """Whether an entry may be left where domain-scoped plugins run at ``point``: they run
         again only in cycles that keep their totals, so not where none serves, nor where the
         search samples (``numFeasibleNodesToFind`` below the node count: such cycles visit every node)."""
-        if not fw.domain_scoped & _ran(fw, state, point):
+        if not fw.domain_scoped & fw.ran_plugins(state, point):
             return True
         return self._kept_plugins(fw, state, pod) is not None and \
             num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, table.n) >= table.n
@@ -702,12 +702,6 @@ def _nominations(fw: Framework) -> bool:
         return False
     names = getattr(nominator, "nominated_node_names", None)
     return names is None or bool(names())
-
-
-def _ran(fw: Framework, state: CycleState, point: str) -> set[str]:
-    """The plugins at ``point`` ("filter" or "score") this cycle runs (PreFilter / PreScore did not skip them)."""
-    skipped = state.skip_filter_plugins if point == "filter" else state.skip_score_plugins
-    return {p.name for p in fw.points[point] if p.name not in skipped}
 
 
 def _record(position: int, status: Status, ids: np.ndarray, statuses: list[Status]) -> None:

@@ -114,7 +114,7 @@ class BatchEntry:
     def set_filters(self, group: _Verdicts, rows: np.ndarray,
                     answer: tuple[np.ndarray, np.ndarray, list[Status]]) -> None:
         """Store one group's answer for ``rows`` (``Framework.run_batch_filters``'s triple) and
-        combine the two groups there."""
+        combine the groups there."""
         first_pos, ids, statuses = answer
         self._store(group, rows, first_pos, self.add_statuses(statuses)[ids])
 

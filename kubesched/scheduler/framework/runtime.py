@@ -289,10 +289,15 @@ class Framework:
     def domain_reruns(self, pod: PodInfo, table: NodeTable, state: CycleState) -> frozenset[str]:
         """The domain-scoped plugins a cycle reusing this one's results (left in ``state``) runs
         again: those that ran here, and those that may run for a pod with the same key."""
-        ran = {p.name for point in ("filter", "score") for p in self.points[point]
-               if p.name not in (state.skip_filter_plugins if point == "filter" else state.skip_score_plugins)}
+        ran = self.ran_plugins(state, "filter") | self.ran_plugins(state, "score")
         return frozenset(p.name for p in self._signers
                          if p.domain_scoped and (p.name in ran or p.batch_reruns(pod, table)))
+
+    def ran_plugins(self, state: CycleState, point: str) -> set[str]:
+        """The plugins at ``point`` ("filter" or "score") a cycle runs (PreFilter / PreScore did
+        not skip them)."""
+        skipped = state.skip_filter_plugins if point == "filter" else state.skip_score_plugins
+        return {p.name for p in self.points[point] if p.name not in skipped}
 
     def _fragments(self, pod: PodInfo, table: NodeTable, reading_table: bool) -> tuple[Any, ...] | None:
         """The batch-key fragments of the signers that read the table (or of the others)."""

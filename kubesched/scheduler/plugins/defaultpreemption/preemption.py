@@ -306,7 +306,7 @@ def _default_scores(found: Victims, now: float) -> tuple[float, ...]:
     pods = found.pods
     total = 0
     top = pods[0].priority
-    earliest = None
+    earliest: float | None = None
     for pod in pods:
         priority = pod.priority
         total += priority
@@ -318,6 +318,7 @@ def _default_scores(found: Victims, now: float) -> tuple[float, ...]:
         elif priority == top and start < earliest:
             earliest = start
     total += len(pods) * (MAX_INT32 + 1)  # MaxInt32+1 per victim, so that negative priorities add up
+    assert earliest is not None  # ``pods`` is not empty
     return (-found.num_pdb_violations, -pods[0].priority, -total, -len(pods), earliest)
 
 
