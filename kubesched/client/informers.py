@@ -74,12 +74,27 @@ class Backoff:
         self.current = self.initial
 
 
+#: What an informer does to each object before caching it (client-go's ``TransformFunc``).
+Transform = Callable[[dict], dict]
+
+
+def drop_managed_fields(obj: dict) -> dict:
+    """``obj`` without ``metadata.managedFields``, as kube-scheduler's pod informer caches pods
+    ("to improve memory usage"); the object itself when it has none. A copy otherwise: the
+    object may be one the embedded store and other readers hold."""
+    meta = obj.get("metadata") or {}
+    if "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 class Informer:
     def __init__(self, client: ClusterClient, kind: Kind, *,
                  on_handler_error: Callable[[str, BaseException], None] | None = None,
-                 on_relist: Callable[[str, str], None] | None = None) -> None:
+                 on_relist: Callable[[str, str], None] | None = None, transform: Transform | None = None) -> None:
         self.client = client
         self.kind = kind
+        self.transform = transform
         #: Told (kind, error) when a handler raises for one object, and (kind, reason) before a relist.
         self.on_handler_error = on_handler_error
         self.on_relist = on_relist
@@ -278,7 +293,8 @@ class Informer:
         self.server_identity = identity
         self.listed.set()
         self.resource_version = rv
-        self._replace({object_key(o): o for o in items}, first)
+        transform = self.transform
+        self._replace({object_key(o): o if transform is None else transform(o) for o in items}, first)
         self.synced.set()
 
     def _replace(self, fresh: dict[str, dict], initial: bool) -> None:
@@ -311,6 +327,8 @@ class Informer:
         if event.type == BOOKMARK:
             self.resource_version = obj["metadata"].get("resourceVersion", self.resource_version)
             return
+        if self.transform is not None:
+            obj = self.transform(obj)
         key = object_key(obj)
         self.resource_version = obj["metadata"].get("resourceVersion", self.resource_version)
         if event.type == DELETED:
@@ -379,10 +397,13 @@ class InformerFactory:
 
     def __init__(self, client: ClusterClient, *, on_handler_error: Callable[[str, BaseException], None] | None = None,
                  on_relist: Callable[[str, str], None] | None = None,
-                 on_server_changed: Callable[[str], None] | None = None) -> None:
+                 on_server_changed: Callable[[str], None] | None = None,
+                 transforms: dict[str, Transform] | None = None) -> None:
         self.client = client
         self.on_handler_error = on_handler_error
         self.on_relist = on_relist
+        #: Per kind name, what its informer does to each object before caching it.
+        self.transforms = dict(transforms or {})
         #: Told why, once per change, when an informer finds the server is another one.
         self.on_server_changed = on_server_changed
         self.informers: dict[str, Informer] = {}
@@ -399,7 +420,7 @@ class InformerFactory:
             if kind is None:
                 raise KeyError(f"unknown kind {kind_name}")
             inf = self.informers[kind_name] = Informer(self.client, kind, on_handler_error=self.on_handler_error,
-                                                       on_relist=self.on_relist)
+                                                       on_relist=self.on_relist, transform=self.transforms.get(kind_name))
             inf.on_server_changed = self._server_changed
         return inf
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kubesched.api.types import PodInfo
-from kubesched.client.informers import Handler, InformerFactory
+from kubesched.client.informers import Handler, InformerFactory, drop_managed_fields
 from kubesched.client.interface import ClusterClient
 from kubesched.client.recorder import Broadcaster, EventSink
 from kubesched.scheduler.backend.apidispatcher import APIDispatcher, DispatchingClient, PodStatusPatchCall
@@ -126,7 +126,7 @@ class Scheduler:
         #: and the node table follow those): what tells batched cycles that plugins may answer anew.
         self.objects_version = 0
         self.informers = InformerFactory(client, on_handler_error=self._handler_failed, on_relist=self._relisted,
-                                         on_server_changed=self._server_changed)
+                                         on_server_changed=self._server_changed, transforms={"Pod": drop_managed_fields})
         self.cache = Cache(self.clock, ttl=assumed_pod_ttl)
         self.broadcaster = Broadcaster(EventSink(client), self.clock)
         self.algorithm = algorithm(config.percentage_of_nodes_to_score, self.rng, self.extenders)
