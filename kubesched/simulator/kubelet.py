@@ -497,7 +497,7 @@ class FakeKubelet:
         self._account(current, node, ip if pool is not None else None, pool, pod_info)
         try:
             self.store.mutate(POD, meta.get("namespace"), meta["name"], lambda p: self._start(p, host_ip, ip),
-                              expect_uid=meta.get("uid"))
+                              expect_uid=meta.get("uid"), status_only=True)
         except Exception as e:
             log.debug("kubelet could not start %s: %s", meta["name"], e)
 
@@ -553,7 +553,7 @@ class FakeKubelet:
             p["status"] = status
 
         try:
-            self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=meta.get("uid"))
+            self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=meta.get("uid"), status_only=True)
         except Exception as e:
             log.debug("kubelet could not reject %s: %s", meta["name"], e)
             return
@@ -579,7 +579,7 @@ class FakeKubelet:
                 continue
             meta = info.pod["metadata"]
             try:
-                self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=uid)
+                self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=uid, status_only=True)
             except Exception as e:
                 log.debug("kubelet could not report %s ready: %s", meta["name"], e)
 
@@ -641,7 +641,7 @@ class FakeKubelet:
                 status["conditions"] = set_condition(status.get("conditions") or [], condition, now)
 
         try:
-            self.store.mutate(POD, ns, name, change, expect_uid=uid)
+            self.store.mutate(POD, ns, name, change, expect_uid=uid, status_only=True)
             self.store.delete(POD, ns, name, grace_period=0, uid=uid)
         except Exception as e:
             log.debug("PodGC could not delete orphan %s/%s: %s", ns, name, e)
@@ -726,7 +726,7 @@ class FakeKubelet:
             status["conditions"] = set_condition(status.get("conditions") or [], condition, now)
 
         try:
-            self.store.mutate(POD, ns, name, change, expect_uid=pod["metadata"].get("uid"))
+            self.store.mutate(POD, ns, name, change, expect_uid=pod["metadata"].get("uid"), status_only=True)
             self.store.delete(POD, ns, name, uid=pod["metadata"].get("uid"))
         except Exception as e:
             log.debug("taint eviction of %s/%s failed: %s", ns, name, e)
