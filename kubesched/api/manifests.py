@@ -73,7 +73,26 @@ class FastStrictLoader(StrictLoader):
     PyYAML's generic machinery (a generator and bookkeeping per node), three times as fast on a
     large manifest. The same objects come out: plain mappings and sequences, scalars through
     PyYAML's own constructors, anchors shared, duplicate keys remembered. Documents with anything
-    else go through PyYAML's construction, which also gives its errors."""
+    else go through PyYAML's construction, which also gives its errors.
+
+    The tag of each plain scalar (a regular expression per implicit type, tried in turn) is
+    resolved once per distinct value in a file: the keys and most values of a large manifest are
+    the same few hundred strings."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._resolved: dict[tuple[Any, Any, Any], str] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        """PyYAML's tag for a node, remembered by what it depends on when no path resolver is
+        registered (with one, it also depends on where the node is)."""
+        if self.yaml_path_resolvers:
+            return str(super().resolve(kind, value, implicit))
+        key = (kind, value, implicit)
+        tag = self._resolved.get(key)
+        if tag is None:
+            tag = self._resolved[key] = super().resolve(kind, value, implicit)
+        return tag
 
     def construct_document(self, node: yaml.Node) -> Any:
         try:
