@@ -423,8 +423,8 @@ def test_a_repeated_kubelet_event_is_counted_on_the_first():
 
 def test_the_statuses_the_kubelet_writes_are_what_the_apis_decoding_keeps():
     """The kubelet's status writes skip the store's type check (``mutate(status_only=True)``): each
-    status it writes (running, with init containers and sidecars, rejected, evicted) must pass that
-    check unchanged."""
+    status it writes (running, with init containers and sidecars, rejected, evicted, and the node's
+    own) must pass that check unchanged."""
     async def scenario(c: Cluster) -> None:
         c.add_node("n1", cpu="4")
         c.store.create(POD, make_pod("run", cpu="3500m", initContainers=[
@@ -439,9 +439,9 @@ def test_the_statuses_the_kubelet_writes_are_what_the_apis_decoding_keeps():
         assert [p["status"]["phase"] for p in pods] == ["Running", "Failed", "Running"]
         assert pods[0]["status"]["initContainerStatuses"]
         assert any(x["type"] == "DisruptionTarget" for x in pods[2]["status"]["conditions"])
-        for pod in pods:
-            written = json_copy(pod)
-            decode_field(written, "v1", "Pod", "status")
-            assert written == pod
+        for kind, obj in [("Pod", pod) for pod in pods] + [("Node", c.store.get(NODE, None, "n1"))]:
+            written = json_copy(obj)
+            decode_field(written, "v1", kind, "status")
+            assert written == obj
 
     run_cluster(scenario, controllers=False)
