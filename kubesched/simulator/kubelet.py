@@ -156,7 +156,8 @@ def general_filter(pod: PodInfo, node_info: AdmissionNode) -> list[Rejection]:
         reasons.append(_predicate(NODE_NAME, NODE_NAME_REASON))
     if any(node_info.used_ports.conflicts(port) for port in pod.host_ports):  # nodeports.Fits
         reasons.append(_predicate(NODE_PORTS, NODE_PORTS_REASON))
-    if not _is_static(pod) and find_untolerated_taint(node_info.taints, pod.tolerations, (NO_EXECUTE,)) is not None:
+    taints = node_info.taints  # most nodes have none: then the pod's tolerations are not even parsed
+    if taints and not _is_static(pod) and find_untolerated_taint(taints, pod.tolerations, (NO_EXECUTE,)) is not None:
         reasons.append(_predicate(TAINT_TOLERATION, ERR_TAINTS))
     return reasons
 
