@@ -7,7 +7,7 @@ discovery documents, so a kind is added in one place.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -33,6 +33,20 @@ class Kind:
     @property
     def singular(self) -> str:
         return self.kind.lower()
+
+    def __eq__(self, other: object) -> bool:
+        """A dataclass's comparison (every field, same class), after an identity check: kinds are
+        the table's constants, compared and hashed at every store write and informer event."""
+        if self is other:
+            return True
+        if not isinstance(other, Kind) or other.__class__ is not self.__class__:
+            return NotImplemented
+        return (self.kind == other.kind and self.group == other.group
+                and all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self)))
+
+    def __hash__(self) -> int:
+        """Of the names alone (equal kinds have equal names): no tuple of every field per lookup."""
+        return hash((self.kind, self.group, self.version))
 
 
 @dataclass(frozen=True, eq=False)

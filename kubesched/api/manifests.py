@@ -73,7 +73,26 @@ class FastStrictLoader(StrictLoader):
     PyYAML's generic machinery (a generator and bookkeeping per node), three times as fast on a
     large manifest. The same objects come out: plain mappings and sequences, scalars through
     PyYAML's own constructors, anchors shared, duplicate keys remembered. Documents with anything
-    else go through PyYAML's construction, which also gives its errors."""
+    else go through PyYAML's construction, which also gives its errors.
+
+    The tag of each plain scalar (a regular expression per implicit type, tried in turn) is
+    resolved once per distinct value in a file: the keys and most values of a large manifest are
+    the same few hundred strings."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._resolved: dict[tuple[Any, Any, Any], str] = {}
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        """PyYAML's tag for a node, remembered by what it depends on when no path resolver is
+        registered (with one, it also depends on where the node is)."""
+        if self.yaml_path_resolvers:
+            return str(super().resolve(kind, value, implicit))
+        key = (kind, value, implicit)
+        tag = self._resolved.get(key)
+        if tag is None:
+            tag = self._resolved[key] = super().resolve(kind, value, implicit)
+        return tag
 
     def construct_document(self, node: yaml.Node) -> Any:
         try:
@@ -82,22 +101,17 @@ class FastStrictLoader(StrictLoader):
             return super().construct_document(node)
 
     def _build(self, node: yaml.Node, built: dict[int, Any], building: set[int], depth: int) -> Any:
+        if type(node) is yaml.ScalarNode:
+            return self._scalar(node)  # immutable: an alias of a scalar needs no sharing
         key = id(node)
         if key in built:
             return built[key]
         tag = node.tag
-        if type(node) is yaml.ScalarNode:
-            if tag == _STR_TAG:
-                value: Any = node.value
-            elif tag in _SCALAR_TAGS:
-                value = self.yaml_constructors[tag](self, node)
-            else:
-                raise _Unusual
-        elif key in building or depth > _FAST_DEPTH:
+        if key in building or depth > _FAST_DEPTH:
             raise _Unusual
-        elif type(node) is yaml.SequenceNode and tag == _SEQ_TAG:
+        if type(node) is yaml.SequenceNode and tag == _SEQ_TAG:
             building.add(key)
-            value = [self._build(item, built, building, depth + 1) for item in node.value]
+            value: Any = [self._build(item, built, building, depth + 1) for item in node.value]
             building.discard(key)
         elif type(node) is yaml.MappingNode and tag == _MAP_TAG:
             building.add(key)
@@ -108,15 +122,26 @@ class FastStrictLoader(StrictLoader):
         built[key] = value
         return value
 
+    def _scalar(self, node: yaml.ScalarNode) -> Any:
+        """A plain string as it is, other scalars through PyYAML's constructor of their tag (a
+        merge key ``<<`` and other tags are unusual)."""
+        tag = node.tag
+        if tag == _STR_TAG:
+            return node.value
+        if tag in _SCALAR_TAGS:
+            return self.yaml_constructors[tag](self, node)
+        raise _Unusual
+
     def _mapping(self, node: yaml.MappingNode, built: dict[int, Any], building: set[int], depth: int) -> dict[Any, Any]:
         data: dict[Any, Any] = {}
         duplicates: list[Any] = []
         for key_node, value_node in node.value:
-            if key_node.tag == _MERGE_TAG:
-                raise _Unusual
-            key = self._build(key_node, built, building, depth)
-            if not isinstance(key, Hashable):
-                raise _Unusual
+            if type(key_node) is yaml.ScalarNode:
+                key = self._scalar(key_node)  # every scalar is hashable
+            else:
+                key = self._build(key_node, built, building, depth)
+                if not isinstance(key, Hashable):
+                    raise _Unusual
             if key in data:
                 duplicates.append(key)
             data[key] = self._build(value_node, built, building, depth)

@@ -12,9 +12,10 @@ Nullable types are spelt JSON-Schema style (``"type": ["string", "null"]``) and 
 
 from __future__ import annotations
 
-import importlib.resources
+import importlib.util
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -27,10 +28,19 @@ _REF_PREFIX = "#/$defs/"
 @cache
 def definitions() -> Mapping[str, dict[str, Any]]:
     """Every 1.35 definition by its OpenAPI name (``io.k8s.api.core.v1.Pod``, ...)."""
-    root = importlib.resources.files("kubernetes_validate") / "kubernetes-json-schema"
-    raw = (root / f"{KUBERNETES_VERSION}-local" / "_definitions.json").read_bytes()
+    raw = (_package_dir("kubernetes_validate") / "kubernetes-json-schema" / f"{KUBERNETES_VERSION}-local"
+           / "_definitions.json").read_bytes()
     defs: dict[str, dict[str, Any]] = orjson.loads(raw)["$defs"]
     return defs
+
+
+def _package_dir(package: str) -> Path:
+    """An installed package's directory, found without running the package (kubernetes-validate's
+    ``__init__`` imports jsonschema, a tenth of a second of every start, for data files alone)."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(f"no package named {package!r}", name=package)
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 @cache

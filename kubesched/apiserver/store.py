@@ -275,11 +275,13 @@ class ObjectStore:
         return self._commit(kind, ADDED, obj, None)
 
     def update(self, kind: Kind, obj: dict, *, status_only: bool = False, dry_run: bool = False,
-               stored_but_status: bool = False) -> dict:
+               stored_but_status: bool = False, decoded: bool = False) -> dict:
         """Replace an object; a set ``metadata.resourceVersion`` must match (optimistic concurrency).
         ``stored_but_status``: a status write of a stored object whose status alone was changed
-        (``mutate``), so the status alone needs its types checked."""
-        _decode(kind, obj, "status" if stored_but_status and status_only else None)
+        (``mutate``), so the status alone needs its types checked; ``decoded``: none does (a
+        built-in kind's object whose new values were built of the API's types in-process)."""
+        if not decoded or isinstance(kind, CustomKind):
+            _decode(kind, obj, "status" if stored_but_status and status_only else None)
         kind = self._custom_decode(kind, obj)
         meta = obj.get("metadata") or {}
         current = self.get(kind, meta.get("namespace"), meta.get("name", ""))
@@ -306,17 +308,21 @@ class ObjectStore:
         return result
 
     def mutate(self, kind: Kind, namespace: str | None, name: str, change: Callable[[dict], Any], *,
-               expect_rv: str | None = None, expect_uid: str | None = None) -> dict:
+               expect_rv: str | None = None, expect_uid: str | None = None, status_only: bool = False) -> dict:
         """Apply ``change`` to a private copy of the current object and store it (a guaranteed update).
 
         Written as a client must write it: the status through the status subresource, the rest
-        through the main resource (two writes, main first, when both changed)."""
+        through the main resource (two writes, main first, when both changed). ``status_only``:
+        ``change`` writes the status alone, of values of the API's types (an embedded component's
+        report, such as the kubelet's: built in-process, as ``bind`` builds its condition), so only
+        the status is copied for it (the rest is the stored, read-only object, which a change
+        cannot write to by mistake) and the write is not type-checked again."""
         current = self.get(kind, namespace, name)
         if expect_uid and current["metadata"].get("uid") != expect_uid:
             raise Conflict.of(kind.resource, name, f"Precondition failed: UID in precondition: {expect_uid}, UID in object meta: {current['metadata'].get('uid')}", kind.group)
         if expect_rv and current["metadata"]["resourceVersion"] != expect_rv:
             raise Conflict.of(kind.resource, name, "the object has been modified; please apply your changes to the latest version and try again", kind.group)
-        new = json_copy(current)
+        new = _status_copy(current) if status_only else json_copy(current)
         change(new)
         if new == current:
             return current
@@ -328,7 +334,8 @@ class ObjectStore:
             latest = self.try_get(kind, namespace, name)
             if latest is None or latest["metadata"].get("uid") != current["metadata"].get("uid"):
                 return result  # the main write finished a deletion
-            result = self.update(kind, _with_version(new, latest), status_only=True, stored_but_status=True)
+            result = self.update(kind, _with_version(new, latest), status_only=True, stored_but_status=True,
+                                 decoded=status_only)
         return result
 
     def delete(self, kind: Kind, namespace: str | None, name: str, *, grace_period: int | None = None,
@@ -476,7 +483,11 @@ class ObjectStore:
             admission.admit_default_toleration_seconds(new)
 
     def _validate(self, kind: Kind, obj: dict, old: dict | None = None, *, status_only: bool = False) -> None:
-        """Validation (422), then validating admission (403); ``old`` is the object an update replaces."""
+        """Validation (422), then validating admission (403); ``old`` is the object an update replaces.
+        A pod's rules read its metadata and spec alone, which a status write carries over from
+        ``old`` (``_carry_over``): their answer is the stored pod's, checked when it was written."""
+        if status_only and kind == POD and old is not None:
+            return
         errors: list[FieldError] = validate(obj, self.feature_gates)
         if isinstance(kind, CustomKind):
             errors += crdapi.validate_object(kind.schema, obj)
@@ -772,6 +783,14 @@ def _version_of(event: WatchEvent) -> int:
 def _name_of(obj: dict) -> str:
     meta = obj.get("metadata")
     return str(meta.get("name") or "") if isinstance(meta, dict) else ""
+
+
+def _status_copy(obj: dict) -> dict:
+    """``obj`` with a private copy of its status, its other sections shared with it."""
+    new = dict(obj)
+    if "status" in obj:
+        new["status"] = json_copy(obj["status"])
+    return new
 
 
 def _without_status(obj: dict) -> dict:

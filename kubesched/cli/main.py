@@ -27,8 +27,9 @@ from kubesched.utils.heap import settle_long_lived_heap
 #: ``func`` on its parser.
 COMMANDS = ("simulate", "explain", "capacity", "compare", "snapshot", "config_cmd", "apiserver", "up", "run", "bench", "chaos")
 #: Commands whose module is imported alone when the command line names them: ``run`` is a
-#: long-lived scheduler whose start-up should not pay for the simulator and the API server.
-STANDALONE = {"run": "run"}
+#: long-lived scheduler whose start-up should not pay for the simulator and the API server, and
+#: ``simulate``'s time to its answer should not include the other commands' clients and servers.
+STANDALONE = {"run": "run", "simulate": "simulate"}
 
 
 def command_module(name: str) -> ModuleType:

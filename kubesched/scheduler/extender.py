@@ -9,7 +9,9 @@ plugins (``find_nodes_that_pass_extenders``), adds their weighted scores to the 
 DefaultPreemption asks preempt-capable ones to narrow its candidates.
 
 Calls go through aiohttp on the scheduler's own loop; on a simulation's virtual-time loop they
-are marked as real I/O, so ``httpTimeout`` is measured in real seconds.
+are marked as real I/O, so ``httpTimeout`` is measured in real seconds. aiohttp is imported at the
+first call: a scheduler without extenders (most, and every ``simulate`` without one) does not pay
+its tenth of a second of start-up.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ import os
 import ssl
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import numpy as np
 
 from kubesched.api.types import NodeInfo, PodInfo
@@ -34,6 +36,9 @@ from kubesched.scheduler.framework.interface import MAX_NODE_SCORE
 from kubesched.scheduler.framework.status import Code, Status
 from kubesched.scheduler.nodetable.table import NodeTable
 from kubesched.utils.clock import awaiting_real_io
+
+if TYPE_CHECKING:
+    import aiohttp
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +202,8 @@ class HTTPExtender:
         loop = asyncio.get_running_loop()
         session = self._sessions.get(loop)
         if session is None or session.closed:
-            session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
+            http = _aiohttp()
+            session = http.ClientSession(timeout=http.ClientTimeout(total=self.timeout))
             self._sessions[loop] = session
         return session
 
@@ -205,6 +211,7 @@ class HTTPExtender:
         """POST ``args`` to ``urlPrefix/verb`` and decode the JSON answer (upstream ``send``)."""
         url = self.url_prefix.rstrip("/") + "/" + verb
         body = json.dumps(args, separators=(",", ":"))
+        aiohttp = _aiohttp()
         with awaiting_real_io():
             try:
                 async with self._session().post(url, data=body, headers={"Content-Type": "application/json"},
@@ -353,7 +360,7 @@ async def extender_scores(extenders: Sequence[Extender], pod: PodInfo,
     out = []
     for extender, answer in zip(asked, answers, strict=True):
         if isinstance(answer, BaseException):
-            if not isinstance(answer, ExtenderError | aiohttp.ClientError):
+            if not isinstance(answer, ExtenderError | _aiohttp().ClientError):
                 raise answer
             log.info("Failed to run extender %s's priority function, no score given by it: %s", extender.name, answer)
             continue
@@ -430,6 +437,13 @@ def _failed_map(value: Any, what: str) -> dict[str, str]:
 def _meta_victims(victims: VictimPods) -> dict[str, Any]:
     pods, violations = victims
     return {"Pods": [{"UID": p.uid} for p in pods], "NumPDBViolations": violations}
+
+
+def _aiohttp() -> ModuleType:
+    """aiohttp, imported on first use (see the module docstring)."""
+    import aiohttp
+
+    return aiohttp
 
 
 def _verify_message(error: aiohttp.ClientConnectorCertificateError) -> str:

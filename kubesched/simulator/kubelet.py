@@ -105,10 +105,30 @@ class AdmissionNode(Protocol):
     def taints(self) -> list[Taint]: ...
 
 
+#: ``fit_request`` by ``PodInfo.requests_key``, bounded as the scheduler's memos of requests are.
+_FIT_BY_KEY: dict[res.ContentKey, dict[str, int]] = {}
+_FIT_MEMO_LIMIT = 8192
+
+
+def fit_request(pod: PodInfo) -> dict[str, int]:
+    """The request NodeResourcesFit compares (read-only). The kubelet reads every pod anew from the
+    store, so the plugin's memo on the PodInfo would be computed per pod: this one is by what the
+    request depends on (``requests_key``), which the replicas of a template share."""
+    key = pod.requests_key
+    if key is None:
+        return pod_fit_request(pod)
+    found = _FIT_BY_KEY.get(key)
+    if found is None:
+        if len(_FIT_BY_KEY) >= _FIT_MEMO_LIMIT:
+            _FIT_BY_KEY.clear()
+        found = _FIT_BY_KEY[key] = pod_fit_request(pod)
+    return found
+
+
 def _insufficient(pod: PodInfo, node_info: AdmissionNode) -> list[Rejection]:
     """``noderesources.Fits`` after ``removeMissingExtendedResources``, as InsufficientResourceErrors."""
     out = []
-    for r in fits_request(pod_fit_request(pod), len(node_info.pods), node_info.allocatable, node_info.requested):
+    for r in fits_request(fit_request(pod), len(node_info.pods), node_info.allocatable, node_info.requested):
         if res.is_extended(r.resource_name) and r.resource_name not in node_info.allocatable:
             continue  # unknown to the node: a cluster-level or DRA-backed resource
         out.append(Rejection(f"OutOf{r.resource_name}",
@@ -136,7 +156,8 @@ def general_filter(pod: PodInfo, node_info: AdmissionNode) -> list[Rejection]:
         reasons.append(_predicate(NODE_NAME, NODE_NAME_REASON))
     if any(node_info.used_ports.conflicts(port) for port in pod.host_ports):  # nodeports.Fits
         reasons.append(_predicate(NODE_PORTS, NODE_PORTS_REASON))
-    if not _is_static(pod) and find_untolerated_taint(node_info.taints, pod.tolerations, (NO_EXECUTE,)) is not None:
+    taints = node_info.taints  # most nodes have none: then the pod's tolerations are not even parsed
+    if taints and not _is_static(pod) and find_untolerated_taint(taints, pod.tolerations, (NO_EXECUTE,)) is not None:
         reasons.append(_predicate(TAINT_TOLERATION, ERR_TAINTS))
     return reasons
 
@@ -226,11 +247,6 @@ class NodeState:
             self.requested[name] = self.requested.get(name, 0) - amount
         for port in ports:
             self.used_ports.remove(port)
-
-
-def fit_request(pod: PodInfo) -> dict[str, int]:
-    """The request NodeResourcesFit compares (memoized on the PodInfo by the plugin)."""
-    return pod_fit_request(pod)
 
 
 @dataclass
@@ -497,7 +513,7 @@ class FakeKubelet:
         self._account(current, node, ip if pool is not None else None, pool, pod_info)
         try:
             self.store.mutate(POD, meta.get("namespace"), meta["name"], lambda p: self._start(p, host_ip, ip),
-                              expect_uid=meta.get("uid"))
+                              expect_uid=meta.get("uid"), status_only=True)
         except Exception as e:
             log.debug("kubelet could not start %s: %s", meta["name"], e)
 
@@ -553,7 +569,7 @@ class FakeKubelet:
             p["status"] = status
 
         try:
-            self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=meta.get("uid"))
+            self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=meta.get("uid"), status_only=True)
         except Exception as e:
             log.debug("kubelet could not reject %s: %s", meta["name"], e)
             return
@@ -579,7 +595,7 @@ class FakeKubelet:
                 continue
             meta = info.pod["metadata"]
             try:
-                self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=uid)
+                self.store.mutate(POD, meta.get("namespace"), meta["name"], change, expect_uid=uid, status_only=True)
             except Exception as e:
                 log.debug("kubelet could not report %s ready: %s", meta["name"], e)
 
@@ -641,7 +657,7 @@ class FakeKubelet:
                 status["conditions"] = set_condition(status.get("conditions") or [], condition, now)
 
         try:
-            self.store.mutate(POD, ns, name, change, expect_uid=uid)
+            self.store.mutate(POD, ns, name, change, expect_uid=uid, status_only=True)
             self.store.delete(POD, ns, name, grace_period=0, uid=uid)
         except Exception as e:
             log.debug("PodGC could not delete orphan %s/%s: %s", ns, name, e)
@@ -726,7 +742,7 @@ class FakeKubelet:
             status["conditions"] = set_condition(status.get("conditions") or [], condition, now)
 
         try:
-            self.store.mutate(POD, ns, name, change, expect_uid=pod["metadata"].get("uid"))
+            self.store.mutate(POD, ns, name, change, expect_uid=pod["metadata"].get("uid"), status_only=True)
             self.store.delete(POD, ns, name, uid=pod["metadata"].get("uid"))
         except Exception as e:
             log.debug("taint eviction of %s/%s failed: %s", ns, name, e)

@@ -206,7 +206,7 @@ class NodeStatusReporter:
             status["addresses"] = node_addresses(node, self.internal_ip(name))
             status["daemonEndpoints"] = {"kubeletEndpoint": {"Port": KUBELET_PORT}}
 
-        self._write(f"post the status of node {name}", lambda: self.store.mutate(NODE, None, name, change))
+        self._write(f"post the status of node {name}", lambda: self.store.mutate(NODE, None, name, change, status_only=True))
 
     def _renew(self, name: str) -> None:
         """Set the lease's ``renewTime`` (creating the lease if it is missing). A shallow copy is

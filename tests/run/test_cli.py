@@ -203,6 +203,8 @@ print(args.command, sorted(m for m in ("kubesched.simulator.simulate", "kubesche
 @pytest.mark.parametrize(("argv", "expected"), [
     pytest.param(["run", "--kubeconfig", "k"], "run []", id="run-alone-imports-no-simulator-or-api-server"),
     pytest.param(["-v", "2", "--logging-format", "json", "run"], "run []", id="top-level-options-before-run"),
+    pytest.param(["simulate", "-f", "cluster.yaml"], "simulate ['kubesched.simulator.simulate']",
+                 id="simulate-imports-no-api-server"),
     pytest.param(["up", "--port", "0"], "up ['kubesched.apiserver.server', 'kubesched.cli.up', 'kubesched.simulator.simulate']",
                  id="other-commands-build-the-whole-parser"),
 ])

@@ -7,6 +7,8 @@ import ipaddress
 import pytest
 
 from kubesched.api.kinds import NODE, POD
+from kubesched.api.meta import json_copy
+from kubesched.api.schema_validation import decode_field
 from kubesched.api.types import NodeInfo, PodInfo, Taint, Toleration
 from kubesched.apiserver.store import ObjectStore
 from kubesched.simulator.kubelet import (
@@ -415,5 +417,31 @@ def test_a_repeated_kubelet_event_is_counted_on_the_first():
             await c.advance(5)
         [cancelled] = [e for e in c.events("TaintManagerEviction") if e["message"].startswith("Cancelling")]
         assert cancelled["count"] == 2
+
+    run_cluster(scenario, controllers=False)
+
+
+def test_the_statuses_the_kubelet_writes_are_what_the_apis_decoding_keeps():
+    """The kubelet's status writes skip the store's type check (``mutate(status_only=True)``): each
+    status it writes (running, with init containers and sidecars, rejected, evicted, and the node's
+    own) must pass that check unchanged."""
+    async def scenario(c: Cluster) -> None:
+        c.add_node("n1", cpu="4")
+        c.store.create(POD, make_pod("run", cpu="3500m", initContainers=[
+            {"name": "setup", "image": "busybox"}, {"name": "proxy", "image": "envoy", "restartPolicy": "Always"}]))
+        await c.settle()
+        c.store.create(POD, make_pod("rejected", cpu="2", node="n1"))
+        await c.settle()
+        pods = [c.store.get(POD, "default", name) for name in ("run", "rejected")]
+        taint_node(c, "n1", [NO_EXECUTE])
+        await c.settle(timers=False)
+        pods.append(c.store.get(POD, "default", "run"))
+        assert [p["status"]["phase"] for p in pods] == ["Running", "Failed", "Running"]
+        assert pods[0]["status"]["initContainerStatuses"]
+        assert any(x["type"] == "DisruptionTarget" for x in pods[2]["status"]["conditions"])
+        for kind, obj in [("Pod", pod) for pod in pods] + [("Node", c.store.get(NODE, None, "n1"))]:
+            written = json_copy(obj)
+            decode_field(written, "v1", kind, "status")
+            assert written == obj
 
     run_cluster(scenario, controllers=False)

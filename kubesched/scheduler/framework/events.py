@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubesched.api.quantity import saturate
-from kubesched.api.resources import pod_requests
+from kubesched.api.resources import content_key, pod_requests
 
 
 class ActionType(IntFlag):
@@ -165,9 +165,14 @@ def pod_scheduling_properties_change(new: Mapping[str, Any], old: Mapping[str, A
 
 
 def _scaled_down(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
+    """Whether some request went down. Requests are a function of ``content_key`` alone, so equal
+    keys (a kubelet's status write adds container statuses but no resources) cannot scale down."""
     if (new.get("spec") or {}).get("containers") == (old.get("spec") or {}).get("containers") and \
             (new.get("spec") or {}).get("initContainers") == (old.get("spec") or {}).get("initContainers") and \
             (new.get("status") or {}).get("containerStatuses") == (old.get("status") or {}).get("containerStatuses"):
+        return False
+    new_key = content_key(new)
+    if new_key is not None and new_key == content_key(old):
         return False
     new_req = pod_requests(new)
     for name, old_amount in pod_requests(old).items():

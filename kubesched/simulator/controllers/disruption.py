@@ -87,6 +87,8 @@ class DisruptionController(Controller):
             elif event.old is None or spec(event.old) != spec(event.object) or status(event.object) != self._written.get(key):
                 self.enqueue(key)
             return
+        if not self.store.count(PDB):
+            return  # no budget to select the pod (the common case: a write per pod, and no lists)
         for pod in (event.object, event.old):
             if pod is not None:
                 for pdb in self._budgets_selecting(pod):

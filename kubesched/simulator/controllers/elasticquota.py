@@ -47,7 +47,7 @@ class ElasticQuotaController(Controller):
 
     def _served(self) -> bool:
         """Whether the ElasticQuota CRD is established (custom objects exist only while it is)."""
-        return any(kind == ELASTIC_QUOTA for kind in self.store.custom.kinds())
+        return self.store.custom.definition(ELASTIC_QUOTA) is not None  # a lookup: asked at every pod write
 
     def _quotas(self) -> list[dict]:
         return list(self.store.iter_all(ELASTIC_QUOTA)) if self._served() else []

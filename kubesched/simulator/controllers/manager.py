@@ -15,6 +15,7 @@ import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from typing import TypeVar
 
 from kubesched.api.kinds import POD, Kind
@@ -101,7 +102,7 @@ class OwnerIndex:
         ns, name = meta(obj).get("namespace") or "", meta(obj)["name"]
         ref: DependentRef = (kind, ns, name)
         old_owners = _owner_uids(obj if event.type == DELETED else old)
-        new_owners = set() if event.type == DELETED else _owner_uids(obj)
+        new_owners = _NO_OWNERS if event.type == DELETED else _owner_uids(obj)
         for uid in old_owners - new_owners:
             bucket = self.dependents.get(uid)
             if bucket is not None:
@@ -136,10 +137,15 @@ class OwnerIndex:
         return self.orphan_generation.get((kind, namespace), 0)
 
 
-def _owner_uids(obj: dict | None) -> set[str]:
-    if obj is None:
-        return set()
-    return {ref.get("uid", "") for ref in meta(obj).get("ownerReferences") or [] if ref.get("uid")}
+_NO_OWNERS: frozenset[str] = frozenset()
+
+
+def _owner_uids(obj: dict | None) -> AbstractSet[str]:
+    """The uids ``obj``'s ownerReferences name (most objects have none: no set is built then)."""
+    refs = meta(obj).get("ownerReferences") if obj is not None else None
+    if not refs:
+        return _NO_OWNERS
+    return {ref.get("uid", "") for ref in refs if ref.get("uid")}
 
 
 C = TypeVar("C", bound=Controller)

@@ -50,7 +50,7 @@ class PodGroupController(Controller):
 
     def _served(self) -> bool:
         """Whether the PodGroup CRD is established (custom objects exist only while it is)."""
-        return any(kind == POD_GROUP for kind in self.store.custom.kinds())
+        return self.store.custom.definition(POD_GROUP) is not None  # a lookup: asked at every pod write
 
     def _pod_groups(self) -> list[dict]:
         return list(self.store.iter_all(POD_GROUP)) if self._served() else []
