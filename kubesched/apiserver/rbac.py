@@ -154,8 +154,13 @@ def rule_allows(attrs: Attributes, rule: Mapping[str, Any]) -> bool:
     resource names for a resource request; verbs and non-resource URLs (``/path*``) otherwise."""
     if not _allows_but_names(attrs, rule):
         return False
-    names = rule.get("resourceNames") or () if attrs.resource_request else ()
+    names = _names_of(attrs, rule)
     return not names or attrs.name in names
+
+
+def _names_of(attrs: Attributes, rule: Mapping[str, Any]) -> Iterable[str]:
+    """The resource names ``rule`` restricts a request like ``attrs`` to (none: any name)."""
+    return rule.get("resourceNames") or () if attrs.resource_request else ()
 
 
 def _allows_but_names(attrs: Attributes, rule: Mapping[str, Any]) -> bool:
@@ -250,7 +255,7 @@ class RBACAuthorizer:
             for rule in self._role_rules(grant):
                 if not _allows_but_names(attrs, rule):
                     continue
-                names = rule.get("resourceNames") or () if attrs.resource_request else ()
+                names = _names_of(attrs, rule)
                 by_name = by_name or bool(names)
                 if not names or attrs.name in names:
                     return (True, f"RBAC: allowed by {grant.description}"), by_name
