@@ -30,6 +30,8 @@ MASTERS = "system:masters"
 KUBE_SCHEDULER = "system:kube-scheduler"
 #: Paths an unauthenticated request may reach (as anonymous): the health checks.
 ANONYMOUS_PATHS = ("/healthz", "/livez", "/readyz")
+#: Users ``Authenticator`` keeps with their ``system:authenticated`` added (dropped all at once past this).
+_AUTHENTICATED_KEPT = 1024
 
 
 class Unauthorized(APIError):
@@ -155,6 +157,9 @@ class Authenticator:
 
     def __init__(self, tokens: TokenTable) -> None:
         self.tokens = tokens
+        #: ``with_authenticated`` of each user the token table answered, by the answer's id
+        #: (checked to be that very object): built once rather than on every request.
+        self._authenticated: dict[int, tuple[UserInfo, UserInfo]] = {}
 
     def authenticate(self, path: str, authorization: str | None, peercert: dict | None) -> UserInfo:
         """The caller of a request; raises ``Unauthorized`` when it cannot be identified."""
@@ -166,10 +171,18 @@ class Authenticator:
             found = self.tokens.lookup(token)
             if found is None:
                 raise Unauthorized()
-            return with_authenticated(found)
+            return self._with_authenticated(found)
         if authorization is None and is_anonymous_path(path):
             return ANONYMOUS_USER
         raise Unauthorized()
+
+    def _with_authenticated(self, found: UserInfo) -> UserInfo:
+        kept = self._authenticated.get(id(found))
+        if kept is None or kept[0] is not found:
+            if len(self._authenticated) >= _AUTHENTICATED_KEPT:
+                self._authenticated.clear()
+            kept = self._authenticated[id(found)] = (found, with_authenticated(found))
+        return kept[1]
 
     def review(self, token: str) -> UserInfo | None:
         """The user of ``token`` for a TokenReview (None when it names nobody)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from kubesched.api.apierrors import BadRequest, Forbidden
 from kubesched.api.kinds import Kind, kind_for
@@ -38,12 +38,14 @@ ROLE_BINDING = _rbac_kind("RoleBinding")
 RBAC_KINDS = frozenset((CLUSTER_ROLE, CLUSTER_ROLE_BINDING, ROLE, ROLE_BINDING))
 _SPECIAL_VERBS = ("proxy", "watch")
 _NAMESPACE_SUBRESOURCES = ("status", "finalize")
+#: Decisions ``RBACAuthorizer`` keeps (all dropped when more are made, or when an RBAC object changes).
+_DECISIONS_KEPT = 4096
 _METHOD_VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
-@dataclass(frozen=True)
-class Attributes:
-    """``authorizer.Attributes`` of one request."""
+class Attributes(NamedTuple):
+    """``authorizer.Attributes`` of one request (a tuple: every request builds one, and a frozen
+    dataclass costs several times as much to build)."""
 
     user: UserInfo
     verb: str
@@ -150,6 +152,19 @@ def impersonated(authorizer: RBACAuthorizer, user: UserInfo, headers: Mapping[st
 def rule_allows(attrs: Attributes, rule: Mapping[str, Any]) -> bool:
     """``rbac.RuleAllows``: verbs, then API groups, resources (``*``, ``res/sub``, ``*/sub``) and
     resource names for a resource request; verbs and non-resource URLs (``/path*``) otherwise."""
+    if not _allows_but_names(attrs, rule):
+        return False
+    names = _names_of(attrs, rule)
+    return not names or attrs.name in names
+
+
+def _names_of(attrs: Attributes, rule: Mapping[str, Any]) -> Iterable[str]:
+    """The resource names ``rule`` restricts a request like ``attrs`` to (none: any name)."""
+    return rule.get("resourceNames") or () if attrs.resource_request else ()
+
+
+def _allows_but_names(attrs: Attributes, rule: Mapping[str, Any]) -> bool:
+    """``rule_allows`` short of its last check, the resource names."""
     if not _matches(rule.get("verbs"), attrs.verb):
         return False
     if not attrs.resource_request:
@@ -157,10 +172,7 @@ def rule_allows(attrs: Attributes, rule: Mapping[str, Any]) -> bool:
     if not _matches(rule.get("apiGroups"), attrs.api_group):
         return False
     combined = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-    if not _resource_matches(rule.get("resources") or (), combined, attrs.subresource):
-        return False
-    names = rule.get("resourceNames") or ()
-    return not names or attrs.name in names
+    return _resource_matches(rule.get("resources") or (), combined, attrs.subresource)
 
 
 def _matches(values: Iterable[str] | None, wanted: str) -> bool:
@@ -204,12 +216,17 @@ class RBACAuthorizer:
         self.store = store
         self._index: dict[tuple[str, str], list[_Grant]] | None = None
         self._aggregated: dict[str, list[dict]] = {}
+        #: Decisions that no rule's ``resourceNames`` took part in, by everything of the request
+        #: but its name (and, for a resource request, its path): a client repeats the same few
+        #: requests, each deciding over every rule bound to it.
+        self._decisions: dict[tuple, tuple[bool, str]] = {}
         store.write_hooks.append(self._on_write)
 
     def _on_write(self, rv: int, kind: Kind, event: WatchEvent) -> None:
         if kind in RBAC_KINDS:
             self._index = None
             self._aggregated = {}
+            self._decisions = {}
 
     def authorize(self, attrs: Attributes) -> bool:
         """Whether ``attrs`` is allowed: ``system:masters``, else some bound rule matches."""
@@ -219,10 +236,30 @@ class RBACAuthorizer:
         """``(allowed, reason)``; the reason names the binding that allowed it, as RBAC's does."""
         if MASTERS in attrs.user.groups:
             return True, ""
+        key = (attrs.user, attrs.verb, attrs.resource_request, "" if attrs.resource_request else attrs.path,
+               attrs.api_group, attrs.resource, attrs.subresource, attrs.namespace)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision, by_name = self._decide(attrs)
+            if not by_name:
+                if len(self._decisions) >= _DECISIONS_KEPT:
+                    self._decisions.clear()
+                self._decisions[key] = decision
+        return decision
+
+    def _decide(self, attrs: Attributes) -> tuple[tuple[bool, str], bool]:
+        """The decision, and whether a rule's ``resourceNames`` took part in it (then it holds
+        for this name only)."""
+        by_name = False
         for grant in self.grants_for(attrs.user, attrs.namespace):
-            if any(rule_allows(attrs, rule) for rule in self._role_rules(grant)):
-                return True, f"RBAC: allowed by {grant.description}"
-        return False, ""
+            for rule in self._role_rules(grant):
+                if not _allows_but_names(attrs, rule):
+                    continue
+                names = _names_of(attrs, rule)
+                by_name = by_name or bool(names)
+                if not names or attrs.name in names:
+                    return (True, f"RBAC: allowed by {grant.description}"), by_name
+        return (False, ""), by_name
 
     def grants_for(self, user: UserInfo, namespace: str) -> Iterable[_Grant]:
         """Every binding of ``user`` (by name or group) that applies in ``namespace``."""

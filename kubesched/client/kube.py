@@ -147,15 +147,18 @@ class KubeClient(ClusterClient):
 
     def __init__(self, config: Any = None, *, kubeconfig: str | Path | None = None, context: str | None = None,
                  timeout: float = 30.0, connections: int = 256, watch_timeout: tuple[int, int] = (300, 600),
-                 qps: float | None = None, burst: int | None = None, user_agent: str | None = None) -> None:
+                 qps: float | None = None, burst: int | None = None, user_agent: str | None = None,
+                 post_connections: int | None = None) -> None:
         """``qps``/``burst``: client-side rate limit as ``clientConnection`` sets it (None: unlimited).
-        ``timeout``: seconds for one request (watches excepted)."""
+        ``timeout``: seconds for one request (watches excepted). ``post_connections``: at most this
+        many connections for POSTs (``connections`` when None); see ``kubesched.client.posts``."""
         if config is None:
             config = load_config(kubeconfig, context)
         self.config = config
         self.server = str(config.cluster.server).rstrip("/")
         self.timeout = timeout
         self.connections = connections
+        self.post_connections = post_connections or connections
         self.watch_timeout = watch_timeout
         self.limiter = rate_limiter(qps, burst)
         self.user_agent = user_agent or USER_AGENT
@@ -210,7 +213,7 @@ class KubeClient(ClusterClient):
 
     def posts(self) -> PostTransport:
         if self._posts is None:
-            self._posts = PostTransport(self.server, self._ssl(), self.connections)
+            self._posts = PostTransport(self.server, self._ssl(), self.post_connections)
         return self._posts
 
     async def close(self) -> None:

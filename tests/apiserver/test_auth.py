@@ -16,7 +16,7 @@ import yaml
 
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.authn import TokenTable, UserInfo
-from kubesched.apiserver.rbac import Attributes, request_attributes, rule_allows
+from kubesched.apiserver.rbac import ROLE, ROLE_BINDING, Attributes, RBACAuthorizer, request_attributes, rule_allows
 from kubesched.apiserver.security import SecurityOptions
 from kubesched.apiserver.store import ObjectStore
 from kubesched.client.kube import KubeClient
@@ -265,6 +265,28 @@ RULE_CASES = [
 @pytest.mark.parametrize(("case", "rule", "attrs", "allowed"), RULE_CASES, ids=[c[0] for c in RULE_CASES])
 def test_rule_matching_follows_rbac(case, rule, attrs, allowed):
     assert rule_allows(attrs, rule) is allowed
+
+
+def test_kept_rbac_decisions_follow_resource_names_and_rbac_writes():
+    """Decisions are kept per request but for its name, except where a rule's resourceNames
+    decided (then each name is decided on its own), and an RBAC write drops them."""
+    store = ObjectStore(auto_create_namespaces=True)
+    store.create(ROLE, rbac("Role", "one-pod", "team", rules=[
+        {"verbs": ["get"], "apiGroups": [""], "resources": ["pods"], "resourceNames": ["a"]},
+        {"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]}]))
+    store.create(ROLE_BINDING, binding("RoleBinding", "alice", "Role", "one-pod", ("User", "alice"), "team"))
+    authz = RBACAuthorizer(store)
+
+    def allowed(verb: str, name: str = "") -> bool:
+        return authz.authorize(Attributes(ALICE, verb, True, resource="pods", namespace="team", name=name))
+
+    assert [allowed("get", "a"), allowed("get", "b"), allowed("get", "a"), allowed("get", "b")] == [True, False, True, False]
+    assert allowed("list") and allowed("list") and not allowed("watch")
+    store.create(ROLE, rbac("Role", "watcher", "team", rules=[{"verbs": ["get", "watch"], "apiGroups": [""], "resources": ["pods"]}]))
+    store.create(ROLE_BINDING, binding("RoleBinding", "alice-2", "Role", "watcher", ("User", "alice"), "team"))
+    assert allowed("watch") and allowed("get", "b")
+    store.delete(ROLE_BINDING, "team", "alice")
+    assert not allowed("list") and allowed("get", "a")
 
 
 def test_token_files_are_read_in_kube_apiservers_csv_format_and_bad_lines_are_named(tmp_path):
