@@ -103,3 +103,27 @@ def test_snapshot_touches_only_changed_nodes(cache):
     assert table.generation == generation + 1
     assert table.allocatable[CPU, table.row_of["n2"]] == 8000
     assert table.requested[CPU, table.row_of["n2"]] == 1000
+
+
+def _with_status(pod: dict, **status) -> PodInfo:
+    return PodInfo({**pod, "status": status})
+
+
+def test_a_kubelet_status_write_keeps_the_nodes_totals_and_a_resize_moves_them(cache):
+    """The node's totals are kept when a status write changes nothing they read (the kubelet's
+    phase and container states), and computed again when the container statuses carry resources
+    (an in-place resize), even with the spec object unchanged."""
+    bound = make_pod("p", cpu="1", node="n1")
+    pending = _with_status(bound)
+    cache.add_pod(pending)
+    running = _with_status(bound, phase="Running", containerStatuses=[{"name": "c", "ready": True, "state": {"running": {}}}])
+    cache.update_pod(pending, running)
+    assert cache.nodes["n1"].pods[running.uid] is running
+    table = cache.update_snapshot()
+    assert table.requested[CPU, table.row_of["n1"]] == 1000
+    resized = _with_status(bound, phase="Running",
+                           containerStatuses=[{"name": "c", "resources": {"requests": {"cpu": "3"}}}])
+    assert resized.spec is running.spec
+    cache.update_pod(running, resized)
+    table = cache.update_snapshot()
+    assert table.requested[CPU, table.row_of["n1"]] == 3000

@@ -220,13 +220,20 @@ class Cache:
 
 
 def _same_scheduling_facts(a: PodInfo, b: PodInfo) -> bool:
-    """Whether swapping ``a`` for ``b`` changes nothing a plugin reads (labels, spec, sizing status)."""
+    """Whether swapping ``a`` for ``b`` changes nothing the node's totals and the table's
+    extensions read (labels, spec, start time, sizing status). A kubelet's status write (phase,
+    container states) changes none of them: the container statuses count only while they carry
+    resources, i.e. while no ``requests_key`` stands for the pod's requests."""
     if a.labels != b.labels or a.deletion_timestamp != b.deletion_timestamp:
         return False
-    spec_a, spec_b = a.spec, b.spec
-    if spec_a is spec_b:
-        return True
-    if spec_a != spec_b:
+    if a.spec is not b.spec and a.spec != b.spec:
         return False
     sa, sb = a.status, b.status
-    return sa.get("containerStatuses") == sb.get("containerStatuses") and sa.get("startTime") == sb.get("startTime")
+    if sa.get("startTime") != sb.get("startTime"):
+        return False
+    key = a.requests_key
+    if key is not None and key == b.requests_key:
+        return True
+    return sa.get("containerStatuses") == sb.get("containerStatuses") and \
+        sa.get("initContainerStatuses") == sb.get("initContainerStatuses") and sa.get("resize") == sb.get("resize") and \
+        sa.get("conditions") == sb.get("conditions")
