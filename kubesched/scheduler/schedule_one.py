@@ -558,11 +558,12 @@ class Algorithm:
     @staticmethod
     def _record_filters(attempt: Attempt, table: NodeTable, rotated: np.ndarray, ids: np.ndarray,
                         statuses: list[Status], positions: np.ndarray, processed: int) -> None:
-        names = table.names
-        order = rotated.tolist()  # Python ints: indexing a list with numpy scalars is several times slower
-        attempt.node_names = [names[r] for r in order]
-        attempt.filter_status = {names[order[i]]: statuses[s] for i, s in enumerate(ids[:processed].tolist()) if s >= 0}
-        attempt.feasible = [names[order[p]] for p in positions.tolist()]
+        names = table.names_array()
+        attempt.node_names = names[rotated].tolist()
+        failed = np.flatnonzero(ids[:processed] >= 0)
+        attempt.filter_status = dict(zip(names[rotated[failed]].tolist(), [statuses[s] for s in ids[failed].tolist()],
+                                         strict=True))
+        attempt.feasible = names[rotated[positions]].tolist()
 
     # --- scoring ---------------------------------------------------------------------------------
     def _has_scoring(self, fw: Framework) -> bool:

@@ -429,12 +429,13 @@ def test_signatures_tell_apart_what_plugins_read(change, same):
 
 # --- upstream's node hints (OpportunisticBatching) ------------------------------------------------
 class Table:
-    """A stand-in node table for the ranking: names by row, a generation."""
+    """A stand-in node table for the ranking: names by row."""
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
-        self.n = len(names)
-        self.generation = 0
+
+    def names_array(self) -> np.ndarray:
+        return np.array(self.names, dtype=object)
 
 
 def ranked(*pairs: tuple[str, int]) -> tuple[Any, Any, Any]:

@@ -455,7 +455,6 @@ class OpportunisticBatch:
         self.last_chosen = ""
         #: Pods placed on a hinted node (upstream's ``batchedPods``).
         self.batched_pods = 0
-        self._name_array: tuple[NodeTable, int, np.ndarray] | None = None
 
     def hint(self, signature: str | None, cycle: int, fits_last_chosen: Callable[[str], bool]) -> str:
         """The node to try first, or "" (upstream ``GetNodeHint``). ``fits_last_chosen(name)``
@@ -483,11 +482,4 @@ class OpportunisticBatch:
             self.ranking = None
             return
         table, rows, totals = rest
-        self.ranking = _Ranking(signature, self._names(table)[rows], totals, self.now())
-
-    def _names(self, table: NodeTable) -> np.ndarray:
-        """The table's node names by row, as an array (kept while the table's nodes do not change)."""
-        cached = self._name_array
-        if cached is None or cached[0] is not table or cached[1] != table.generation:
-            cached = self._name_array = (table, table.generation, np.array(table.names[: table.n], dtype=object))
-        return cached[2]
+        self.ranking = _Ranking(signature, table.names_array()[rows], totals, self.now())

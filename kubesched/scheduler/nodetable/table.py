@@ -134,6 +134,8 @@ class NodeTable:
         self._row_label_keys: list[tuple[str, ...]] = []
         self.tree = NodeTree()
         self._order: np.ndarray | None = None
+        #: ``names`` as an object array (``names_array``), None once a node was added or removed.
+        self._names_array: np.ndarray | None = None
         self.extensions: dict[str, Extension] = {}
         self.generation = 0
         #: A counter bumped by every row change, and per row the value at its last change: what lets
@@ -162,6 +164,13 @@ class NodeTable:
         if self._order is None:
             self._order = np.fromiter((self.row_of[n] for n in self.tree.ordered()), dtype=np.int64, count=self.n)
         return self._order
+
+    def names_array(self) -> np.ndarray:
+        """The node names by row as an object array, for taking many names by row in one call
+        (``names_array()[rows].tolist()``); kept until a node is added or removed."""
+        if self._names_array is None:
+            self._names_array = np.array(self.names[: self.n], dtype=object)
+        return self._names_array
 
     def resource_row(self, name: str) -> int | None:
         return self.resource_index.get(name)
@@ -204,6 +213,7 @@ class NodeTable:
         if row is None:
             row = self._append_row(info)
             self.tree.add(info.name, info.labels)
+            self._names_array = None
         else:
             for ext in self.extensions.values():
                 ext.node_removed(row, self.infos[row])
@@ -237,6 +247,7 @@ class NodeTable:
         self._row_label_keys.pop()
         self.n -= 1
         self._order = None
+        self._names_array = None
         self.generation += 1
         if row < self.n:
             self._touch(row)
