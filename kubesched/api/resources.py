@@ -188,13 +188,20 @@ def _items(raw: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
     return tuple(sorted(raw.items())) if raw else ()
 
 
+def status_sizes(status: Mapping[str, Any]) -> bool:
+    """Whether a pod's status takes part in its requests: some container status carries resources
+    (an in-place resize); otherwise the requests come from the spec alone."""
+    for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        if cs.get("resources") is not None or cs.get("allocatedResources") is not None:
+            return True
+    return False
+
+
 def content_key(pod: Mapping[str, Any]) -> ContentKey | None:
     """What a pod's requests depend on, hashable; None while the pod is being resized in place."""
     spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
-        if cs.get("resources") is not None or cs.get("allocatedResources") is not None:
-            return None
+    if status_sizes(pod.get("status") or {}):
+        return None
     containers = tuple(_items((c.get("resources") or {}).get("requests")) for c in spec.get("containers") or ())
     inits = tuple((_items((c.get("resources") or {}).get("requests")), c.get("restartPolicy"))
                   for c in spec.get("initContainers") or ())

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from kubesched.api.resources import status_sizes
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.nodetable.table import NodeTable
 from kubesched.utils.clock import Clock
@@ -223,7 +224,7 @@ def _same_scheduling_facts(a: PodInfo, b: PodInfo) -> bool:
     """Whether swapping ``a`` for ``b`` changes nothing the node's totals and the table's
     extensions read (labels, spec, start time, sizing status). A kubelet's status write (phase,
     container states) changes none of them: the container statuses count only while they carry
-    resources, i.e. while no ``requests_key`` stands for the pod's requests."""
+    resources (``resources.status_sizes``)."""
     if a.labels != b.labels or a.deletion_timestamp != b.deletion_timestamp:
         return False
     if a.spec is not b.spec and a.spec != b.spec:
@@ -231,8 +232,7 @@ def _same_scheduling_facts(a: PodInfo, b: PodInfo) -> bool:
     sa, sb = a.status, b.status
     if sa.get("startTime") != sb.get("startTime"):
         return False
-    key = a.requests_key
-    if key is not None and key == b.requests_key:
+    if not status_sizes(sa) and not status_sizes(sb):
         return True
     return sa.get("containerStatuses") == sb.get("containerStatuses") and \
         sa.get("initContainerStatuses") == sb.get("initContainerStatuses") and sa.get("resize") == sb.get("resize") and \
