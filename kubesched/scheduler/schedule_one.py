@@ -105,6 +105,7 @@ class Algorithm:
             cycle = BatchCycle(cycle.key, version=cycle.version)
         if cycle is not None:
             cycle.fill = fw.batches.new_entry(cycle, table, self._objects_version(fw) or 0)
+            cycle.explained = attempt is not None
         try:
             result = await self._schedule_once(cycle, fw, state, pod, table, attempt)
         except BaseException:
@@ -451,8 +452,9 @@ class Algorithm:
             return entry.first_pos[rotated], entry.ids[rotated], entry.statuses
         readers, domain = fw.pod_readers.__contains__, fw.domain_scoped.__contains__
         fill = cycle.fill
-        if fill is not None and not self._may_rerun(fw, state, pod, table, "filter"):
-            fill = cycle.fill = None
+        if fill is not None and fw.domain_scoped & fw.ran_plugins(state, "filter") and \
+                not self._keeps_totals(cycle, fw, state, pod, table):
+            fill = cycle.fill = None  # an entry they would run again in could not serve: none is filled
         if fill is None:
             return self._run_batch_filters(fw, state, pod, table, rotated)
         rows, every = np.arange(table.n), table.all_rows()
@@ -469,13 +471,12 @@ class Algorithm:
             fill.set_domain_filters(domain_scoped)
         return fill.first_pos[rotated], fill.ids[rotated], fill.statuses
 
-    def _may_rerun(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, point: str) -> bool:
-        """Whether an entry may be left where domain-scoped plugins run at ``point``: they run
-        again only in cycles that keep their totals, so not where none serves, nor where the
-        search samples (``numFeasibleNodesToFind`` below the node count: such cycles visit every node)."""
-        if not fw.domain_scoped & fw.ran_plugins(state, point):
-            return True
-        return self._kept_plugins(fw, state, pod) is not None and \
+    def _keeps_totals(self, cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable) -> bool:
+        """Whether a cycle reusing this one's entry could keep its totals, the only cycles that run
+        domain-scoped plugins again: not an explained one (a scheduler explains every attempt or
+        none), not where no such cycle serves, nor where the search samples
+        (``numFeasibleNodesToFind`` below the node count: such cycles visit every node)."""
+        return not cycle.explained and self._kept_plugins(fw, state, pod) is not None and \
             num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, table.n) >= table.n
 
     @staticmethod
@@ -583,10 +584,7 @@ class Algorithm:
                 raise StatusError(status)
             result = fw.run_score(state, pod, batch, keep_parts=attempt is not None)
             if cycle is not None and cycle.fill is not None:
-                if self._may_rerun(fw, state, pod, batch.table, "score"):
-                    self._fill_scores(cycle.fill, fw, state, pod, batch, result)
-                else:
-                    cycle.fill = None
+                self._fill_scores(cycle, fw, state, pod, batch, result)
         if attempt is not None:
             attempt.scores = result
         return result.total
@@ -600,16 +598,21 @@ class Algorithm:
         assert entry is not None
         return fw.run_score(state, pod, batch, keep_parts, _ReusedScores(entry, fw, state, pod, batch))
 
-    @staticmethod
-    def _fill_scores(entry: BatchEntry, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch,
+    def _fill_scores(self, cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch,
                      result: ScoreResult) -> None:
         """Keep the raw scores (but the domain-scoped plugins', scored again by every cycle) and the
-        cycle state (as PreScore left it) for the next pod."""
+        cycle state (as PreScore left it) for the next pod; no entry where domain-scoped plugins
+        would run again and no cycle could keep its totals."""
+        entry = cycle.fill
+        assert entry is not None
+        entry.rerun = fw.domain_reruns(pod, batch.table, state)
+        if entry.rerun and not self._keeps_totals(cycle, fw, state, pod, batch.table):
+            cycle.fill = None
+            return
         rows = batch.row_ids()
         for name, raw in result.raw.items():
             if name not in fw.domain_scoped:
                 entry.set_raw(name, rows, raw)
-        entry.rerun = fw.domain_reruns(pod, batch.table, state)
         saved = state.clone()
         saved.pods_to_activate = {}
         entry.state = saved

@@ -357,6 +357,8 @@ class BatchCycle:
     fill: BatchEntry | None = None
     #: Whether the reused entry's changed rows were refreshed (not so when one node was tried).
     refreshed: bool = False
+    #: Whether the cycle records an explanation (it then cannot keep its totals).
+    explained: bool = False
 
 
 class BatchCache:
