@@ -7,13 +7,13 @@ A NodeInfo aggregates a node and the pods on it; it is what a classic per-node p
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from kubesched.api import resources as res
+from kubesched.api.jsonmemo import JSONMemo
 from kubesched.api.quantity import parse_quantity
 from kubesched.api.selectors import (
     LabelSelector,
@@ -108,8 +108,8 @@ class AffinityTerm:
         return cls(frozenset(namespaces), selector, term.get("topologyKey", ""), parse_label_selector(ns_spec), weight)
 
 
-#: Per (kind, preferred), the last raw terms parsed, their namespace and the terms (``PodInfo._terms``).
-_LAST_TERMS: dict[tuple[str, bool], tuple[str, list[Any], list[AffinityTerm]]] = {}
+#: Parsed inter-pod terms by their kind, raw form and namespace (``PodInfo._terms``).
+_TERMS: JSONMemo[list[AffinityTerm]] = JSONMemo()
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,22 +305,21 @@ class PodInfo:
 
     # --- inter-pod affinity ------------------------------------------------------------------
     def _terms(self, kind: str, preferred: bool) -> list[AffinityTerm]:
-        """The parsed terms; the last pod's (terms are immutable) when its raw terms and namespace
-        are equal, as replicas' are."""
+        """The parsed terms, shared by pods with equal raw terms and namespace, as replicas'
+        are (terms are immutable)."""
         section = (self.spec.get("affinity") or {}).get(kind) or {}
         raw = section.get("preferredDuringSchedulingIgnoredDuringExecution" if preferred
                           else "requiredDuringSchedulingIgnoredDuringExecution") or []
         if not raw:
             return []
-        last = _LAST_TERMS.get((kind, preferred))
-        if last is not None and last[0] == self.namespace and last[1] == raw:
-            return list(last[2])
-        if preferred:
-            terms = [AffinityTerm.from_spec(self.namespace, w.get("podAffinityTerm") or {}, w.get("weight", 0)) for w in raw]
-        else:
-            terms = [AffinityTerm.from_spec(self.namespace, t) for t in raw]
-        _LAST_TERMS[(kind, preferred)] = (self.namespace, copy.deepcopy(raw), terms)  # a copy: pods' dicts may change
-        return list(terms)
+
+        def parse() -> list[AffinityTerm]:
+            if preferred:
+                return [AffinityTerm.from_spec(self.namespace, w.get("podAffinityTerm") or {}, w.get("weight", 0))
+                        for w in raw]
+            return [AffinityTerm.from_spec(self.namespace, t) for t in raw]
+
+        return list(_TERMS.get((kind, preferred, self.namespace, raw), parse))
 
     @cached_property
     def required_affinity_terms(self) -> list[AffinityTerm]:

@@ -105,30 +105,10 @@ class AdmissionNode(Protocol):
     def taints(self) -> list[Taint]: ...
 
 
-#: ``fit_request`` by ``PodInfo.requests_key``, bounded as the scheduler's memos of requests are.
-_FIT_BY_KEY: dict[res.ContentKey, dict[str, int]] = {}
-_FIT_MEMO_LIMIT = 8192
-
-
-def fit_request(pod: PodInfo) -> dict[str, int]:
-    """The request NodeResourcesFit compares (read-only). The kubelet reads every pod anew from the
-    store, so the plugin's memo on the PodInfo would be computed per pod: this one is by what the
-    request depends on (``requests_key``), which the replicas of a template share."""
-    key = pod.requests_key
-    if key is None:
-        return pod_fit_request(pod)
-    found = _FIT_BY_KEY.get(key)
-    if found is None:
-        if len(_FIT_BY_KEY) >= _FIT_MEMO_LIMIT:
-            _FIT_BY_KEY.clear()
-        found = _FIT_BY_KEY[key] = pod_fit_request(pod)
-    return found
-
-
 def _insufficient(pod: PodInfo, node_info: AdmissionNode) -> list[Rejection]:
     """``noderesources.Fits`` after ``removeMissingExtendedResources``, as InsufficientResourceErrors."""
     out = []
-    for r in fits_request(fit_request(pod), len(node_info.pods), node_info.allocatable, node_info.requested):
+    for r in fits_request(pod_fit_request(pod), len(node_info.pods), node_info.allocatable, node_info.requested):
         if res.is_extended(r.resource_name) and r.resource_name not in node_info.allocatable:
             continue  # unknown to the node: a cluster-level or DRA-backed resource
         out.append(Rejection(f"OutOf{r.resource_name}",
@@ -231,7 +211,7 @@ class NodeState:
         return [Taint.from_dict(t) for t in ((self.node or {}).get("spec") or {}).get("taints") or []]
 
     def add(self, uid: str, pod: PodInfo) -> None:
-        request, ports = fit_request(pod), list(pod.host_ports)
+        request, ports = pod_fit_request(pod), list(pod.host_ports)
         self.pods[uid] = (request, ports)
         for name, amount in request.items():
             self.requested[name] = self.requested.get(name, 0) + amount

@@ -89,15 +89,33 @@ def build_row_scorer(kind: str, specs: Sequence[ResourceSpec]) -> RowScorer | No
 
 
 # --- the pod's request (``computePodResourceRequest``) ------------------------------------------
+#: ``pod_fit_request`` by what it depends on (``PodInfo.requests_key``, the pod-level gate), so
+#: that replicas of one template, read anew from the store by each component, share one answer.
+_FIT_BY_KEY: dict[tuple[Any, bool], dict[str, int]] = {}
+_FIT_MEMO_LIMIT = 8192
+
+
 def pod_fit_request(pod: PodInfo, pod_level: bool = True) -> dict[str, int]:
-    """The pod's request as NodeResourcesFit reads it: cpu (millicores), memory, ephemeral-storage
-    and scalar resources (hugepages, extended, ``*kubernetes.io/*``); zero-valued scalars kept."""
+    """The pod's request as NodeResourcesFit reads it (read-only): cpu (millicores), memory,
+    ephemeral-storage and scalar resources (hugepages, extended, ``*kubernetes.io/*``);
+    zero-valued scalars kept."""
     def compute() -> dict[str, int]:
         amounts = pod_request_amounts(pod, non_missing=False, pod_level=pod_level)
         return {name: res.to_int(name, amount) for name, amount in amounts.items()
                 if name in _STANDARD_ORDER or res.is_scalar(name)}
 
-    return pod_memo(pod, f"_fit_request_{pod_level}", compute)
+    def shared() -> dict[str, int]:
+        key = pod.requests_key
+        if key is None:
+            return compute()
+        found = _FIT_BY_KEY.get((key, pod_level))
+        if found is None:
+            if len(_FIT_BY_KEY) >= _FIT_MEMO_LIMIT:
+                _FIT_BY_KEY.clear()
+            found = _FIT_BY_KEY[(key, pod_level)] = compute()
+        return found
+
+    return pod_memo(pod, f"_fit_request_{pod_level}", shared)
 
 
 def checked_resources(request: Mapping[str, int], ignored: Iterable[str] = (),

@@ -20,7 +20,6 @@ those two paths stand for, and what a fresh PreFilter on the updated cluster com
 
 from __future__ import annotations
 
-import copy
 import math
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from kubesched.api.jsonmemo import JSONMemo
 from kubesched.api.selectors import IN, NOTHING, InvalidSelector, LabelSelector, Requirement, parse_label_selector
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.client.informers import Handler, InformerFactory
@@ -384,8 +384,8 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         self._extensions = StateUpdates(PRE_FILTER_KEY, f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
         self._services = service_index(handle) if self.system_defaulted or self.default_constraints else None
         self._last_layouts: dict[str, tuple[tuple[Any, ...], list[_Layout]]] = {}
-        #: Per action, the last pod's own constraints and labels, and the constraints they gave.
-        self._last_constraints: dict[str, tuple[list[Any], dict[str, str], list[Constraint]]] = {}
+        #: Parsed constraints by the action, the pod's own raw constraints and its labels.
+        self._constraints: JSONMemo[list[Constraint]] = JSONMemo()
 
     def _objects(self, kind: str) -> Mapping[str, dict]:
         if self.handle is None:
@@ -399,12 +399,8 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         own = pod.spec.get("topologySpreadConstraints") or []
         if not own:
             return self._default_constraints(pod, action)
-        last = self._last_constraints.get(action)  # replicas repeat their constraints and labels
-        if last is not None and last[0] == own and last[1] == pod.labels:
-            return list(last[2])
-        constraints = filter_constraints(own, pod.labels, action, self.match_label_keys)
-        self._last_constraints[action] = (copy.deepcopy(own), dict(pod.labels), constraints)
-        return list(constraints)
+        return list(self._constraints.get((action, own, pod.labels),  # replicas repeat their constraints and labels
+                                          lambda: filter_constraints(own, pod.labels, action, self.match_label_keys)))
 
     def _default_constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
         """``buildDefaultConstraints``: the defaults with the selector of the pod's controllers."""
