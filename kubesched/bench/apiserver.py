@@ -10,6 +10,7 @@ import asyncio
 import sys
 
 from kubesched.bench.targets import server_options
+from kubesched.utils.eventloop import run_server
 
 
 async def serve(seed: int | None, kubeconfig: str, insecure: bool) -> None:
@@ -26,7 +27,7 @@ def main() -> None:
     parser.add_argument("--insecure", action="store_true", help="plain HTTP, no authentication (--insecure-allow-anonymous)")
     parser.add_argument("kubeconfig", help="where to write the kubeconfig of the server")
     args = parser.parse_args()
-    asyncio.run(serve(args.seed, args.kubeconfig, args.insecure))
+    run_server(serve(args.seed, args.kubeconfig, args.insecure))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from kubesched.apiserver.store import ObjectStore
 from kubesched.cli.exitcodes import USAGE
 from kubesched.scheduler.features import FeatureGateError, FeatureGates, parse_flag
 from kubesched.utils.clock import RealClock
+from kubesched.utils.eventloop import run_server
 from kubesched.utils.signals import on_signals
 
 
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return USAGE
     with server_errors(args):
-        asyncio.run(_serve(args, security, gates))
+        run_server(_serve(args, security, gates))
     return 0
 
 

@@ -58,6 +58,7 @@ from kubesched.simulator.crds import plugin_crds, plugin_rbac, with_plugin_crds
 from kubesched.simulator.scenario_live import ScenarioService
 from kubesched.simulator.scheduler_process import SchedulerProcess, SchedulerSpec, changed_gates
 from kubesched.utils.clock import RealClock
+from kubesched.utils.eventloop import run_server
 from kubesched.utils.signals import on_signals
 
 log = logging.getLogger(__name__)
@@ -242,4 +243,4 @@ async def _started_unless_stopped(cluster: Cluster, stop: asyncio.Event) -> bool
 
 def run(options: UpOptions, ready: Callable[[Cluster], None] | None = None) -> None:
     """Blocking entry point: start everything, call ``ready``, serve until interrupted."""
-    asyncio.run(serve(options, ready))
+    run_server(serve(options, ready))
