@@ -49,18 +49,21 @@ def too_large() -> TooLarge:
     return TooLarge(f"Request entity too large: limit is {MAX_BODY}")
 
 
-def check_depth(value: Any) -> None:
+def check_depth(value: Any) -> bytes | None:
     """Raise 400 when ``value`` nests deeper than ``MAX_DEPTH``. The JSON encoder, which stops at
-    its own limit, measures it (wrapped so its limit falls at ``MAX_DEPTH``): no Python recursion."""
+    its own limit, measures it (wrapped so its limit falls at ``MAX_DEPTH``): no Python recursion.
+    Returns that encoding (``value``'s JSON inside brackets), or None when the encoder cannot
+    write ``value`` (an integer past 64 bits)."""
     wrapped = value
     for _ in range(_ENCODER_DEPTH - MAX_DEPTH):
         wrapped = [wrapped]
     try:
-        orjson.dumps(wrapped)
+        return orjson.dumps(wrapped)
     except TypeError as e:
         too_deep = "Recursion" in str(e) if "Integer" not in str(e) else _deeper_than(value, MAX_DEPTH)
         if too_deep:
             raise BadRequest(f"exceeded max depth of {MAX_DEPTH}") from None
+        return None
 
 
 def _deeper_than(value: Any, limit: int) -> bool:

@@ -3,10 +3,15 @@ size bounds, and the decoder's view of types and nulls (``api.schema_validation.
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kubesched.api.apierrors import BadRequest, TooLarge
 from kubesched.api.schema_validation import DecodeError, decode
+from kubesched.apiserver import codec
 from kubesched.apiserver.bounds import MAX_DEPTH, allowed_alias_ratio, check_depth, load_yaml
 
 
@@ -92,3 +97,63 @@ def test_wrong_types_get_encoding_jsons_message(obj, message):
     with pytest.raises(DecodeError) as raised:
         decode(obj, "v1", "Pod")
     assert raised.value.detail == message
+
+
+# --- keys given twice: the fast parse is taken only when it loses nothing ---------------------
+
+_json_keys = st.text(alphabet=st.sampled_from('ab:"\\ é'), max_size=4)
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.text(alphabet=st.sampled_from('x:"\\ '), max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.lists(st.tuples(_json_keys, inner), max_size=4),
+    max_leaves=12,
+)
+
+
+def _written(value: object) -> str:
+    """JSON text of ``value``, where a list of (key, value) pairs is an object written with those
+    keys in that order, repeated keys and all."""
+    if isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
+        return "{" + ",".join(f"{json.dumps(k)}:{_written(v)}" for k, v in value) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_written(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _with_duplicates_named(value: object) -> object:
+    """``value`` with the keys each mapping was given twice beside it, and each scalar's type, for
+    comparing parses."""
+    if isinstance(value, dict):
+        named = {k: _with_duplicates_named(v) for k, v in value.items()}
+        return (named, sorted(set(getattr(value, "duplicates", None) or ())))
+    if isinstance(value, list):
+        return [_with_duplicates_named(v) for v in value]
+    return (type(value), value)  # 1 and 1.0 (and True) are equal in Python, but not in an object
+
+
+@settings(max_examples=400, deadline=None)
+@given(_json_values)
+def test_a_body_parses_alike_whether_or_not_the_fast_parse_is_taken(document):
+    body = _written(document).encode()
+    slow = codec._loads_keeping_duplicates(body)
+    assert _with_duplicates_named(codec.decode_body(body, "application/json", duplicates=True)) == _with_duplicates_named(slow)
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param(b'{"a": 1, "a": 2}', id="top level"),
+    pytest.param(b'{"m": {"x": ":", "x": "y"}}', id="nested, a colon in the dropped value"),
+    pytest.param(b'{"m": [{"k:": 1, "k:": 1}]}', id="in a list, colons in the keys"),
+])
+def test_keys_given_twice_are_named(body):
+    assert codec._loads_without_duplicates(body) is None
+    assert _with_duplicates_named(codec.decode_body(body, "application/json", duplicates=True)) != _with_duplicates_named(json.loads(body))
+
+
+@pytest.mark.parametrize(("body", "fast"), [
+    pytest.param(b'{"a": "b:c", "d": {"e": [1, ":"]}}', True, id="colons inside strings"),
+    pytest.param(b'{"x": "\\u003a", "a": 1, "a": 2}', False, id="an escaped colon, which would hide a key given twice"),
+    pytest.param(b'{"a": 18446744073709551616}', False, id="an integer past 64 bits"),
+    pytest.param(b'{"a": -9223372036854775809}', False, id="a negative integer past 64 bits"),
+    pytest.param(b'{"a": ', False, id="malformed: the slower parser words the error"),
+])
+def test_the_fast_parse_is_taken_only_when_counting_can_decide(body, fast):
+    assert (codec._loads_without_duplicates(body) is not None) == fast
