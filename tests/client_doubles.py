@@ -23,11 +23,11 @@ class ScriptedClient:
         self.list_calls = 0
         self.watch_calls: list[str] = []
 
-    async def list(self, kind: object) -> tuple[list[dict], str]:
+    async def list(self, kind: object, *, field_selector: str = "") -> tuple[list[dict], str]:
         self.list_calls += 1
         return self.lists.pop(0) if self.lists else ([], "0")
 
-    async def watch(self, kind: object, resource_version: str) -> AsyncIterator[object]:
+    async def watch(self, kind: object, resource_version: str, *, field_selector: str = "") -> AsyncIterator[object]:
         self.watch_calls.append(resource_version)
         step = self.watches.pop(0) if self.watches else None
         if step is None:

@@ -12,6 +12,7 @@ from kubesched.api.events import core_to_v1, v1_to_core
 from kubesched.api.kinds import EVENT, POD, Kind, kind_for
 from kubesched.api.meta import json_copy, set_condition
 from kubesched.api.watch import WatchEvent
+from kubesched.apiserver.selectors import field_predicate
 from kubesched.apiserver.store import ObjectStore
 from kubesched.client.interface import ClusterClient
 
@@ -24,12 +25,12 @@ class MemoryClient(ClusterClient):
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
 
-    async def list(self, kind: Kind) -> tuple[list[dict], str]:
-        items, rv = self.store.list(kind)
+    async def list(self, kind: Kind, *, field_selector: str = "") -> tuple[list[dict], str]:
+        items, rv = self.store.list(kind, None, field_predicate(kind, field_selector))
         return items, str(rv)
 
-    async def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[builtins.list[WatchEvent]]:
-        w = self.store.watch(kind, since=int(resource_version or 0))
+    async def watch(self, kind: Kind, resource_version: str, *, field_selector: str = "") -> AsyncIterator[builtins.list[WatchEvent]]:
+        w = self.store.watch(kind, since=int(resource_version or 0), predicate=field_predicate(kind, field_selector))
         try:
             while True:
                 batch = await w.next_batch()

@@ -91,10 +91,13 @@ def drop_managed_fields(obj: dict) -> dict:
 class Informer:
     def __init__(self, client: ClusterClient, kind: Kind, *,
                  on_handler_error: Callable[[str, BaseException], None] | None = None,
-                 on_relist: Callable[[str, str], None] | None = None, transform: Transform | None = None) -> None:
+                 on_relist: Callable[[str, str], None] | None = None, transform: Transform | None = None,
+                 field_selector: str = "") -> None:
         self.client = client
         self.kind = kind
         self.transform = transform
+        #: What the API server filters the lists and watches by (an object leaving it is deleted).
+        self.field_selector = field_selector
         #: Told (kind, error) when a handler raises for one object, and (kind, reason) before a relist.
         self.on_handler_error = on_handler_error
         self.on_relist = on_relist
@@ -281,7 +284,7 @@ class Informer:
         if identity and self.server_identity and identity != self.server_identity:
             # Found while relisting after an error: the other informers may still hold the old cluster.
             self._server_changed_after(f"the API server's identity changed ({self.server_identity} -> {identity})")
-        items, rv = await self.client.list(self.kind)
+        items, rv = await self.client.list(self.kind, field_selector=self.field_selector)
         first = not self.synced.is_set()
         if self._lists:
             self.relists += 1
@@ -316,7 +319,7 @@ class Informer:
     async def _watch(self) -> int:
         """One watch call until its stream ends; returns how many events it delivered."""
         delivered = 0
-        async for batch in self.client.watch(self.kind, self.resource_version):
+        async for batch in self.client.watch(self.kind, self.resource_version, field_selector=self.field_selector):
             for event in batch:
                 self._apply(event)
             delivered += len(batch)
@@ -398,12 +401,14 @@ class InformerFactory:
     def __init__(self, client: ClusterClient, *, on_handler_error: Callable[[str, BaseException], None] | None = None,
                  on_relist: Callable[[str, str], None] | None = None,
                  on_server_changed: Callable[[str], None] | None = None,
-                 transforms: dict[str, Transform] | None = None) -> None:
+                 transforms: dict[str, Transform] | None = None, field_selectors: dict[str, str] | None = None) -> None:
         self.client = client
         self.on_handler_error = on_handler_error
         self.on_relist = on_relist
         #: Per kind name, what its informer does to each object before caching it.
         self.transforms = dict(transforms or {})
+        #: Per kind name, the field selector its informer lists and watches with.
+        self.field_selectors = dict(field_selectors or {})
         #: Told why, once per change, when an informer finds the server is another one.
         self.on_server_changed = on_server_changed
         self.informers: dict[str, Informer] = {}
@@ -420,7 +425,8 @@ class InformerFactory:
             if kind is None:
                 raise KeyError(f"unknown kind {kind_name}")
             inf = self.informers[kind_name] = Informer(self.client, kind, on_handler_error=self.on_handler_error,
-                                                       on_relist=self.on_relist, transform=self.transforms.get(kind_name))
+                                                       on_relist=self.on_relist, transform=self.transforms.get(kind_name),
+                                                       field_selector=self.field_selectors.get(kind_name, ""))
             inf.on_server_changed = self._server_changed
         return inf
 

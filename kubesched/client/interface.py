@@ -22,12 +22,15 @@ class ClusterClient(abc.ABC):
     """Async API verbs. Objects are plain dicts shaped as the Kubernetes JSON API shapes them."""
 
     @abc.abstractmethod
-    async def list(self, kind: Kind) -> tuple[list[dict], str]:
-        """Every object of ``kind`` and the list's resourceVersion."""
+    async def list(self, kind: Kind, *, field_selector: str = "") -> tuple[list[dict], str]:
+        """Every object of ``kind`` (those ``field_selector`` selects, when given) and the list's
+        resourceVersion."""
 
     @abc.abstractmethod
-    def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[builtins.list[WatchEvent]]:
-        """Batches of changes after ``resource_version``; raises ``Gone`` when it is too old."""
+    def watch(self, kind: Kind, resource_version: str, *, field_selector: str = "") -> AsyncIterator[builtins.list[WatchEvent]]:
+        """Batches of changes after ``resource_version`` (as the API server filters them by
+        ``field_selector``, when given: an object that stops matching is DELETED); raises ``Gone``
+        when it is too old."""
 
     @abc.abstractmethod
     async def get(self, kind: Kind, namespace: str | None, name: str) -> dict | None: ...

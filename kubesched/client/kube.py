@@ -315,16 +315,17 @@ class KubeClient(ClusterClient):
         return orjson.loads(payload) if payload else {}
 
     # --- ClusterClient ------------------------------------------------------------------------
-    async def list(self, kind: Kind) -> tuple[list[dict], str]:
+    async def list(self, kind: Kind, *, field_selector: str = "") -> tuple[list[dict], str]:
         items: list[dict] = []
-        params = {"limit": str(LIST_PAGE)}
+        selection = {"fieldSelector": field_selector} if field_selector else {}
+        params = {"limit": str(LIST_PAGE), **selection}
         while True:
             try:
                 page = await self._call("GET", resource_path(kind), params=params)
             except errors.Gone:
                 if "continue" not in params:
                     raise
-                items, params = [], {}
+                items, params = [], {**selection}
                 continue
             for item in page.get("items") or []:
                 item.setdefault("apiVersion", kind.api_version)
@@ -333,7 +334,7 @@ class KubeClient(ClusterClient):
             meta = page.get("metadata") or {}
             if not meta.get("continue"):
                 return items, str(meta.get("resourceVersion", ""))
-            params = {"limit": str(LIST_PAGE), "continue": meta["continue"]}
+            params = {"limit": str(LIST_PAGE), "continue": meta["continue"], **selection}
 
     async def watch(self, kind: Kind, resource_version: str, *, namespace: str | None = None,
                     field_selector: str = "") -> AsyncIterator[builtins.list[WatchEvent]]:

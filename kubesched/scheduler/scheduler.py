@@ -79,6 +79,10 @@ class _Outcome:
     nominating: NominatingInfo | None = None
 
 
+#: The scheduler's pod informer never holds a pod that has finished (kube-scheduler's
+#: ``newPodInformer``): the API server filters them out, and a pod that finishes is deleted.
+NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
 class Scheduler:
     def __init__(
         self,
@@ -126,7 +130,8 @@ class Scheduler:
         #: and the node table follow those): what tells batched cycles that plugins may answer anew.
         self.objects_version = 0
         self.informers = InformerFactory(client, on_handler_error=self._handler_failed, on_relist=self._relisted,
-                                         on_server_changed=self._server_changed, transforms={"Pod": drop_managed_fields})
+                                         on_server_changed=self._server_changed, transforms={"Pod": drop_managed_fields},
+                                         field_selectors={"Pod": NON_TERMINAL_PODS})
         self.cache = Cache(self.clock, ttl=assumed_pod_ttl)
         self.broadcaster = Broadcaster(EventSink(client), self.clock)
         self.algorithm = algorithm(config.percentage_of_nodes_to_score, self.rng, self.extenders)

@@ -48,11 +48,13 @@ from kubesched.api.apierrors import AlreadyExists, APIError
 from kubesched.api.kinds import POD, object_key
 from kubesched.apiserver import APIServer
 from kubesched.apiserver.security import SecurityOptions
+from kubesched.apiserver.selectors import field_predicate
 from kubesched.apiserver.server import DEFAULT_KUBECONFIG
 from kubesched.apiserver.store import ObjectStore
 from kubesched.scheduler.config.types import SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
 from kubesched.scheduler.framework.registry import Registry
+from kubesched.scheduler.scheduler import NON_TERMINAL_PODS
 from kubesched.simulator.components import ComponentOptions, Components, start_components
 from kubesched.simulator.crds import plugin_crds, plugin_rbac, with_plugin_crds
 from kubesched.simulator.scenario_live import ScenarioService
@@ -151,7 +153,8 @@ class Cluster:
         # it schedule: its queue then holds them all as ``simulate``'s does, so the two place them alike.
         self.problems += create_objects(self.server, pods)[1]
         if self.scheduler is not None:
-            await self.scheduler.start_scheduling([object_key(p) for p in self.store.iter_all(POD)])
+            watched = field_predicate(POD, NON_TERMINAL_PODS)
+            await self.scheduler.start_scheduling([object_key(p) for p in self.store.iter_all(POD) if watched is None or watched(p)])
         # The kubeconfig last: whoever waits for it (a script, a test) finds the whole cluster running.
         if opts.kubeconfig_out:
             self.kubeconfig = self.server.write_kubeconfig(opts.kubeconfig_out)

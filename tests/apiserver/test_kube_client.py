@@ -35,6 +35,18 @@ async def test_list_pages_and_fills_type_meta(api, client, monkeypatch):
     assert rv == str(api.server.store.rv)
 
 
+async def test_a_field_selector_filters_every_page_of_a_list(api, client, monkeypatch):
+    import kubesched.client.kube as kube
+
+    monkeypatch.setattr(kube, "LIST_PAGE", 2)
+    for i in range(5):
+        await client.create(POD_KIND, pod(f"p{i}"))
+    for name in ("p1", "p4"):
+        api.server.store.update(POD, {**api.server.store.get(POD, "default", name), "status": {"phase": "Succeeded"}}, status_only=True)
+    items, _ = await client.list(POD_KIND, field_selector="status.phase!=Succeeded")
+    assert [p["metadata"]["name"] for p in items] == ["p0", "p2", "p3"]
+
+
 async def test_get_update_delete(client):
     created = await client.create(POD_KIND, pod("p"))
     assert await client.get(POD_KIND, "default", "missing") is None

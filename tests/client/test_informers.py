@@ -58,3 +58,34 @@ def test_the_schedulers_pod_cache_drops_managed_fields_as_kube_scheduler_does():
     assert "managedFields" not in listed["metadata"] and "managedFields" not in watched["metadata"]
     assert listed["metadata"]["name"] == "listed" and watched["spec"] == stored["spec"]
     assert stored["metadata"]["managedFields"][0]["manager"] == "kubectl"
+
+
+def _finish(store: ObjectStore, name: str, phase: str) -> None:
+    store.update(POD, {**store.get(POD, "default", name), "status": {"phase": phase}}, status_only=True)
+
+
+def test_the_schedulers_pod_informer_never_holds_a_finished_pod_as_kube_schedulers_does():
+    """kube-scheduler lists and watches pods with ``status.phase!=Succeeded,status.phase!=Failed``:
+    a pod that finished before the list is not listed, one that finishes later is deleted from the
+    cache (its handlers are told), and the store keeps every one of them."""
+
+    async def scenario() -> tuple[list[str], list[str], list[str]]:
+        store = ObjectStore(seed=1)
+        for name in ("done", "running"):
+            store.create(POD, make_pod(name))
+        _finish(store, "done", "Succeeded")
+        sched = Scheduler(MemoryClient(store), default_configuration())
+        informer = sched.informers.informer("Pod")
+        deleted: list[str] = []
+        informer.add_handler(Handler(on_delete=lambda pod: deleted.append(pod["metadata"]["name"])))
+        informer.start()
+        await informer.synced.wait()
+        listed = sorted(informer.store)
+        _finish(store, "running", "Failed")
+        await asyncio.sleep(0.01)
+        await informer.stop()
+        return listed, deleted, sorted(informer.store)
+
+    listed, deleted, held = run_virtual(scenario())
+    assert listed == ["default/running"]
+    assert deleted == ["running"] and held == []

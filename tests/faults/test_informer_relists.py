@@ -28,7 +28,7 @@ class ScriptedServer(ScriptedClient):
     def __init__(self, watches: list[object], identities: list[tuple[str, str]]) -> None:
         super().__init__(watches=watches, identities=identities)
 
-    async def list(self, kind: object) -> tuple[list[dict], str]:
+    async def list(self, kind: object, *, field_selector: str = "") -> tuple[list[dict], str]:
         self.list_calls += 1
         return [pod(f"p{self.list_calls}", "10")], "10"
 

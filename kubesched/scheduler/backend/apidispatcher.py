@@ -388,11 +388,11 @@ class DispatchingClient(ClusterClient):
     async def patch_pod_status(self, pod: Obj, conditions: builtins.list[Obj], nominated_node_name: str | None) -> None:
         self.dispatcher.add(PodStatusPatchCall(pod, conditions, nominated_node_name))
 
-    async def list(self, kind: Kind) -> tuple[builtins.list[Obj], str]:
-        return await self.client.list(kind)
+    async def list(self, kind: Kind, *, field_selector: str = "") -> tuple[builtins.list[Obj], str]:
+        return await self.client.list(kind, field_selector=field_selector)
 
-    def watch(self, kind: Kind, resource_version: str) -> AsyncIterator[builtins.list[WatchEvent]]:
-        return self.client.watch(kind, resource_version)
+    def watch(self, kind: Kind, resource_version: str, *, field_selector: str = "") -> AsyncIterator[builtins.list[WatchEvent]]:
+        return self.client.watch(kind, resource_version, field_selector=field_selector)
 
     async def get(self, kind: Kind, namespace: str | None, name: str) -> Obj | None:
         return await self.client.get(kind, namespace, name)
