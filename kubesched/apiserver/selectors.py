@@ -262,7 +262,7 @@ def _path(*keys: str) -> FieldGetter:
     def get(obj: dict) -> str:
         cur: object = obj
         for key in keys:
-            if not isinstance(cur, Mapping):
+            if not isinstance(cur, dict) and not isinstance(cur, Mapping):  # the common case without the ABC check
                 return ""
             cur = cur.get(key)
         if cur is None:
@@ -327,8 +327,11 @@ def field_predicate(kind: Kind, text: str | None) -> Callable[[dict], bool] | No
             raise BadRequest(f'field label not supported: {req.field}')
         checks.append((getter, req.value, req.negate))
 
-    def matches(obj: dict) -> bool:
-        return all((getter(obj) == value) != negate for getter, value, negate in checks)
+    def matches(obj: dict) -> bool:  # a loop, not all() over a generator: watchers call it on every write
+        for getter, value, negate in checks:
+            if (getter(obj) == value) == negate:
+                return False
+        return True
 
     return matches
 
