@@ -18,10 +18,8 @@ from typing import Any, NoReturn
 
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import logs
-from kubesched.cli.common import unknown_plugin_message, version
 from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
-from kubesched.scheduler.framework.runtime import UnknownPlugin
-from kubesched.utils.heap import settle_long_lived_heap
+from kubesched.utils.heap import collect_young_rarely, settle_long_lived_heap
 
 #: Command modules of this package, in help order; each has ``register(subparsers)`` which sets
 #: ``func`` on its parser.
@@ -71,6 +69,8 @@ class _VersionAction(argparse._VersionAction):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: str | Sequence[Any] | None,
                  option_string: str | None = None) -> None:
+        from kubesched.cli.common import version
+
         self.version = version()
         super().__call__(parser, namespace, values, option_string)
 
@@ -97,12 +97,18 @@ def standalone_command(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``kubesched`` command. Without ``argv`` it is the process's own command line, and the
-    process is then tuned for a long-lived heap (``settle_long_lived_heap``); callers that pass
-    ``argv`` (tests, programs embedding the command) keep their collector's settings."""
-    if argv is None:
-        settle_long_lived_heap()
+    process is then tuned for a long-lived heap: the young generation is collected rarely from
+    before the command's module (and all it imports) is loaded, and what the process holds once it
+    is loaded is frozen (``kubesched.utils.heap``). Callers that pass ``argv`` (tests, programs
+    embedding the command) keep their collector's settings. This module imports little at its top
+    so that the command's imports come after the tuning."""
+    own_process = argv is None
+    if own_process:
+        collect_young_rarely()
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(standalone_command(argv))
+    if own_process:
+        settle_long_lived_heap()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
@@ -121,11 +127,10 @@ def _run(args: argparse.Namespace) -> int:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
-    except UnknownPlugin as e:
-        print(f"error: {unknown_plugin_message(e)}", file=sys.stderr)
-        return ERROR
     except KubeschedError as e:
-        print(f"error: {e}", file=sys.stderr)
+        from kubesched.cli.common import error_message
+
+        print(f"error: {error_message(e)}", file=sys.stderr)
         return ERROR
     except KeyboardInterrupt as e:
         simulation = sys.modules.get("kubesched.simulator.simulate")  # only loaded by the commands that simulate

@@ -18,10 +18,17 @@ import gc
 YOUNG_THRESHOLD = 50_000
 
 
-def settle_long_lived_heap() -> None:
-    """Freeze what the process holds now and collect the young generation less often; the older
-    generations keep CPython's thresholds (and its rule that a full collection waits until a
-    quarter of the long-lived objects are new)."""
-    gc.freeze()
+def collect_young_rarely() -> None:
+    """Collect the young generation every ``YOUNG_THRESHOLD`` allocations; the older generations
+    keep CPython's thresholds (and its rule that a full collection waits until a quarter of the
+    long-lived objects are new). Set before a command's imports, it spares the start-up about 150
+    collections (some 30 ms of CPU at `kubesched run`'s start): imported modules, classes and
+    functions live as long as the process and leave no garbage cycles to find."""
     _, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+
+
+def settle_long_lived_heap() -> None:
+    """Freeze what the process holds now and collect the young generation less often."""
+    gc.freeze()
+    collect_young_rarely()
