@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import logs
 from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
-from kubesched.utils.heap import collect_young_rarely, settle_long_lived_heap
+from kubesched.utils.heap import loading_long_lived
 
 #: Command modules of this package, in help order; each has ``register(subparsers)`` which sets
 #: ``func`` on its parser.
@@ -102,14 +102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     is loaded is frozen (``kubesched.utils.heap``). Callers that pass ``argv`` (tests, programs
     embedding the command) keep their collector's settings. This module imports little at its top
     so that the command's imports come after the tuning."""
-    own_process = argv is None
-    if own_process:
-        collect_young_rarely()
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(standalone_command(argv))
-    if own_process:
-        settle_long_lived_heap()
-    args = parser.parse_args(argv)
+    if argv is None:
+        with loading_long_lived():
+            parser, args = parse(sys.argv[1:])
+    else:
+        parser, args = parse(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return USAGE
@@ -119,6 +116,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     finally:
         restore_logging()
+
+
+def parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser (with the command's module imported) and the parsed command line."""
+    argv = list(argv)
+    parser = build_parser(standalone_command(argv))
+    return parser, parser.parse_args(argv)
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -12,23 +12,32 @@ every 50,000 allocations halves that, and cycles still get collected.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+from collections.abc import Iterator
 
 #: Net allocations of container objects between two young-generation collections (CPython: 700).
 YOUNG_THRESHOLD = 50_000
 
 
-def collect_young_rarely() -> None:
-    """Collect the young generation every ``YOUNG_THRESHOLD`` allocations; the older generations
-    keep CPython's thresholds (and its rule that a full collection waits until a quarter of the
-    long-lived objects are new). Set before a command's imports, it spares the start-up about 150
-    collections (some 30 ms of CPU at `kubesched run`'s start): imported modules, classes and
-    functions live as long as the process and leave no garbage cycles to find."""
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+@contextlib.contextmanager
+def loading_long_lived() -> Iterator[None]:
+    """No collection while the block runs, then the heap settled (``settle_long_lived_heap``).
+    For a command's imports: modules, classes and functions live as long as the process and make
+    no garbage cycles, so the collections CPython would run meanwhile (about 150 at `kubesched
+    run`'s start, some 50 ms of CPU) find nothing to free."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        settle_long_lived_heap()
 
 
 def settle_long_lived_heap() -> None:
-    """Freeze what the process holds now and collect the young generation less often."""
+    """Freeze what the process holds now and collect the young generation less often; the older
+    generations keep CPython's thresholds (and its rule that a full collection waits until a
+    quarter of the long-lived objects are new)."""
     gc.freeze()
-    collect_young_rarely()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(YOUNG_THRESHOLD, middle, old)
