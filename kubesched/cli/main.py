@@ -97,11 +97,11 @@ def standalone_command(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``kubesched`` command. Without ``argv`` it is the process's own command line, and the
-    process is then tuned for a long-lived heap: the young generation is collected rarely from
-    before the command's module (and all it imports) is loaded, and what the process holds once it
-    is loaded is frozen (``kubesched.utils.heap``). Callers that pass ``argv`` (tests, programs
-    embedding the command) keep their collector's settings. This module imports little at its top
-    so that the command's imports come after the tuning."""
+    process is then tuned for a long-lived heap: no collection runs while the command's module
+    (and all it imports) is loaded, and what the process holds then is frozen, the young generation
+    collected rarely from there on (``kubesched.utils.heap.loading_long_lived``). Callers that pass
+    ``argv`` (tests, programs embedding the command) keep their collector's settings. This module
+    imports little at its top so that the command's imports come inside that window."""
     if argv is None:
         with loading_long_lived():
             parser, args = parse(sys.argv[1:])

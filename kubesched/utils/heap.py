@@ -24,8 +24,8 @@ YOUNG_THRESHOLD = 50_000
 def loading_long_lived() -> Iterator[None]:
     """No collection while the block runs, then the heap settled (``settle_long_lived_heap``).
     For a command's imports: modules, classes and functions live as long as the process and make
-    no garbage cycles, so the collections CPython would run meanwhile (about 150 at `kubesched
-    run`'s start, some 50 ms of CPU) find nothing to free."""
+    no garbage cycles, so the collections CPython would run meanwhile (about 80 at `kubesched
+    run`'s start, 20-45 ms of CPU) find nothing to free."""
     gc.disable()
     try:
         yield
