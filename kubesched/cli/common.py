@@ -72,6 +72,12 @@ def registry_from(plugins: Sequence[str]) -> Registry:
     return merge(merge(in_tree, installed), flagged)
 
 
+def error_message(error: KubeschedError) -> str:
+    """The line ``kubesched`` prints for an error it raised on purpose; an unknown plugin's also
+    says where a plugin of that name could come from."""
+    return unknown_plugin_message(error) if isinstance(error, UnknownPlugin) else str(error)
+
+
 def unknown_plugin_message(error: UnknownPlugin) -> str:
     """The framework's error, with where a plugin of that name could come from."""
     return (f"{error}: {error.plugin_name} is neither an in-tree plugin nor one an installed package declares "

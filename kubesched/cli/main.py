@@ -18,10 +18,8 @@ from typing import Any, NoReturn
 
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import logs
-from kubesched.cli.common import unknown_plugin_message, version
 from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
-from kubesched.scheduler.framework.runtime import UnknownPlugin
-from kubesched.utils.heap import settle_long_lived_heap
+from kubesched.utils.heap import loading_long_lived
 
 #: Command modules of this package, in help order; each has ``register(subparsers)`` which sets
 #: ``func`` on its parser.
@@ -71,6 +69,8 @@ class _VersionAction(argparse._VersionAction):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: str | Sequence[Any] | None,
                  option_string: str | None = None) -> None:
+        from kubesched.cli.common import version
+
         self.version = version()
         super().__call__(parser, namespace, values, option_string)
 
@@ -97,13 +97,16 @@ def standalone_command(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``kubesched`` command. Without ``argv`` it is the process's own command line, and the
-    process is then tuned for a long-lived heap (``settle_long_lived_heap``); callers that pass
-    ``argv`` (tests, programs embedding the command) keep their collector's settings."""
+    process is then tuned for a long-lived heap: no collection runs while the command's module
+    (and all it imports) is loaded, and what the process holds then is frozen, the young generation
+    collected rarely from there on (``kubesched.utils.heap.loading_long_lived``). Callers that pass
+    ``argv`` (tests, programs embedding the command) keep their collector's settings. This module
+    imports little at its top so that the command's imports come inside that window."""
     if argv is None:
-        settle_long_lived_heap()
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(standalone_command(argv))
-    args = parser.parse_args(argv)
+        with loading_long_lived():
+            parser, args = parse(sys.argv[1:])
+    else:
+        parser, args = parse(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return USAGE
@@ -115,17 +118,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         restore_logging()
 
 
+def parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser (with the command's module imported) and the parsed command line."""
+    argv = list(argv)
+    parser = build_parser(standalone_command(argv))
+    return parser, parser.parse_args(argv)
+
+
 def _run(args: argparse.Namespace) -> int:
     """The command, with every user error, interruption and closed pipe turned into its exit code."""
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
-    except UnknownPlugin as e:
-        print(f"error: {unknown_plugin_message(e)}", file=sys.stderr)
-        return ERROR
     except KubeschedError as e:
-        print(f"error: {e}", file=sys.stderr)
+        from kubesched.cli.common import error_message
+
+        print(f"error: {error_message(e)}", file=sys.stderr)
         return ERROR
     except KeyboardInterrupt as e:
         simulation = sys.modules.get("kubesched.simulator.simulate")  # only loaded by the commands that simulate
