@@ -25,6 +25,10 @@ class MemoryClient(ClusterClient):
     def __init__(self, store: ObjectStore) -> None:
         self.store = store
 
+    @property
+    def in_process(self) -> bool:
+        return True
+
     async def list(self, kind: Kind, *, field_selector: str = "") -> tuple[list[dict], str]:
         items, rv = self.store.list(kind, None, field_predicate(kind, field_selector))
         return items, str(rv)

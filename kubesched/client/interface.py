@@ -21,6 +21,12 @@ IDENTITY_NAMESPACE = "kube-system"
 class ClusterClient(abc.ABC):
     """Async API verbs. Objects are plain dicts shaped as the Kubernetes JSON API shapes them."""
 
+    @property
+    def in_process(self) -> bool:
+        """Whether every call completes without waiting on I/O (the embedded store): then writes
+        gain nothing from running concurrently, and a caller may await them one by one."""
+        return False
+
     @abc.abstractmethod
     async def list(self, kind: Kind, *, field_selector: str = "") -> tuple[list[dict], str]:
         """Every object of ``kind`` (those ``field_selector`` selects, when given) and the list's

@@ -57,6 +57,11 @@ class EventSink:
     def __init__(self, client: Any) -> None:
         self.client = client
 
+    @property
+    def concurrent(self) -> bool:
+        """Whether writes gain from running concurrently: not to an in-process client."""
+        return not getattr(self.client, "in_process", False)
+
     async def create(self, event: dict) -> None:
         await self.client.create(EVENTS_V1, event)
 
@@ -149,13 +154,20 @@ class Broadcaster:
 
     async def flush(self) -> None:
         """Write everything queued: consecutive creations together, series updates one by one
-        (a series must follow the creation of its event)."""
+        (a series must follow the creation of its event). Together means concurrently, except
+        to an in-process client, whose writes never wait: there a task per write would only add
+        its own cost (most of an embedded write's), so they are written in turn."""
+        concurrent = self.sink.concurrent
         while self._pending:
             batch = [self._pending.popleft()]
             while self._pending and len(batch) < WRITE_CONCURRENCY and batch[0][0] == "create" \
                     and self._pending[0][0] == "create":
                 batch.append(self._pending.popleft())
-            await asyncio.gather(*(self._write(verb, event) for verb, event in batch))
+            if concurrent:
+                await asyncio.gather(*(self._write(verb, event) for verb, event in batch))
+                continue
+            for verb, event in batch:
+                await self._write(verb, event)
 
     def idle(self) -> bool:
         return not self._pending

@@ -10,6 +10,8 @@ from tests.helpers import make_pod
 
 
 class ListSink:
+    concurrent = False
+
     def __init__(self) -> None:
         self.created: list[dict] = []
 

@@ -7,9 +7,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from lightkube.config.kubeconfig import KubeConfig
 
 from kubesched.api.apierrors import APIError, Invalid
-from kubesched.client.recorder import MAX_TRIES, WRITE_CONCURRENCY, Broadcaster
+from kubesched.apiserver.memory_client import MemoryClient
+from kubesched.apiserver.store import ObjectStore
+from kubesched.client.kube import KubeClient
+from kubesched.client.recorder import MAX_TRIES, WRITE_CONCURRENCY, Broadcaster, EventSink
 from kubesched.simulator.virtualtime import run_virtual
 from kubesched.utils.clock import VIRTUAL_EPOCH, LoopClock
 from tests.helpers import make_pod
@@ -20,8 +24,9 @@ WRITE_SECONDS = 0.01
 class SlowSink:
     """An API server that takes ``WRITE_SECONDS`` per event write."""
 
-    def __init__(self) -> None:
+    def __init__(self, concurrent: bool = True) -> None:
         self.created: list[str] = []
+        self.concurrent = concurrent
 
     async def create(self, event: dict) -> None:
         await asyncio.sleep(WRITE_SECONDS)
@@ -52,8 +57,38 @@ def test_a_burst_of_events_is_written_in_the_time_of_a_few_writes_not_one_write_
     assert written == burst and distinct == burst
 
 
+def test_writes_to_an_in_process_client_go_in_turn_and_in_order():
+    """An in-process client's writes never wait, so the drain writes them one after the other
+    instead of a task each; a sink that did wait would show it as one write's time per event."""
+
+    async def scenario() -> tuple[list[str], float]:
+        loop = asyncio.get_running_loop()
+        sink = SlowSink(concurrent=False)
+        broadcaster = Broadcaster(sink, LoopClock(loop, VIRTUAL_EPOCH))  # type: ignore[arg-type]
+        broadcaster.start()
+        recorder = broadcaster.recorder("default-scheduler")
+        started = loop.time()
+        for i in range(3):
+            recorder.eventf(make_pod(f"p{i}"), None, "Normal", "Scheduled", "Binding", f"Successfully assigned default/p{i} to n1")
+        await broadcaster.flush()
+        took = loop.time() - started
+        await broadcaster.stop(1.0)
+        return sink.created, took
+
+    created, took = run_virtual(scenario())
+    assert created == ["p0", "p1", "p2"] and took == pytest.approx(3 * WRITE_SECONDS)
+
+
+def test_only_an_in_process_client_is_written_to_in_turn():
+    assert EventSink(MemoryClient(ObjectStore(seed=1))).concurrent is False
+    config = KubeConfig.from_server("https://127.0.0.1:1").get()
+    assert EventSink(KubeClient(config)).concurrent is True
+
+
 class FlakySink:
     """Unreachable for the first ``failures`` writes, then fine; or refusing every write."""
+
+    concurrent = True
 
     def __init__(self, failures: int, error: Exception) -> None:
         self.failures = failures

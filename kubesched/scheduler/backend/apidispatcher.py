@@ -372,6 +372,10 @@ class DispatchingClient(ClusterClient):
     def __getattr__(self, name: str) -> Any:
         return getattr(self.client, name)  # verbs beyond the interface (patch, write_fence, ...)
 
+    @property
+    def in_process(self) -> bool:
+        return self.client.in_process
+
     async def bind(self, pod: Obj, node_name: str) -> None:
         done: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
 
