@@ -327,8 +327,8 @@ def field_predicate(kind: Kind, text: str | None) -> Callable[[dict], bool] | No
             raise BadRequest(f'field label not supported: {req.field}')
         checks.append((getter, req.value, req.negate))
 
-    def matches(obj: dict) -> bool:  # a loop, not all() over a generator: watchers call it on every write
-        for getter, value, negate in checks:
+    def matches(obj: dict) -> bool:
+        for getter, value, negate in checks:  # noqa: SIM110  (all() over a generator costs more: watchers call this on every write)
             if (getter(obj) == value) == negate:
                 return False
         return True
