@@ -139,7 +139,7 @@ class Algorithm:
         assert entry is not None
         state.restore(entry.state)
         try:
-            result = self._schedule_kept(cycle, fw, state, pod, table) if attempt is None else None
+            result = self._schedule_kept(cycle, fw, state, pod, table, attempt) if attempt is None or not entry.rerun else None
             if result is not None or entry.rerun:  # domain-scoped plugins run again in the kept cycle only
                 return result
             return await self._schedule_once(cycle, fw, state, pod, table, attempt)
@@ -147,15 +147,17 @@ class Algorithm:
             return None
 
     def _schedule_kept(self, cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo,
-                       table: NodeTable) -> ScheduleResult | None:
+                       table: NodeTable, attempt: Attempt | None = None) -> ScheduleResult | None:
         """A batched cycle on the totals its entry keeps (``RankedTotals``): the changed rows'
         verdicts and raw scores refreshed, their totals rewritten, the best total taken; the node,
         the random draw, the start index and the metrics are those of the generic cycle. For the
         common case only, where every node is visited: at least two feasible nodes and no more than
-        ``numFeasibleNodesToFind``, batch plugins only, no extenders, no explanation, no signature
-        (upstream's hints). The entry's domain-scoped plugins run again in full: PreFilter, Filter
-        over every row, PreScore and Score over the feasible rows. None otherwise: the generic
-        cycle runs on the refreshed entry, or a full cycle where domain-scoped plugins run."""
+        ``numFeasibleNodesToFind``, batch plugins only, no extenders, no signature (upstream's
+        hints). The entry's domain-scoped plugins run again in full: PreFilter, Filter over every
+        row, PreScore and Score over the feasible rows (never for an explained cycle: their raw
+        scores are not kept). An explained cycle's ``attempt`` is filled from the entry as the
+        generic cycle fills it. None otherwise: the generic cycle runs on the refreshed entry, or a
+        full cycle where domain-scoped plugins run."""
         plugins = self._kept_plugins(fw, state, pod)
         if plugins is None:
             return None
@@ -197,10 +199,28 @@ class Algorithm:
         self._keep_scores(entry, ranked, plugins, fw, state, pod, feasible)
         self.next_start_node_index %= n  # every node was processed: the start index moved by n
         host = table.names[ranked.best(self.next_start_node_index, self.rng)]
+        if attempt is not None:
+            self._record_kept(attempt, entry, ranked, plugins, table, host)
         if gate:
             fw.hints.store(None, "", host, None, self.cycle)
         fw.batches.kept += 1
         return ScheduleResult(host, n, ranked.count)
+
+    def _record_kept(self, attempt: Attempt, entry: BatchEntry, ranked: RankedTotals,
+                     plugins: list[tuple[BatchScorePlugin, int, bool]], table: NodeTable, host: str) -> None:
+        """What the generic cycle records of a pod that visits every node: each node's verdict in
+        visiting order, then each feasible node's raw, normalised and weighted scores and total
+        (copies: the entry's arrays change with the next cycle)."""
+        order, start = ranked.order, self.next_start_node_index
+        rotated = np.concatenate([order[start:], order[:start]]) if start else order
+        ids = entry.ids[rotated]
+        positions = np.flatnonzero(ids < 0)
+        self._record_filters(attempt, table, rotated, ids, entry.statuses, positions, len(rotated))
+        rows = rotated[positions]
+        parts = [(pl.name, entry.raw[pl.name][rows], (ranked.normalized[pl.name] if normalises else entry.raw[pl.name])[rows], weight)
+                 for pl, weight, normalises in plugins]
+        attempt.scores = ScoreResult(ranked.in_order[ranked.position[rows]], parts)
+        attempt.chosen = host
 
     def _kept_plugins(self, fw: Framework, state: CycleState, pod: PodInfo) -> list[tuple[BatchScorePlugin, int, bool]] | None:
         """The Score plugins a cycle that keeps its totals runs, or None where no such cycle serves
@@ -472,9 +492,9 @@ class Algorithm:
         return fill.first_pos[rotated], fill.ids[rotated], fill.statuses
 
     def _keeps_totals(self, cycle: BatchCycle, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable) -> bool:
-        """Whether a cycle reusing this one's entry could keep its totals, the only cycles that run
-        domain-scoped plugins again: not an explained one (a scheduler explains every attempt or
-        none), not where no such cycle serves, nor where the search samples
+        """Whether a cycle reusing this one's entry could keep its totals while running domain-scoped
+        plugins again: not an explained one (its raw scores are not kept for the explanation, and a
+        scheduler explains every attempt or none), not where no such cycle serves, nor where the search samples
         (``numFeasibleNodesToFind`` below the node count: such cycles visit every node)."""
         return not cycle.explained and self._kept_plugins(fw, state, pod) is not None and \
             num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, table.n) >= table.n
