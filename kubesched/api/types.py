@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from kubesched.api import resources as res
@@ -23,6 +22,7 @@ from kubesched.api.selectors import (
     selector_from_set,
 )
 from kubesched.api.timeutil import parse_time
+from kubesched.utils.cached import cached_property
 
 DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
