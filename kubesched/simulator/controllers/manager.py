@@ -99,6 +99,8 @@ class OwnerIndex:
 
     def observe(self, kind: Kind, event: WatchEvent) -> None:
         obj, old = event.object, event.old if event.type == MODIFIED else None
+        if old is not None and _same_ownership(old, obj):
+            return  # a status write, a binding: neither the owners nor what adoption reads moved
         ns, name = meta(obj).get("namespace") or "", meta(obj)["name"]
         ref: DependentRef = (kind, ns, name)
         old_owners = _owner_uids(obj if event.type == DELETED else old)
@@ -138,6 +140,14 @@ class OwnerIndex:
 
 
 _NO_OWNERS: frozenset[str] = frozenset()
+
+
+def _same_ownership(old: dict, new: dict) -> bool:
+    """Whether an update keeps the very owner references and labels of the object (the store
+    shares them between versions): then the index would change nothing."""
+    old_meta, new_meta = meta(old), meta(new)
+    return old_meta.get("ownerReferences") is new_meta.get("ownerReferences") and \
+        old_meta.get("labels") is new_meta.get("labels")
 
 
 def _owner_uids(obj: dict | None) -> AbstractSet[str]:
