@@ -374,7 +374,7 @@ class FakeKubelet:
         to_admit: dict[str, dict] = {}
         taint_checks: dict[str, tuple[WatchEvent, dict, str]] = {}
         for kind, event in batch:
-            if kind == NODE:
+            if kind is NODE:  # the write hook takes the constants alone
                 self._node_event(event, to_admit)
             else:
                 self._pod_event(event, to_admit, taint_checks)
