@@ -105,6 +105,12 @@ class OwnerIndex:
         ref: DependentRef = (kind, ns, name)
         old_owners = _owner_uids(obj if event.type == DELETED else old)
         new_owners = _NO_OWNERS if event.type == DELETED else _owner_uids(obj)
+        if old_owners or new_owners:  # most objects (every event) have none
+            self._move_dependent(ref, old_owners, new_owners)
+        if kind in ADOPTABLE:
+            self._track_orphan(kind, ns, name, obj, old, event.type)
+
+    def _move_dependent(self, ref: DependentRef, old_owners: AbstractSet[str], new_owners: AbstractSet[str]) -> None:
         for uid in old_owners - new_owners:
             bucket = self.dependents.get(uid)
             if bucket is not None:
@@ -113,8 +119,6 @@ class OwnerIndex:
                     del self.dependents[uid]
         for uid in new_owners - old_owners:
             self.dependents.setdefault(uid, set()).add(ref)
-        if kind in ADOPTABLE:
-            self._track_orphan(kind, ns, name, obj, old, event.type)
 
     def _track_orphan(self, kind: Kind, ns: str, name: str, obj: dict, old: dict | None, event_type: str) -> None:
         group = (kind, ns)
