@@ -378,8 +378,10 @@ class FakeKubelet:
                 self._node_event(event, to_admit)
             else:
                 self._pod_event(event, to_admit, taint_checks)
-        for pod in sorted(to_admit.values(), key=lambda p: (parse_time(p["metadata"].get("creationTimestamp")),
-                                                            p["metadata"].get("name", ""))):
+        pods = list(to_admit.values())
+        if len(pods) > 1:  # a batch is most often one binding: nothing to order
+            pods.sort(key=lambda p: (parse_time(p["metadata"].get("creationTimestamp")), p["metadata"].get("name", "")))
+        for pod in pods:
             self._admit(pod)
         for event, pod, node in taint_checks.values():
             self._pod_taints(event, pod, node)
