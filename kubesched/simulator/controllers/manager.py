@@ -111,6 +111,7 @@ class OwnerIndex:
             self._track_orphan(kind, ns, name, obj, old, event.type)
 
     def _move_dependent(self, ref: DependentRef, old_owners: AbstractSet[str], new_owners: AbstractSet[str]) -> None:
+        """File ``ref`` under the owners it has now, no longer under those it had."""
         for uid in old_owners - new_owners:
             bucket = self.dependents.get(uid)
             if bucket is not None:
