@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from kubesched.api import resources as res
@@ -23,6 +22,7 @@ from kubesched.api.selectors import (
     selector_from_set,
 )
 from kubesched.api.timeutil import parse_time
+from kubesched.utils.cached import cached_property
 
 DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -133,6 +133,15 @@ def pod_host_ports(spec: Mapping[str, Any]) -> list[HostPort]:
     return ports
 
 
+#: The cached views the scheduler cache reads of a bound pod (its node's totals, ports, affinity
+#: lists and the table's label columns) that read nothing but the pod's spec, labels and namespace.
+_CACHE_VIEWS = frozenset(("labels", "host_ports", "has_affinity", "has_required_anti_affinity",
+                          "required_anti_affinity_terms"))
+#: The request views it reads: of the spec too, unless a container status carries resources
+#: (``requests_key``).
+_REQUEST_VIEWS = frozenset(("requests_key", "requests", "non_zero_requests"))
+
+
 class PodInfo:
     """A pod plus everything the scheduler derives from it, computed once (upstream
     ``framework.PodInfo``)."""
@@ -160,6 +169,27 @@ class PodInfo:
         copy.pod = pod
         copy.name, copy.namespace, copy.uid, copy.key = self.name, self.namespace, self.uid, self.key
         return copy
+
+    def reuse_views(self, earlier: PodInfo) -> None:
+        """Take over the views the scheduler cache reads that ``earlier``, a view of another
+        version of this pod, computed and this version cannot change: those of the spec, labels
+        and namespace when those are equal (a status write, where the store carries the very
+        objects over; a binding confirming the assumed pod), and the request views too when
+        neither status sizes containers. Views are immutable once computed (as ``bound_to``
+        shares them), so an update parses nothing of an unchanged spec again; other views (the
+        scheduling cycle's: tolerations, node affinity, ...) are left behind, as a bound pod's
+        view would not have computed them."""
+        old, new = earlier.pod, self.pod
+        old_spec, new_spec = old.get("spec"), new.get("spec")
+        old_labels, new_labels = old["metadata"].get("labels"), new["metadata"].get("labels")
+        if (earlier.uid != self.uid or (old_spec is not new_spec and old_spec != new_spec)
+                or (old_labels is not new_labels and old_labels != new_labels)):
+            return
+        sized = res.status_sizes(old.get("status") or {}) or res.status_sizes(new.get("status") or {})
+        views = self.__dict__
+        for name, value in earlier.__dict__.items():
+            if name in _CACHE_VIEWS or (name in _REQUEST_VIEWS and not sized):
+                views.setdefault(name, value)
 
     @property
     def spec(self) -> dict[str, Any]:

@@ -55,6 +55,17 @@ class MemoryClient(ClusterClient):
             return core_to_v1(self.store.create(EVENT, v1_to_core(json_copy(obj))))
         return self.store.create(kind, json_copy(obj))
 
+    async def create_event(self, event: dict) -> None:
+        """The recorder's event is built in-process of the API's types (as ``bind`` builds its
+        condition), so the store does not type-check it again; the conversion to ``core/v1``
+        copies what the store may change (the event's own dict and metadata; the references are
+        copied here), and the stored event is not converted back for a caller that drops it."""
+        core = v1_to_core(event)
+        core["involvedObject"] = dict(core["involvedObject"])
+        if "related" in core:
+            core["related"] = dict(core["related"])
+        self.store.create(EVENT, core, decoded=True)
+
     async def update(self, kind: Kind, obj: dict) -> dict:
         if kind == EVENTS_V1:
             return core_to_v1(self.store.update(EVENT, v1_to_core(json_copy(obj))))

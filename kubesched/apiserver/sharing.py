@@ -143,18 +143,29 @@ class PartSharer:
 
     def _share(self, value: dict | list) -> Any:
         """``share`` of a dict or list not shared yet."""
+        part, digest = self._find(value)
+        if part is not None:
+            return part
+        return value if digest is None else self._keep(digest, value)
+
+    def _find(self, value: dict | list) -> tuple[Any, int | None]:
+        """The shared part equal to ``value`` (None when there is none yet) and the digest to keep
+        ``value`` under (None when ``value`` is not JSON: a test's stand-in object, never shared)."""
         try:
             encoded = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except (TypeError, orjson.JSONEncodeError):
-            return value  # not JSON (a test's stand-in object): kept as it is
+            return None, None
         digest = hash(encoded)
-        parts = self._parts
-        part = parts.get(digest)
+        part = self._parts.get(digest)
         if part is not None and orjson.dumps(part, option=orjson.OPT_SORT_KEYS) == encoded:
-            parts.move_to_end(digest)
-            return part
-        frozen = freeze(value)
-        parts[digest] = frozen
+            self._parts.move_to_end(digest)
+            return part, digest
+        return None, digest
+
+    def _keep(self, digest: int, value: dict | list) -> Any:
+        """``value`` frozen, kept as the part used last under ``digest``."""
+        parts = self._parts
+        frozen = parts[digest] = freeze(value)
         parts.move_to_end(digest)
         if len(parts) > self.capacity:
             parts.popitem(last=False)
@@ -172,14 +183,27 @@ class PartSharer:
         metadata, which names one object, is shared whole (the spec of pods waiting from one
         template, the status of pods bound in the same second), and inside the metadata, spec and
         status each field (labels, containers, conditions) is shared on its own, for the objects
-        whose spec or status as a whole differs (a bound pod's nodeName)."""
+        whose spec or status as a whole differs (a bound pod's nodeName). A spec or status found
+        whole is taken as it is: its fields are the shared ones already, so they are not looked up
+        one by one (which replicas' specs and the statuses of pods bound in one second would cost)."""
         for key, value in obj.items():
             if type(value) in _KEPT_TYPES or not _shareable(value):
                 continue
-            if key in _SECTIONS and isinstance(value, dict):
-                self.share_values(value)
-            if key != "metadata":
+            if key == "metadata":
+                if isinstance(value, dict):
+                    self.share_values(value)
+            elif key in _SECTIONS and isinstance(value, dict):
+                obj[key] = self._share_section(value)
+            else:
                 obj[key] = self._share(value)
+
+    def _share_section(self, section: dict) -> Any:
+        """``_share`` of a spec or status, whose fields are shared first when it is new."""
+        part, digest = self._find(section)
+        if part is not None:
+            return part
+        self.share_values(section)
+        return section if digest is None else self._keep(digest, section)
 
     def __len__(self) -> int:
         return len(self._parts)

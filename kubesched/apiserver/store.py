@@ -218,9 +218,14 @@ class ObjectStore:
             oldest = _version_of(self._history[0]) if self._history else self.rv + 1
             if since < oldest - 1 and since < self.rv:
                 raise Gone(f"too old resource version: {since} ({oldest - 1})")
-            for k, event in zip(self._history_kinds, self._history):
-                if k == kind and _version_of(event) > since:
-                    w.offer(event)
+            newer = []  # the history is in resourceVersion order: only its tail is read
+            for k, event in zip(reversed(self._history_kinds), reversed(self._history)):
+                if _version_of(event) <= since:
+                    break
+                if k == kind:
+                    newer.append(event)
+            for event in reversed(newer):
+                w.offer(event)
         self._watches.setdefault(kind, set()).add(w)
         return w
 

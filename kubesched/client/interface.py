@@ -11,11 +11,12 @@ import abc
 import builtins  # annotations after the `list` verb name the builtin through it
 from collections.abc import AsyncIterator
 
-from kubesched.api.kinds import NAMESPACE, Kind
+from kubesched.api.kinds import NAMESPACE, Kind, kind_for
 from kubesched.api.watch import WatchEvent
 
 #: The namespace whose UID identifies a cluster (every cluster has it; recreating the cluster changes it).
 IDENTITY_NAMESPACE = "kube-system"
+EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
 
 
 class ClusterClient(abc.ABC):
@@ -62,6 +63,12 @@ class ClusterClient(abc.ABC):
     async def patch_pod_status(self, pod: dict, conditions: builtins.list[dict], nominated_node_name: str | None) -> None:
         """Merge ``conditions`` into the pod's status (by type) and set ``nominatedNodeName`` when
         not None, as ``util.PatchPodStatus`` does with a strategic merge patch."""
+
+    async def create_event(self, event: dict) -> None:
+        """Write a new ``events.k8s.io/v1`` event that the event recorder built (client-go's
+        ``EventSink.Create``): a create whose answer the recorder does not read."""
+        assert EVENTS_V1 is not None  # a built-in kind
+        await self.create(EVENTS_V1, event)
 
     async def server_identity(self) -> tuple[str, str]:
         """Who the server is and how far its history goes: the UID of the ``kube-system`` namespace

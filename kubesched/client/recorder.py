@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubesched.api.events import object_reference
-from kubesched.api.kinds import kind_for
+from kubesched.client.interface import EVENTS_V1
 from kubesched.utils.clock import Clock, rfc3339_micro
 
 log = logging.getLogger(__name__)
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 NOTE_LENGTH_LIMIT = 1024
 REFRESH_INTERVAL = 30 * 60.0
 FINISH_INTERVAL = 6 * 60.0
-EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
 #: New events written at the same time by the drain.
 WRITE_CONCURRENCY = 16
 #: Attempts per event write (client-go's ``maxTriesPerEvent``), and the backoff between them.
@@ -63,7 +62,7 @@ class EventSink:
         return not getattr(self.client, "in_process", False)
 
     async def create(self, event: dict) -> None:
-        await self.client.create(EVENTS_V1, event)
+        await self.client.create_event(event)
 
     async def update_series(self, event: dict) -> None:
         meta = event["metadata"]

@@ -68,7 +68,7 @@ class FakeResourceClaimController:
         loop = asyncio.get_running_loop()
         for kind, handler in ((POD, self._on_pod), (RESOURCE_CLAIM, self._on_claim),
                               (RESOURCE_CLAIM_TEMPLATE, self._on_template)):
-            watch = self.store.watch(kind)
+            watch = self.store.watch(kind, predicate=self._concerns if kind == POD else None)
             self._watches.append(watch)
             self._tasks.append(loop.create_task(self._run(watch, handler), name=f"resourceclaim-controller-{kind.resource}"))
 
@@ -94,6 +94,13 @@ class FakeResourceClaimController:
                     log.exception("resourceclaim controller failed on %s", event.object.get("metadata", {}).get("name"))
 
     # --- events ----------------------------------------------------------------------------------
+    def _concerns(self, pod: dict) -> bool:
+        """Whether a pod's write can matter here: the pod asks for claims, or some claim exists
+        (which may name the pod as its owner or consumer). Without either, ``_on_pod`` does
+        nothing, so the watch does not deliver the write (the common case: a write per pod of a
+        cluster without claims, each of which would wake this controller)."""
+        return bool((pod.get("spec") or {}).get("resourceClaims")) or self.store.count(RESOURCE_CLAIM) > 0
+
     def _on_pod(self, event: str, pod: dict) -> None:
         if event == "DELETED" or pod["metadata"].get("deletionTimestamp") or _pod_done(pod):
             self._release_claims_of(pod)

@@ -324,7 +324,7 @@ async def _run_scenario(runner: ScenarioRunner, timeline: Timeline, result: Simu
 def _record_removal(result: SimulationResult, kind: object, event: WatchEvent, requested: set[str]) -> None:
     """Keep a pod the cluster deleted, unless preemption did (preemptions are reported apart) or a
     scenario asked for it (``requested`` uids: those are on the timeline)."""
-    if kind != POD or event.type != DELETED:
+    if event.type != DELETED or kind != POD:
         return
     pod = event.object
     target: dict = next((c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "DisruptionTarget"), {})

@@ -214,3 +214,20 @@ def test_a_whole_spec_or_status_is_shared_when_equal(store):
     assert a["spec"] is b["spec"] and a["spec"]["nodeName"] == "node-1"
     c = store.bind("default", store.create(POD, templated_pod("c"))["metadata"]["name"], "node-2")
     assert c["spec"] is not a["spec"] and c["spec"]["containers"] is a["spec"]["containers"]
+
+
+def test_a_section_found_whole_keeps_its_shared_fields(store):
+    """A spec found whole is taken as it is: its fields are the ones shared when it was first
+    stored, not looked up again."""
+    a = store.create(POD, templated_pod("a"))
+    b = store.create(POD, templated_pod("b"))
+    assert b["spec"] is a["spec"] and b["spec"]["containers"] is a["spec"]["containers"]
+    assert isinstance(b["spec"]["containers"], FrozenList)
+
+
+def test_a_new_section_shares_its_fields_before_it_is_kept(store):
+    a = store.create(POD, templated_pod("a"))
+    b = store.create(POD, {**templated_pod("b"), "spec": {**templated_pod("b")["spec"], "hostname": "b"}})
+    assert b["spec"] is not a["spec"] and b["spec"]["hostname"] == "b"
+    assert b["spec"]["containers"] is a["spec"]["containers"]
+    assert isinstance(b["spec"], FrozenDict)

@@ -108,6 +108,19 @@ def test_watch_replays_from_a_resource_version_and_expires_old_ones():
     w.stop()
 
 
+def test_watch_resumed_mid_history_replays_the_later_events_of_its_kind_in_order(store):
+    store.create(POD, new_pod("before"))
+    since = store.rv
+    for i in range(3):
+        store.create(POD, new_pod(f"p{i}"))
+        store.create(NODE, {"metadata": {"name": f"n{i}"}})
+    store.bind("default", "p0", "n0")
+    w = store.watch(POD, since=since)
+    assert [(e.type, e.object["metadata"]["name"]) for e in w.drain()] == \
+        [("ADDED", "p0"), ("ADDED", "p1"), ("ADDED", "p2"), ("MODIFIED", "p0")]
+    assert store.watch(POD, since=store.rv).drain() == []
+
+
 def test_watch_with_predicate_turns_selector_changes_into_added_and_deleted(store):
     store.create(POD, new_pod("p"))
     w = store.watch(POD, since=store.rv, predicate=lambda o: bool(o["spec"].get("nodeName")))

@@ -149,6 +149,28 @@ async def test_finished_pod_releases_a_shared_claim_and_it_is_deallocated():
         await controller.stop()
 
 
+async def test_pod_writes_reach_the_controller_only_when_claims_can_concern_them():
+    """Without any claim, a pod that asks for none is not delivered (its write would change
+    nothing); once a claim exists, every pod write is, since the claim may name any pod."""
+    store = ObjectStore(seed=3)
+    controller = FakeResourceClaimController(store)
+    controller.start()
+    try:
+        store.create(POD, make_pod("plain"))
+        assert controller.idle()
+        store.create(POD, templated_pod("asks"))
+        assert not controller.idle()
+        await idle(controller)
+        store.create(CLAIM, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                             "metadata": {"name": "other", "namespace": "default"}, "spec": {"devices": {"requests": []}}})
+        await idle(controller)
+        store.mutate(POD, "default", "plain", lambda p: p.setdefault("status", {}).update(phase="Succeeded"))
+        assert not controller.idle()
+        await idle(controller)
+    finally:
+        await controller.stop()
+
+
 def test_generate_name_truncates_both_parts_proportionally():
     assert generate_name("pod", "gpu") == "pod-gpu-"
     assert generate_name("p" * 60, "c" * 30) == "p" * 37 + "-" + "c" * 18

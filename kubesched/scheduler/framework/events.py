@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from kubesched.api.quantity import saturate
-from kubesched.api.resources import content_key, pod_requests
+from kubesched.api.resources import content_key, pod_requests, status_sizes
 
 
 class ActionType(IntFlag):
@@ -171,6 +171,9 @@ def _scaled_down(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
             (new.get("spec") or {}).get("initContainers") == (old.get("spec") or {}).get("initContainers") and \
             (new.get("status") or {}).get("containerStatuses") == (old.get("status") or {}).get("containerStatuses"):
         return False
+    new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
+    if new_spec is old_spec and not status_sizes(new.get("status") or {}) and not status_sizes(old.get("status") or {}):
+        return False  # equal keys without building them: the same spec, and statuses that size nothing
     new_key = content_key(new)
     if new_key is not None and new_key == content_key(old):
         return False

@@ -208,6 +208,10 @@ class DeploymentController(Controller):
 
     def observe(self, kind: Kind, event: WatchEvent) -> None:
         obj = event.object
+        if kind is POD:  # the store's constant (most writes): no comparison of kinds
+            if event.type == DELETED:
+                self._observe_pod_deleted(obj)
+            return
         if kind == DEPLOYMENT:
             if event.type == DELETED:
                 self.selectors.forget(obj)

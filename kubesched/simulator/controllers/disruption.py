@@ -79,7 +79,7 @@ class DisruptionController(Controller):
         return [key_of(pdb) for pdb in self.store.iter_all(PDB)]
 
     def observe(self, kind: Kind, event: WatchEvent) -> None:
-        if kind == PDB:
+        if kind is not POD and kind == PDB:  # a pod's write (most) compares no kinds
             key = key_of(event.object)
             if event.type == DELETED:
                 self._written.pop(key, None)

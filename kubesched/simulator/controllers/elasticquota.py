@@ -30,7 +30,7 @@ class ElasticQuotaController(Controller):
         return [(meta(eq).get("namespace") or "default", "") for eq in self._quotas()]
 
     def observe(self, kind: Kind, event: WatchEvent) -> None:
-        if kind == POD and not self._served():
+        if (kind is POD or kind == POD) and not self._served():
             return
         self.enqueue((meta(event.object).get("namespace") or "default", ""))
 

@@ -58,6 +58,8 @@ class GarbageCollector(Controller):
     def _keys_for(self, kind: Kind, event: WatchEvent) -> list[GCKey]:
         obj = event.object
         obj_meta = meta(obj)
+        if event.type != DELETED and not obj_meta.get("deletionTimestamp") and not obj_meta.get("ownerReferences"):
+            return []  # nothing to finalize and no owner to look for: most writes (bindings, statuses, events)
         uid = obj_meta.get("uid", "")
         ref: DependentRef = (kind, obj_meta.get("namespace") or "", obj_meta["name"])
         keys: list[GCKey] = []

@@ -99,10 +99,19 @@ class OwnerIndex:
 
     def observe(self, kind: Kind, event: WatchEvent) -> None:
         obj, old = event.object, event.old if event.type == MODIFIED else None
+        if old is not None and _same_ownership(old, obj):
+            return  # a status write, a binding: neither the owners nor what adoption reads moved
         ns, name = meta(obj).get("namespace") or "", meta(obj)["name"]
         ref: DependentRef = (kind, ns, name)
         old_owners = _owner_uids(obj if event.type == DELETED else old)
         new_owners = _NO_OWNERS if event.type == DELETED else _owner_uids(obj)
+        if old_owners or new_owners:  # most objects (every event) have none
+            self._move_dependent(ref, old_owners, new_owners)
+        if kind in ADOPTABLE:
+            self._track_orphan(kind, ns, name, obj, old, event.type)
+
+    def _move_dependent(self, ref: DependentRef, old_owners: AbstractSet[str], new_owners: AbstractSet[str]) -> None:
+        """File ``ref`` under the owners it has now, no longer under those it had."""
         for uid in old_owners - new_owners:
             bucket = self.dependents.get(uid)
             if bucket is not None:
@@ -111,8 +120,6 @@ class OwnerIndex:
                     del self.dependents[uid]
         for uid in new_owners - old_owners:
             self.dependents.setdefault(uid, set()).add(ref)
-        if kind in ADOPTABLE:
-            self._track_orphan(kind, ns, name, obj, old, event.type)
 
     def _track_orphan(self, kind: Kind, ns: str, name: str, obj: dict, old: dict | None, event_type: str) -> None:
         group = (kind, ns)
@@ -138,6 +145,14 @@ class OwnerIndex:
 
 
 _NO_OWNERS: frozenset[str] = frozenset()
+
+
+def _same_ownership(old: dict, new: dict) -> bool:
+    """Whether an update keeps the very owner references and labels of the object (the store
+    shares them between versions): then the index would change nothing."""
+    old_meta, new_meta = meta(old), meta(new)
+    return old_meta.get("ownerReferences") is new_meta.get("ownerReferences") and \
+        old_meta.get("labels") is new_meta.get("labels")
 
 
 def _owner_uids(obj: dict | None) -> AbstractSet[str]:

@@ -31,7 +31,7 @@ class PodGroupController(Controller):
         return [key_of(pg) for pg in self._pod_groups()]
 
     def observe(self, kind: Kind, event: WatchEvent) -> None:
-        if kind == POD_GROUP:
+        if kind is not POD and kind == POD_GROUP:  # a pod's write (most) compares no kinds
             self.enqueue(key_of(event.object))
             return
         for pod in (event.object, event.old):

@@ -64,7 +64,7 @@ class ReplicaSetController(Controller):
         return [key_of(obj) for obj in self.store.iter_all(self.kind)]
 
     def observe(self, kind: Kind, event: WatchEvent) -> None:
-        if kind == self.kind:
+        if kind is not POD and kind == self.kind:  # a pod's write (most) compares no kinds
             if event.type == DELETED:
                 self._scanned.pop(key_of(event.object), None)
                 self.selectors.forget(event.object)

@@ -82,16 +82,17 @@ class StatefulSetController(Controller):
 
     def observe(self, kind: Kind, event: WatchEvent) -> None:
         obj = event.object
-        ns = meta(obj).get("namespace") or ""
-        if kind == STATEFUL_SET:
+        if kind is not POD and kind == STATEFUL_SET:  # a pod's write (most) compares no kinds
             if event.type != DELETED:
                 self.enqueue(key_of(obj))
             return
-        for pod in (obj, event.old if event.type != ADDED else None):
-            ref = controller_ref(pod) if pod is not None else None
-            if ref is not None and ref.get("kind") == "StatefulSet":
-                self.enqueue((ns, ref.get("name", "")))
-        if controller_ref(obj) is None and event.type == ADDED:
+        ns = meta(obj).get("namespace") or ""
+        old = event.old if event.type != ADDED else None
+        ref = controller_ref(obj)
+        for owner in (ref, controller_ref(old) if old is not None else None):
+            if owner is not None and owner.get("kind") == "StatefulSet":
+                self.enqueue((ns, owner.get("name", "")))
+        if ref is None and event.type == ADDED:
             for sts in self.store.list(STATEFUL_SET, ns)[0]:
                 selector = workload_selector(sts)
                 if selector is not None and not selector.empty and selector.matches(labels_of(obj)):
