@@ -133,13 +133,14 @@ def pod_host_ports(spec: Mapping[str, Any]) -> list[HostPort]:
     return ports
 
 
-#: The cached views the scheduler cache reads of a bound pod (its node's totals, ports, affinity
-#: lists and the table's label columns) that read nothing but the pod's spec, labels and namespace.
-_CACHE_VIEWS = frozenset(("labels", "host_ports", "has_affinity", "has_required_anti_affinity",
-                          "required_anti_affinity_terms"))
-#: The request views it reads: of the spec too, unless a container status carries resources
-#: (``requests_key``).
-_REQUEST_VIEWS = frozenset(("requests_key", "requests", "non_zero_requests"))
+#: PodInfo's cached views that read nothing but the pod's spec, labels and namespace.
+_SPEC_VIEWS = frozenset((
+    "labels", "scheduler_name", "priority", "scheduling_gates", "node_selector", "node_selector_labels",
+    "required_node_affinity", "tolerations", "host_ports", "images", "required_affinity_terms",
+    "required_anti_affinity_terms", "preferred_affinity_terms", "preferred_anti_affinity_terms", "has_affinity",
+    "has_required_anti_affinity"))
+#: The request views: of the spec too, unless a container status carries resources (``requests_key``).
+_REQUEST_VIEWS = frozenset(("requests_key", "request_amounts", "requests", "non_zero_amounts", "non_zero_requests"))
 
 
 class PodInfo:
@@ -171,14 +172,12 @@ class PodInfo:
         return copy
 
     def reuse_views(self, earlier: PodInfo) -> None:
-        """Take over the views the scheduler cache reads that ``earlier``, a view of another
-        version of this pod, computed and this version cannot change: those of the spec, labels
-        and namespace when those are equal (a status write, where the store carries the very
-        objects over; a binding confirming the assumed pod), and the request views too when
-        neither status sizes containers. Views are immutable once computed (as ``bound_to``
-        shares them), so an update parses nothing of an unchanged spec again; other views (the
-        scheduling cycle's: tolerations, node affinity, ...) are left behind, as a bound pod's
-        view would not have computed them."""
+        """Take over what ``earlier``, a view of another version of this pod, computed and this
+        version cannot change: the views of the spec, labels and namespace when those are equal
+        (a status write, where the store carries the very objects over; a binding confirming the
+        assumed pod), and the request views too when neither status sizes containers. Views are
+        immutable once computed (as ``bound_to`` shares them), so an update parses nothing of an
+        unchanged spec again."""
         old, new = earlier.pod, self.pod
         old_spec, new_spec = old.get("spec"), new.get("spec")
         old_labels, new_labels = old["metadata"].get("labels"), new["metadata"].get("labels")
@@ -188,7 +187,7 @@ class PodInfo:
         sized = res.status_sizes(old.get("status") or {}) or res.status_sizes(new.get("status") or {})
         views = self.__dict__
         for name, value in earlier.__dict__.items():
-            if name in _CACHE_VIEWS or (name in _REQUEST_VIEWS and not sized):
+            if name in _SPEC_VIEWS or (name in _REQUEST_VIEWS and not sized):
                 views.setdefault(name, value)
 
     @property
