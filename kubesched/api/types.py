@@ -133,16 +133,6 @@ def pod_host_ports(spec: Mapping[str, Any]) -> list[HostPort]:
     return ports
 
 
-#: PodInfo's cached views that read nothing but the pod's spec, labels and namespace.
-_SPEC_VIEWS = frozenset((
-    "labels", "scheduler_name", "priority", "scheduling_gates", "node_selector", "node_selector_labels",
-    "required_node_affinity", "tolerations", "host_ports", "images", "required_affinity_terms",
-    "required_anti_affinity_terms", "preferred_affinity_terms", "preferred_anti_affinity_terms", "has_affinity",
-    "has_required_anti_affinity"))
-#: The request views: of the spec too, unless a container status carries resources (``requests_key``).
-_REQUEST_VIEWS = frozenset(("requests_key", "request_amounts", "requests", "non_zero_amounts", "non_zero_requests"))
-
-
 class PodInfo:
     """A pod plus everything the scheduler derives from it, computed once (upstream
     ``framework.PodInfo``)."""
@@ -170,25 +160,6 @@ class PodInfo:
         copy.pod = pod
         copy.name, copy.namespace, copy.uid, copy.key = self.name, self.namespace, self.uid, self.key
         return copy
-
-    def reuse_views(self, earlier: PodInfo) -> None:
-        """Take over what ``earlier``, a view of another version of this pod, computed and this
-        version cannot change: the views of the spec, labels and namespace when those are equal
-        (a status write, where the store carries the very objects over; a binding confirming the
-        assumed pod), and the request views too when neither status sizes containers. Views are
-        immutable once computed (as ``bound_to`` shares them), so an update parses nothing of an
-        unchanged spec again."""
-        old, new = earlier.pod, self.pod
-        old_spec, new_spec = old.get("spec"), new.get("spec")
-        old_labels, new_labels = old["metadata"].get("labels"), new["metadata"].get("labels")
-        if (earlier.uid != self.uid or (old_spec is not new_spec and old_spec != new_spec)
-                or (old_labels is not new_labels and old_labels != new_labels)):
-            return
-        sized = res.status_sizes(old.get("status") or {}) or res.status_sizes(new.get("status") or {})
-        views = self.__dict__
-        for name, value in earlier.__dict__.items():
-            if name in _SPEC_VIEWS or (name in _REQUEST_VIEWS and not sized):
-                views.setdefault(name, value)
 
     @property
     def spec(self) -> dict[str, Any]:

@@ -142,9 +142,6 @@ class EventHandlers:
     def _add_to_cache(self, pod: dict) -> None:
         start = time.perf_counter()
         info = PodInfo(pod)
-        assumed = self.sched.cache.get_pod(info.uid)
-        if assumed is not None:
-            info.reuse_views(assumed)  # the binding of the pod the scheduler assumed: the same spec
         try:
             self.sched.cache.add_pod(info)
         except Exception as e:
@@ -163,8 +160,6 @@ class EventHandlers:
             self._add_to_cache(new)
             return
         current = cache.get_pod(old_info.uid)
-        if current is not None:
-            new_info.reuse_views(current)
         try:
             if current is not None and cache.is_assumed(old_info.uid):
                 cache.add_pod(new_info)
