@@ -101,12 +101,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     (and all it imports) is loaded, and what the process holds then is frozen, the young generation
     collected rarely from there on (``kubesched.utils.heap.loading_long_lived``). Callers that pass
     ``argv`` (tests, programs embedding the command) keep their collector's settings. This module
-    imports little at its top so that the command's imports come inside that window."""
-    if argv is None:
-        with loading_long_lived():
-            parser, args = parse(sys.argv[1:])
-    else:
-        parser, args = parse(argv)
+    imports little at its top so that the command's imports come inside that window. Ctrl-C while
+    they load ends the process as an interrupted command does, without a traceback."""
+    try:
+        if argv is None:
+            with loading_long_lived():
+                parser, args = parse(sys.argv[1:])
+        else:
+            parser, args = parse(argv)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return INTERRUPTED
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return USAGE

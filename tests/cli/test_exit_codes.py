@@ -173,6 +173,18 @@ def test_simulate_explain_adds_a_line_per_pod_to_the_table(capsys):
     assert any(line.startswith("  shop/analytics: no node fits") for line in section)
 
 
+def test_ctrl_c_while_the_command_loads_is_an_interruption_not_a_traceback(monkeypatch, capsys):
+    """A Ctrl-C that lands while the command's modules import (the first fraction of a second)."""
+    import kubesched.cli.main as cli_main
+
+    def interrupted(argv: list[str]) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_main, "parse", interrupted)
+    assert main(["simulate", "-f", CLUSTER]) == 130
+    assert capsys.readouterr().err == "\ninterrupted\n"
+
+
 # --- real processes ---------------------------------------------------------------------------------
 def kubesched(*argv: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
