@@ -204,13 +204,19 @@ def test_a_closed_stdout_ends_the_run_quietly(tmp_path):
     assert (process.returncode, without_progress(err)) == (141, "")
 
 
+def _sigint_by_default() -> None:
+    """In the child: SIGINT's default action. A suite started in the background by a script
+    (``cmd &``) runs with SIGINT ignored, which a child inherits and, as any Unix program, keeps."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_prints_what_was_scheduled_so_far_and_exits_130(tmp_path):
     """A run long enough to show progress (whose first line says the run is under way) is interrupted."""
     objects = [make_node(f"n{i}", cpu="64", pods="500") for i in range(200)]
     objects += [{**make_pod(f"p{i}", cpu="10m"), "metadata": {"name": f"p{i}", "namespace": "default"}} for i in range(30000)]
     manifests = tmp_path / "big.json"
     manifests.write_text("\n".join(map(__import__("json").dumps, objects)))
-    process = kubesched("simulate", "-f", str(manifests), stdout=subprocess.DEVNULL)
+    process = kubesched("simulate", "-f", str(manifests), stdout=subprocess.DEVNULL, preexec_fn=_sigint_by_default)
     assert process.stderr is not None
     first = process.stderr.readline()
     assert first.startswith("kubesched: ")  # the run is under way (progress is shown after 2 s)
