@@ -9,14 +9,12 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from kubesched.api.events import core_to_v1, v1_to_core
-from kubesched.api.kinds import EVENT, POD, Kind, kind_for
+from kubesched.api.kinds import EVENT, POD, Kind
 from kubesched.api.meta import json_copy, set_condition
 from kubesched.api.watch import WatchEvent
 from kubesched.apiserver.selectors import field_predicate
 from kubesched.apiserver.store import ObjectStore
-from kubesched.client.interface import ClusterClient
-
-EVENTS_V1 = kind_for("events.k8s.io/v1", "Event")
+from kubesched.client.interface import EVENTS_V1, ClusterClient
 
 
 class MemoryClient(ClusterClient):
