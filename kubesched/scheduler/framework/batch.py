@@ -116,7 +116,7 @@ class BatchEntry:
         """Store one group's answer for ``rows`` (``Framework.run_batch_filters``'s triple) and
         combine the groups there."""
         first_pos, ids, statuses = answer
-        self._store(group, rows, first_pos, self.add_statuses(statuses)[ids])
+        self._store(group, rows, first_pos, self.add_statuses(statuses).take(ids))
 
     def _store(self, group: _Verdicts, rows: np.ndarray, first_pos: np.ndarray, ids: np.ndarray) -> None:
         """Store one group's verdicts (ids already into ``statuses``) for ``rows``, combine the
@@ -142,7 +142,7 @@ class BatchEntry:
         domain = self.domain
         if not statuses and self.domain_passes:  # passing everywhere, as before: nothing moved
             return False
-        ids = self.add_statuses(statuses)[ids]
+        ids = self.add_statuses(statuses).take(ids)
         self.domain_passes = not statuses
         moved = np.flatnonzero((ids != domain.ids) | (first_pos != domain.first_pos))
         if len(moved) <= MAX_MOVED_TOTALS:

@@ -75,7 +75,7 @@ class NodeToStatus:
     def codes(self) -> np.ndarray:
         """The status code of every row (absent rows get the absent status's code)."""
         lookup = np.array([int(s.code) for s in self.statuses] + [int(self.absent.code)], dtype=np.int32)
-        return lookup[np.where(self.ids >= 0, self.ids, len(self.statuses))]
+        return lookup.take(np.where(self.ids >= 0, self.ids, len(self.statuses)))
 
     def reason_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

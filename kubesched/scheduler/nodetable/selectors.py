@@ -52,7 +52,7 @@ def requirement_mask(batch: NodeBatch, req: Requirement) -> np.ndarray:
     if op not in (GT, LT):
         raise ValueError(f"unknown operator {op}")
     integers, valid = column.integers()
-    values, parsed = integers[codes], valid[codes]  # code -1 picks the trailing invalid slot
+    values, parsed = integers.take(codes), valid.take(codes)  # code -1 picks the trailing invalid slot
     matched: np.ndarray = parsed & (values > req.number if op == GT else values < req.number)
     return matched
 

@@ -144,6 +144,10 @@ class MatchView:
         self.last_used = 0
         self.live = True
 
+    def weights(self, n: int) -> tuple[None, np.ndarray]:
+        """(None, counts): dense over rows ``0..n-1``, as ``RowCounts.weights`` gives them."""
+        return None, self.counts[:n]
+
     def admits(self, group: PodGroup) -> bool:
         if group.terminating and not self.include_terminating:
             return False
@@ -254,13 +258,17 @@ class PodIndex:
     # --- queries --------------------------------------------------------------------------------
     def view_counts(self, clauses: frozenset[Clause], include_terminating: bool) -> np.ndarray:
         """Per-row count (rows ``0..n-1``) of pods matching every clause."""
+        return self.view(clauses, include_terminating).counts[: self.table.n]
+
+    def view(self, clauses: frozenset[Clause], include_terminating: bool) -> MatchView:
+        """The view counting, per row, the pods matching every clause."""
         key = (clauses, include_terminating)
         view = self.views.get(key)
         if view is None:
             view = self._build_view(clauses, include_terminating)
         self._tick += 1
         view.last_used = self._tick
-        return view.counts[: self.table.n]
+        return view
 
     def term_counts(self, kind: int) -> dict[AffinityTerm, TermCount]:
         return self.terms[kind]

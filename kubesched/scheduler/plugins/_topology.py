@@ -10,6 +10,7 @@ added by AddPod on a node the table does not know) live in ``extra``.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -40,6 +41,112 @@ def row_sums_by_code(codes: np.ndarray, counts: np.ndarray, rows: np.ndarray | N
     if not sums.any():
         return None
     return sums.astype(np.int64)
+
+
+#: Sums kept per table (distinct count sources and layouts in use); the least recently used go first.
+MAX_KEPT_SUMS = 32
+#: Past this share of the rows changed, the sums are computed again rather than corrected.
+_RECOUNT_SHARE = 8
+#: Up to this many changed rows, the sums are corrected row by row.
+_FEW_ROWS = 4
+
+
+class _KeptSums:
+    __slots__ = ("anchors", "counts", "generation", "sums", "version")
+
+    def __init__(self, anchors: tuple[object, ...], counts: np.ndarray, sums: np.ndarray, table: NodeTable) -> None:
+        self.anchors = anchors
+        self.counts = counts
+        self.sums = sums
+        self.generation = table.generation
+        self.version = table.version
+
+
+class DomainSums:
+    """Per-domain sums of per-row counts, carried from one cycle to the next.
+
+    Replicas of one workload ask for the same sums on every cycle (the pods matching a term, per
+    zone), and between two cycles only the rows that got or lost a pod change. While the table's
+    nodes are unchanged (its ``generation``: the rows' domain codes are fixed), the sums are
+    corrected by the count deltas of the rows changed since (``changed_rows``) instead of being
+    summed over every row again; the results are exactly those of ``np.bincount``.
+
+    Sums are kept by ``anchors``, the objects that identify what is counted and how rows map to
+    domains (a pod-index view and a label column, say); they are held, so an identity that matches
+    is the same object. Kept on the table as ``table.memos[DOMAIN_SUMS]``: see ``domain_sums``.
+    """
+
+    def __init__(self, table: NodeTable) -> None:
+        self.table = table
+        self._kept: OrderedDict[tuple[int, ...], _KeptSums] = OrderedDict()
+
+    def sums(self, anchors: tuple[object, ...], codes: np.ndarray, counts: np.ndarray, size: int) -> np.ndarray:
+        """Σ ``counts`` per code of ``codes`` (both by row; code -1 is counted nowhere), as int64 of
+        length ``size``; read only. ``codes`` must be fixed while the table's generation is."""
+        table = self.table
+        key = tuple(id(a) for a in anchors)
+        kept = self._kept.pop(key, None)
+        if kept is None or not self._still_valid(kept, anchors, counts, size):
+            kept = _KeptSums(anchors, counts.copy(), _bincount(codes, counts, size), table)
+        else:
+            self._correct(kept, codes, counts)
+        self._kept[key] = kept
+        if len(self._kept) > MAX_KEPT_SUMS:
+            self._kept.popitem(last=False)
+        out = kept.sums.view()
+        out.flags.writeable = False
+        return out
+
+    def _still_valid(self, kept: _KeptSums, anchors: tuple[object, ...], counts: np.ndarray, size: int) -> bool:
+        table = self.table
+        if kept.generation != table.generation or len(kept.counts) != len(counts) or len(kept.sums) != size:
+            return False
+        return all(a is b for a, b in zip(kept.anchors, anchors, strict=True))
+
+    def _correct(self, kept: _KeptSums, codes: np.ndarray, counts: np.ndarray) -> None:
+        table = self.table
+        rows = table.changed_rows(kept.version)
+        kept.version = table.version
+        if len(rows) * _RECOUNT_SHARE > len(counts):
+            kept.counts[:] = counts
+            kept.sums = _bincount(codes, counts, len(kept.sums))
+            return
+        if not len(rows):
+            return
+        if len(rows) <= _FEW_ROWS:  # the common case, a pod placed: scalars cost less than numpy calls
+            sums, old = kept.sums, kept.counts
+            for row in rows.tolist():
+                delta, code = int(counts[row] - old[row]), int(codes[row])
+                if delta:
+                    old[row] += delta
+                    if code >= 0:
+                        sums[code] += delta
+            return
+        delta = counts[rows] - kept.counts[rows]
+        moved = np.flatnonzero(delta)
+        if not len(moved):
+            return
+        rows, delta = rows[moved], delta[moved]
+        kept.counts[rows] = counts[rows]
+        domain = codes[rows]
+        counted = domain >= 0
+        np.add.at(kept.sums, domain[counted], delta[counted])
+
+
+DOMAIN_SUMS = "DomainSums"
+
+
+def domain_sums(table: NodeTable) -> DomainSums:
+    """The table's ``DomainSums`` (created on first use; it reads versions, it is not an extension)."""
+    kept = table.memos.get(DOMAIN_SUMS)
+    if kept is None:
+        kept = table.memos[DOMAIN_SUMS] = DomainSums(table)
+    return kept
+
+
+def _bincount(codes: np.ndarray, counts: np.ndarray, size: int) -> np.ndarray:
+    counted = codes >= 0
+    return np.bincount(codes[counted], weights=counts[counted], minlength=size)[:size].astype(np.int64)
 
 
 class VerdictBuilder:
@@ -153,9 +260,9 @@ class DomainCounts:
         codes = batch.labels(self.key)
         column = batch.table.label_column(self.key)
         if column is not None and column is self.column and not self.extra and len(column.values) == len(self.counts) - 1:
-            return codes >= 0, self.counts[codes]  # code -1 reads the trailing 0
+            return codes >= 0, self.counts.take(codes)  # code -1 reads the trailing 0; take: int32 codes
         counts, _ = self._extended()
-        return codes >= 0, counts[self._indices(batch, codes)]
+        return codes >= 0, counts.take(self._indices(batch, codes))
 
     def _extended(self) -> tuple[np.ndarray, np.ndarray]:
         present = self.present if self.present is not None else self.counts != 0
@@ -181,7 +288,7 @@ class DomainCounts:
         positions = {value: known + i for i, value in enumerate(self.extra)}
         trans = np.fromiter((self._position(v, positions) for v in column.values), dtype=np.int64, count=len(column.values))
         trans = np.append(trans, -1)  # code -1 -> sentinel
-        return trans[codes]
+        return trans.take(codes)
 
     def _position(self, value: str, extra_positions: dict[str, int]) -> int:
         code = self._code(value)

@@ -52,10 +52,12 @@ from kubesched.scheduler.plugins._pod_groups import (
     PREFERRED_ANTI,
     REQUIRED_AFFINITY,
     REQUIRED_ANTI,
+    MatchView,
     PodIndex,
+    RowCounts,
     pod_index,
 )
-from kubesched.scheduler.plugins._topology import DomainCounts, StateUpdates, VerdictBuilder, row_sums_by_code
+from kubesched.scheduler.plugins._topology import DomainCounts, StateUpdates, VerdictBuilder, domain_sums, row_sums_by_code
 
 PRE_FILTER_KEY = "PreFilter" + names.InterPodAffinity
 PRE_SCORE_KEY = "PreScore" + names.InterPodAffinity
@@ -66,6 +68,8 @@ ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
 
 Sums = dict[str, np.ndarray]
+#: Per-row counts of pods: those matching a term, or those carrying one.
+Counted = MatchView | RowCounts
 
 _FILTER_STATUSES = {
     1: lambda: Status(Code.UnschedulableAndUnresolvable, ERR_REASON_AFFINITY_RULES_NOT_MATCH),
@@ -79,17 +83,24 @@ def _pod_shape(pod: PodInfo, ns_labels: Mapping[str, str] | None) -> tuple:
     return pod.namespace, frozenset(pod.labels.items()), frozenset((ns_labels or {}).items())
 
 
-def _add_sums(out: Sums, table: NodeTable, key: str, counts: np.ndarray, rows: np.ndarray | None = None,
-              factor: int = 1) -> None:
-    """Add the per-row ``counts`` of pods, summed by ``key``'s domain and times ``factor``, to ``out``."""
+def _add_sums(out: Sums, table: NodeTable, key: str, counted: Counted, factor: int = 1) -> None:
+    """Add the per-row counts of ``counted``, summed by ``key``'s domain and times ``factor``, to ``out``."""
     column = table.label_column(key)
     if column is None:
         return
-    sums = row_sums_by_code(column.codes[: table.n], counts, rows, len(column.values))
-    if sums is None:
-        return
+    codes = column.codes[: table.n]
+    rows, counts = counted.weights(table.n)
+    sums: np.ndarray | None
+    if rows is None:
+        sums = domain_sums(table).sums((counted, column), codes, counts, len(column.values))
+        if not sums.any():
+            return
+    else:
+        sums = row_sums_by_code(codes, counts, rows, len(column.values))
+        if sums is None:
+            return
     if factor != 1:
-        sums *= factor
+        sums = sums * factor
     previous = out.get(key)
     out[key] = sums if previous is None else previous + sums
 
@@ -233,8 +244,7 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         shape = _pod_shape(pod, ns_labels)
         for term, tc in counters.items():
             if tc.matches(pod, shape, ns_labels):
-                rows, counts = tc.rows.weights(table.n)
-                _add_sums(out, table, term.topology_key, counts, rows)
+                _add_sums(out, table, term.topology_key, tc.rows)
         return out
 
     @staticmethod
@@ -242,12 +252,12 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         """Existing pods matching the incoming pod's required terms, per domain."""
         affinity: Sums = {}
         if s.required_affinity:
-            per_row = index.view_counts(frozenset(t.clause for t in s.required_affinity), True)
+            matching = index.view(frozenset(t.clause for t in s.required_affinity), True)
             for t in s.required_affinity:
-                _add_sums(affinity, table, t.topology_key, per_row)
+                _add_sums(affinity, table, t.topology_key, matching)
         anti: Sums = {}
         for t in s.required_anti:
-            _add_sums(anti, table, t.topology_key, index.view_counts(frozenset([t.clause]), True))
+            _add_sums(anti, table, t.topology_key, index.view(frozenset([t.clause]), True))
         s.affinity = _domains(table, affinity)
         s.anti = _domains(table, anti)
 
@@ -311,7 +321,7 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         for sign, pod_terms in ((1, terms.preferred_affinity), (-1, terms.preferred_anti_affinity)):
             for term in pod_terms:
                 t = merge_namespaces(term, namespaces)
-                _add_sums(sums, table, t.topology_key, index.view_counts(frozenset([t.clause]), True), factor=sign * t.weight)
+                _add_sums(sums, table, t.topology_key, index.view(frozenset([t.clause]), True), factor=sign * t.weight)
         self._existing_terms_sums(sums, index, table, pod, namespace_labels(namespaces, pod.namespace))
         if not sums:
             return Status(Code.Skip)
@@ -333,8 +343,7 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
                 if not tc.matches(pod, shape, ns_labels):
                     continue
                 weight = self.hard_pod_affinity_weight if kind == REQUIRED_AFFINITY else sign * term.weight
-                rows, counts = tc.rows.weights(table.n)
-                _add_sums(sums, table, term.topology_key, counts, rows, factor=weight)
+                _add_sums(sums, table, term.topology_key, tc.rows, factor=weight)
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
         s: _ScoreState | None = state.get(PRE_SCORE_KEY)

@@ -56,9 +56,9 @@ from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._affinity_terms import selector_error
 from kubesched.scheduler.plugins._hints import is_same_pod, labels
-from kubesched.scheduler.plugins._pod_groups import Clause, pod_index
+from kubesched.scheduler.plugins._pod_groups import Clause, MatchView, pod_index
 from kubesched.scheduler.plugins._resource_allocation import go_round
-from kubesched.scheduler.plugins._topology import MAX_INT32, DomainCounts, StateUpdates, VerdictBuilder
+from kubesched.scheduler.plugins._topology import MAX_INT32, DomainCounts, StateUpdates, VerdictBuilder, domain_sums
 from kubesched.scheduler.plugins.nodeaffinity.node_affinity import RequiredNodeAffinity
 from kubesched.scheduler.plugins.tainttoleration.taint_toleration import (
     COMPARISON_GATE,
@@ -224,40 +224,44 @@ def _has_keys(table: NodeTable, constraints: Sequence[Constraint], rows: np.ndar
     return mask
 
 
-def _match_counts(table: NodeTable, c: Constraint, namespace: str) -> np.ndarray | None:
-    """``countPodsMatchSelector`` on every row (non-terminating pods of the namespace); None when the
-    selector is empty or nil, which counts nothing."""
+def _matching(table: NodeTable, c: Constraint, namespace: str) -> MatchView | None:
+    """What ``countPodsMatchSelector`` counts on every row (non-terminating pods of the namespace);
+    None when the selector is empty or nil, which counts nothing."""
     if c.selector.empty or c.selector.nothing:
         return None
-    return pod_index(table).view_counts(frozenset([Clause(frozenset([namespace]), c.selector)]), False)
+    return pod_index(table).view(frozenset([Clause(frozenset([namespace]), c.selector)]), False)
 
 
 @dataclass(frozen=True, slots=True)
 class _Layout:
     """What PreFilter counts a constraint's pods over, which moves only with the nodes: the
     eligible rows that have a domain, their domain codes, how many codes there are, which domains
-    the eligible nodes make (``present``), and every row's domain code (``all_codes``, -1: none)."""
+    the eligible nodes make (``present``), every row's domain code (``all_codes``, -1: none), and
+    every row's code where it is eligible (``eligible_codes``, -1 elsewhere)."""
 
     rows: np.ndarray
     codes: np.ndarray
     size: int
     present: np.ndarray
     all_codes: np.ndarray
+    eligible_codes: np.ndarray
 
     @classmethod
     def of(cls, table: NodeTable, c: Constraint, eligible: np.ndarray, absent_as_empty: bool) -> _Layout:
         codes, size = _domain_codes(table, c.topology_key, None, absent_as_empty)
         rows = np.flatnonzero(eligible & (codes >= 0))
-        return cls(rows, codes[rows], size, np.bincount(codes[rows], minlength=size) > 0, codes)
+        eligible_codes = np.full(table.n, -1, dtype=np.int64)
+        eligible_codes[rows] = codes[rows]
+        return cls(rows, codes[rows], size, np.bincount(codes[rows], minlength=size) > 0, codes, eligible_codes)
 
     def domains_among(self, rows: np.ndarray) -> int:
         """How many distinct domains ``rows`` are in."""
         codes = self.all_codes[rows]
         return int(np.count_nonzero(np.bincount(codes[codes >= 0], minlength=self.size)))
 
-    def sums(self, counts: np.ndarray) -> np.ndarray:
-        """Per domain, the ``counts`` (by row) of its eligible rows summed."""
-        return np.bincount(self.codes, weights=counts[self.rows], minlength=self.size).astype(np.int64)
+    def sums(self, table: NodeTable, matching: MatchView) -> np.ndarray:
+        """Per domain, the pods ``matching`` counts on its eligible rows, summed (read only)."""
+        return domain_sums(table).sums((matching, self), self.eligible_codes, matching.counts[: table.n], self.size)
 
 
 class _FilterState:
@@ -447,8 +451,8 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         table = nodes.table
         domains = []
         for c, layout in zip(constraints, self._layouts(pod, table, constraints, DO_NOT_SCHEDULE, True), strict=True):
-            counts = _match_counts(table, c, pod.namespace)
-            sums = None if counts is None else layout.sums(counts)
+            matching = _matching(table, c, pod.namespace)
+            sums = None if matching is None else layout.sums(table, matching)
             domains.append(DomainCounts.from_sums(table, c.topology_key, sums, layout.present))
         state.write(PRE_FILTER_KEY, _FilterState(pod, constraints, domains, self.comparison_operators))
         return None, None
@@ -522,12 +526,12 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         """Matching pods per domain over every eligible node of the cluster. Nodes without the label
         count toward the value "" (a layout without ``require_all``); when no node has that value,
         no scored node reads that bucket, so it is dropped."""
-        counts = _match_counts(table, c, pod.namespace)
-        if counts is None:
+        matching = _matching(table, c, pod.namespace)
+        if matching is None:
             return DomainCounts.zeros(table, c.topology_key)
         column = table.label_column(c.topology_key)
         known = 0 if column is None else len(column.values)
-        return DomainCounts.from_sums(table, c.topology_key, layout.sums(counts)[:known])
+        return DomainCounts.from_sums(table, c.topology_key, layout.sums(table, matching)[:known])
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
         s: _ScoreState | None = state.get(PRE_SCORE_KEY)
@@ -539,8 +543,8 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
             has = nodes.labels(c.topology_key) >= 0
             known = s.counts[i]
             if known is None:
-                per_row = _match_counts(nodes.table, c, pod.namespace)
-                counts = per_row[rows] if per_row is not None else np.zeros(len(nodes), dtype=np.int64)
+                matching = _matching(nodes.table, c, pod.namespace)
+                counts = matching.counts[rows] if matching is not None else np.zeros(len(nodes), dtype=np.int64)
             else:
                 counts = known.lookup(nodes)[1]
             part = counts.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)

@@ -177,7 +177,7 @@ def per_signature(table: NodeTable, sigs: np.ndarray, evaluate: Any, dtype: Any)
     lookup = np.zeros(len(signatures), dtype=dtype)
     for sig in wanted:
         lookup[int(sig)] = evaluate(signatures[int(sig)])
-    return lookup[sigs]
+    return lookup.take(sigs)  # take: sigs are int32, which fancy indexing converts first
 
 
 class _PreScoreState:
