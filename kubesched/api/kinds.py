@@ -34,19 +34,24 @@ class Kind:
     def singular(self) -> str:
         return self.kind.lower()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_names_hash", hash((self.kind, self.group, self.version)))
+
     def __eq__(self, other: object) -> bool:
         """A dataclass's comparison (every field, same class), after an identity check: kinds are
         the table's constants, compared and hashed at every store write and informer event."""
         if self is other:
             return True
-        if not isinstance(other, Kind) or other.__class__ is not self.__class__:
+        if other.__class__ is not self.__class__:
             return NotImplemented
+        assert isinstance(other, Kind)
         return (self.kind == other.kind and self.group == other.group
                 and all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self)))
 
     def __hash__(self) -> int:
-        """Of the names alone (equal kinds have equal names): no tuple of every field per lookup."""
-        return hash((self.kind, self.group, self.version))
+        """Of the names alone (equal kinds have equal names), computed once: kinds are hashed at
+        every store write and informer event."""
+        return self._names_hash  # type: ignore[attr-defined, no-any-return]  # set by __post_init__
 
 
 @dataclass(frozen=True, eq=False)

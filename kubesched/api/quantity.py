@@ -59,6 +59,8 @@ QUANTITY_FORMAT_MESSAGE = f"quantities must match the regular expression '{_PATT
 
 def parse_quantity(raw: str | int | float) -> Fraction:
     """Parse a quantity (``"250m"``, ``"1.5Gi"``, ``"1e3"``, ``2``) into an exact Fraction."""
+    if type(raw) is str:  # the common case first: the text's parse is cached
+        return _parse_string(raw)
     if isinstance(raw, bool):
         raise InvalidQuantity(str(raw), QUANTITY_FORMAT_MESSAGE)
     if isinstance(raw, int):
