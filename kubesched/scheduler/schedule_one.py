@@ -150,14 +150,16 @@ class Algorithm:
                        table: NodeTable, attempt: Attempt | None = None) -> ScheduleResult | None:
         """A batched cycle on the totals its entry keeps (``RankedTotals``): the changed rows'
         verdicts and raw scores refreshed, their totals rewritten, the best total taken; the node,
-        the random draw, the start index and the metrics are those of the generic cycle. For the
-        common case only, where every node is visited: at least two feasible nodes and no more than
-        ``numFeasibleNodesToFind``, batch plugins only, no extenders, no signature (upstream's
-        hints). The entry's domain-scoped plugins run again in full: PreFilter, Filter over every
-        row, PreScore and Score over the feasible rows (never for an explained cycle: their raw
-        scores are not kept). An explained cycle's ``attempt`` is filled from the entry as the
-        generic cycle fills it. None otherwise: the generic cycle runs on the refreshed entry, or a
-        full cycle where domain-scoped plugins run."""
+        the random draw, the start index and the metrics are those of the generic cycle. For at
+        least two feasible nodes, batch plugins only, no extenders, no signature (upstream's
+        hints). Where the search samples (more feasible nodes than ``numFeasibleNodesToFind``), the
+        nodes the generic cycle would visit are read from the kept verdicts and their kept totals
+        corrected where a normalisation over them differs from the kept one (``_sampled``). The
+        entry's domain-scoped plugins run again in full where every node is visited: PreFilter,
+        Filter over every row, PreScore and Score over the feasible rows (never for an explained
+        cycle: their raw scores are not kept). An explained cycle's ``attempt`` is filled from the
+        entry as the generic cycle fills it. None otherwise: the generic cycle runs on the
+        refreshed entry, or a full cycle where domain-scoped plugins run."""
         plugins = self._kept_plugins(fw, state, pod)
         if plugins is None:
             return None
@@ -182,7 +184,8 @@ class Algorithm:
         else:
             ranked.take_verdicts(entry)
         n = table.n
-        if not 2 <= ranked.count <= num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, n):
+        to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, n)
+        if ranked.count < 2 or (ranked.count > to_find and entry.rerun):
             # The generic cycle runs and keeps no totals: they are all recomputed when they serve again,
             # so the rows changed meanwhile need not be remembered.
             ranked.complete = False
@@ -197,14 +200,53 @@ class Algorithm:
             if plugins is None:
                 return None
         self._keep_scores(entry, ranked, plugins, fw, state, pod, feasible)
-        self.next_start_node_index %= n  # every node was processed: the start index moved by n
-        host = table.names[ranked.best(self.next_start_node_index, self.rng)]
-        if attempt is not None:
-            self._record_kept(attempt, entry, ranked, plugins, table, host)
+        if ranked.count > to_find:
+            result = self._sampled(entry, ranked, plugins, fw, state, pod, table, to_find, attempt)
+        else:
+            self.next_start_node_index %= n  # every node was processed: the start index moved by n
+            host = table.names[ranked.best(self.next_start_node_index, self.rng)]
+            if attempt is not None:
+                self._record_kept(attempt, entry, ranked, plugins, table, host)
+            result = ScheduleResult(host, n, ranked.count)
         if gate:
-            fw.hints.store(None, "", host, None, self.cycle)
+            fw.hints.store(None, "", result.suggested_host, None, self.cycle)
         fw.batches.kept += 1
-        return ScheduleResult(host, n, ranked.count)
+        return result
+
+    def _sampled(self, entry: BatchEntry, ranked: RankedTotals, plugins: list[tuple[BatchScorePlugin, int, bool]],
+                 fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, to_find: int,
+                 attempt: Attempt | None) -> ScheduleResult:
+        """The kept cycle where the search samples: the first ``to_find`` feasible nodes from the
+        start index in visiting order, as the generic cycle finds them, and their totals. A kept
+        total normalises over every feasible node and the generic cycle over the nodes it visited,
+        so each normalising plugin's scores over the visited nodes are computed, and where they
+        differ from the kept ones the totals are corrected by the difference (times the weight)."""
+        n = table.n
+        start = self.next_start_node_index % n
+        rotated = np.concatenate([ranked.order[start:], ranked.order[:start]]) if start else ranked.order
+        positions = np.flatnonzero(ranked.feasible.take(rotated))[:to_find]
+        processed = int(positions[-1]) + 1
+        rows = rotated[positions]
+        totals = ranked.in_order.take(ranked.position.take(rows))
+        visited = table.batch(rows)
+        normalized: dict[str, np.ndarray] = {}
+        for pl, weight, normalises in plugins:
+            if not normalises:
+                continue
+            kept = ranked.normalized[pl.name].take(rows)
+            over_visited = normalized[pl.name] = fw.normalize_one(pl, state, pod, visited, entry.raw[pl.name].take(rows))
+            if not np.array_equal(over_visited, kept):
+                totals = totals + (over_visited - kept) * weight
+        self.next_start_node_index = (start + processed) % n
+        host = table.names[int(rows[self.select_host(totals)])]
+        if attempt is not None:
+            self._record_filters(attempt, table, rotated, entry.ids.take(rotated[:processed]), entry.statuses, positions,
+                                 processed)
+            parts = [(pl.name, entry.raw[pl.name].take(rows), normalized.get(pl.name, entry.raw[pl.name].take(rows)), weight)
+                     for pl, weight, _ in plugins]
+            attempt.scores = ScoreResult(totals, parts)
+            attempt.chosen = host
+        return ScheduleResult(host, processed, len(rows))
 
     def _record_kept(self, attempt: Attempt, entry: BatchEntry, ranked: RankedTotals,
                      plugins: list[tuple[BatchScorePlugin, int, bool]], table: NodeTable, host: str) -> None:
