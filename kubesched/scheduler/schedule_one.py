@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -41,16 +41,84 @@ class ScheduleResult:
 
 
 @dataclass
-class Attempt:
-    """What one scheduling attempt saw, kept when explanations are on (``--explain``)."""
+class _Visit:
+    """The Filter side of an attempt as the cycle left it (rows, not names): the nodes in visiting
+    order, the status id of each processed one (-1: passed), and the positions found feasible."""
 
-    pod: str
-    node_names: list[str] = field(default_factory=list)
-    filter_status: dict[str, Status] = field(default_factory=dict)
-    feasible: list[str] = field(default_factory=list)
-    scores: ScoreResult | None = None
-    chosen: str = ""
-    pre_filter_status: Status | None = None
+    names: np.ndarray
+    rotated: np.ndarray
+    ids: np.ndarray
+    statuses: list[Status]
+    positions: np.ndarray
+
+
+class Attempt:
+    """What one scheduling attempt saw, kept when explanations are on (``--explain``). A cycle
+    records its Filter side as rows (``record_visit``), named only when read: a scheduler that
+    explains every attempt keeps most of them unread."""
+
+    __slots__ = ("_feasible", "_filter_status", "_node_names", "_visit", "chosen", "pod", "pre_filter_status", "scores")
+
+    def __init__(self, pod: str, node_names: list[str] | None = None, filter_status: dict[str, Status] | None = None,
+                 feasible: list[str] | None = None, scores: ScoreResult | None = None, chosen: str = "",
+                 pre_filter_status: Status | None = None) -> None:
+        self.pod = pod
+        self._node_names = node_names if node_names is not None else []
+        self._filter_status = filter_status if filter_status is not None else {}
+        self._feasible = feasible if feasible is not None else []
+        self.scores, self.chosen, self.pre_filter_status = scores, chosen, pre_filter_status
+        self._visit: _Visit | None = None
+
+    def record_visit(self, names: np.ndarray, rotated: np.ndarray, ids: np.ndarray, statuses: list[Status],
+                     positions: np.ndarray, processed: int) -> None:
+        """Every node in visiting order (``names[rotated]``), the verdicts of the ``processed``
+        first (``ids``: -1 passed, else an index in ``statuses``) and the feasible ``positions``.
+        The arrays are kept as they are: callers hand over arrays nothing writes to later."""
+        self._visit = _Visit(names, rotated, ids[:processed], statuses, positions)
+
+    def _named(self) -> None:
+        visit, self._visit = self._visit, None
+        if visit is None:
+            return
+        names, rotated, ids = visit.names, visit.rotated, visit.ids
+        self._node_names = names[rotated].tolist()
+        failed = np.flatnonzero(ids >= 0)
+        self._filter_status = dict(zip(names[rotated[failed]].tolist(), [visit.statuses[s] for s in ids[failed].tolist()],
+                                       strict=True))
+        self._feasible = names[rotated[visit.positions]].tolist()
+
+    @property
+    def node_names(self) -> list[str]:
+        """Every node in the order the cycle visited them (those it did not reach too)."""
+        self._named()
+        return self._node_names
+
+    @node_names.setter
+    def node_names(self, value: list[str]) -> None:
+        self._named()
+        self._node_names = value
+
+    @property
+    def filter_status(self) -> dict[str, Status]:
+        """The status of each node a Filter plugin (or an extender) rejected."""
+        self._named()
+        return self._filter_status
+
+    @filter_status.setter
+    def filter_status(self, value: dict[str, Status]) -> None:
+        self._named()
+        self._filter_status = value
+
+    @property
+    def feasible(self) -> list[str]:
+        """The feasible nodes the cycle found, in visiting order."""
+        self._named()
+        return self._feasible
+
+    @feasible.setter
+    def feasible(self, value: list[str]) -> None:
+        self._named()
+        self._feasible = value
 
 
 def num_feasible_nodes_to_find(percentage: int | None, global_percentage: int, num_all: int) -> int:
@@ -242,8 +310,10 @@ class Algorithm:
         if attempt is not None:
             self._record_filters(attempt, table, rotated, entry.ids.take(rotated[:processed]), entry.statuses, positions,
                                  processed)
-            parts = [(pl.name, entry.raw[pl.name].take(rows), normalized.get(pl.name, entry.raw[pl.name].take(rows)), weight)
-                     for pl, weight, _ in plugins]
+            parts = []
+            for pl, weight, _ in plugins:
+                raw = entry.raw[pl.name].take(rows)
+                parts.append((pl.name, raw, normalized.get(pl.name, raw), weight))
             attempt.scores = ScoreResult(totals, parts)
             attempt.chosen = host
         return ScheduleResult(host, processed, len(rows))
@@ -621,12 +691,9 @@ class Algorithm:
     @staticmethod
     def _record_filters(attempt: Attempt, table: NodeTable, rotated: np.ndarray, ids: np.ndarray,
                         statuses: list[Status], positions: np.ndarray, processed: int) -> None:
-        names = table.names_array()
-        attempt.node_names = names[rotated].tolist()
-        failed = np.flatnonzero(ids[:processed] >= 0)
-        attempt.filter_status = dict(zip(names[rotated[failed]].tolist(), [statuses[s] for s in ids[failed].tolist()],
-                                         strict=True))
-        attempt.feasible = names[rotated[positions]].tolist()
+        """The attempt's Filter side; ``ids`` is copied (a reused entry's arrays change with the
+        next cycle), the other arrays are the cycle's own, and statuses are only ever appended."""
+        attempt.record_visit(table.names_array(), rotated, ids[:processed].copy(), statuses, positions, processed)
 
     # --- scoring ---------------------------------------------------------------------------------
     def _has_scoring(self, fw: Framework) -> bool:
