@@ -625,7 +625,7 @@ class Framework:
             for i, s in enumerate(verdict_statuses):
                 statuses.append(self._filter_status(pl.name, s) if i in counted else s)
             # np.where rather than masked assignment: a scattered mask costs several times more.
-            ids = np.where(newly, codes + base, ids)
+            ids = np.where(newly, codes + base, ids).astype(np.int32, copy=False)  # a plugin's codes may be wider
             first_pos = np.where(newly, np.int32(position), first_pos)
         return first_pos, ids, statuses
 
