@@ -13,6 +13,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -27,6 +28,8 @@ from kubesched.scheduler.framework.nominated import NomineeChecks, nominated_ove
 from kubesched.scheduler.framework.runtime import Framework, ScoreResult
 from kubesched.scheduler.framework.status import Code, Status, StatusError
 from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
+
+T = TypeVar("T")
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -52,12 +55,35 @@ class _Visit:
     positions: np.ndarray
 
 
+class _Named(Generic[T]):
+    """A field of an ``Attempt`` filled from its recorded visit when first read (or written)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, attempt: Attempt, owner: type | None = None) -> T:
+        attempt._named()
+        value: T = getattr(attempt, self.slot)
+        return value
+
+    def __set__(self, attempt: Attempt, value: T) -> None:
+        attempt._named()
+        setattr(attempt, self.slot, value)
+
+
 class Attempt:
     """What one scheduling attempt saw, kept when explanations are on (``--explain``). A cycle
     records its Filter side as rows (``record_visit``), named only when read: a scheduler that
     explains every attempt keeps most of them unread."""
 
     __slots__ = ("_feasible", "_filter_status", "_node_names", "_visit", "chosen", "pod", "pre_filter_status", "scores")
+
+    #: Every node in the order the cycle visited them (those it did not reach too).
+    node_names: _Named[list[str]] = _Named()
+    #: The status of each node a Filter plugin (or an extender) rejected.
+    filter_status: _Named[dict[str, Status]] = _Named()
+    #: The feasible nodes the cycle found, in visiting order.
+    feasible: _Named[list[str]] = _Named()
 
     def __init__(self, pod: str, node_names: list[str] | None = None, filter_status: dict[str, Status] | None = None,
                  feasible: list[str] | None = None, scores: ScoreResult | None = None, chosen: str = "",
@@ -86,39 +112,6 @@ class Attempt:
         self._filter_status = dict(zip(names[rotated[failed]].tolist(), [visit.statuses[s] for s in ids[failed].tolist()],
                                        strict=True))
         self._feasible = names[rotated[visit.positions]].tolist()
-
-    @property
-    def node_names(self) -> list[str]:
-        """Every node in the order the cycle visited them (those it did not reach too)."""
-        self._named()
-        return self._node_names
-
-    @node_names.setter
-    def node_names(self, value: list[str]) -> None:
-        self._named()
-        self._node_names = value
-
-    @property
-    def filter_status(self) -> dict[str, Status]:
-        """The status of each node a Filter plugin (or an extender) rejected."""
-        self._named()
-        return self._filter_status
-
-    @filter_status.setter
-    def filter_status(self, value: dict[str, Status]) -> None:
-        self._named()
-        self._filter_status = value
-
-    @property
-    def feasible(self) -> list[str]:
-        """The feasible nodes the cycle found, in visiting order."""
-        self._named()
-        return self._feasible
-
-    @feasible.setter
-    def feasible(self, value: list[str]) -> None:
-        self._named()
-        self._feasible = value
 
 
 def num_feasible_nodes_to_find(percentage: int | None, global_percentage: int, num_all: int) -> int:

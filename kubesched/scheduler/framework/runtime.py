@@ -621,12 +621,14 @@ class Framework:
             base = len(statuses)
             # Only statuses of nodes no earlier plugin rejected count: upstream never runs this
             # plugin on the others, so an Error there is not raised.
-            counted = _codes_among(codes, newly, len(verdict_statuses))
+            # By row numbers rather than the mask: indexing by a scattered mask costs several times more.
+            rows = np.flatnonzero(newly)
+            found = codes.take(rows)
+            counted = set(np.flatnonzero(np.bincount(found)).tolist())  # codes are small: no sort
             for i, s in enumerate(verdict_statuses):
                 statuses.append(self._filter_status(pl.name, s) if i in counted else s)
-            # np.where rather than masked assignment: a scattered mask costs several times more.
-            ids = np.where(newly, codes + base, ids).astype(np.int32, copy=False)  # a plugin's codes may be wider
-            first_pos = np.where(newly, np.int32(position), first_pos)
+            ids[rows] = found + base
+            first_pos[rows] = position
         return first_pos, ids, statuses
 
     @staticmethod
@@ -1151,13 +1153,3 @@ async def _maybe_await(value: T | Awaitable[T]) -> T:
         return await value
     return value
 
-
-#: Up to this many distinct statuses, each is looked for in turn (cheaper than a bincount of the masked codes).
-_FEW_STATUSES = 4
-
-
-def _codes_among(codes: np.ndarray, mask: np.ndarray, count: int) -> set[int]:
-    """The distinct values of ``codes`` (each below ``count``) where ``mask`` holds."""
-    if count <= _FEW_STATUSES:
-        return {i for i in range(count) if (mask & (codes == i)).any()}
-    return set(np.flatnonzero(np.bincount(codes[mask])).tolist())  # codes are small: no sort

@@ -165,12 +165,13 @@ class VerdictBuilder:
     def mark(self, failed: np.ndarray, reason: int) -> None:
         if not failed.any():
             return
+        if self.codes is None:
+            self.codes = np.full(self.size, -1, dtype=np.int32)
         idx = self.index.get(reason)
         if idx is None:
             idx = self.index[reason] = len(self.statuses)
             self.statuses.append(self.templates[reason]())
-        # np.where rather than masked assignment: a scattered mask costs more.
-        self.codes = np.where(failed, np.int32(idx), np.int32(-1) if self.codes is None else self.codes)
+        self.codes[failed] = idx
 
     def verdict(self) -> FilterVerdict | None:
         if self.codes is None:
