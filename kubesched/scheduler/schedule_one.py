@@ -284,7 +284,7 @@ class Algorithm:
         differ from the kept ones the totals are corrected by the difference (times the weight)."""
         n = table.n
         start = self.next_start_node_index % n
-        rotated = np.concatenate([ranked.order[start:], ranked.order[:start]]) if start else ranked.order
+        rotated = _rotated(ranked.order, start)
         positions = np.flatnonzero(ranked.feasible.take(rotated))[:to_find]
         processed = int(positions[-1]) + 1
         rows = rotated[positions]
@@ -316,8 +316,7 @@ class Algorithm:
         """What the generic cycle records of a pod that visits every node: each node's verdict in
         visiting order, then each feasible node's raw, normalised and weighted scores and total
         (copies: the entry's arrays change with the next cycle)."""
-        order, start = ranked.order, self.next_start_node_index
-        rotated = np.concatenate([order[start:], order[:start]]) if start else order
+        rotated = _rotated(ranked.order, self.next_start_node_index)
         ids = entry.ids[rotated]
         positions = np.flatnonzero(ids < 0)
         self._record_filters(attempt, table, rotated, ids, entry.statuses, positions, len(rotated))
@@ -522,7 +521,7 @@ class Algorithm:
         if not self._has_scoring(fw) and not any(e.is_filter() for e in self.extenders):
             to_find = 1
         start = self.next_start_node_index % n_all
-        rotated = np.concatenate([candidates[start:], candidates[:start]]) if start else candidates
+        rotated = _rotated(candidates, start)
         if not fw.has_filter_plugins():
             return rotated[:to_find], min(to_find, n_all)
         start_filter = time.perf_counter()
@@ -814,6 +813,11 @@ def _domain_scores(fw: Framework, pl: BatchScorePlugin, state: CycleState, pod: 
     out = np.zeros(feasible.table.n, dtype=np.int64)
     out[feasible.row_ids()] = scores
     return out
+
+
+def _rotated(order: np.ndarray, start: int) -> np.ndarray:
+    """The nodes in visiting order from position ``start`` (``order`` itself when it is 0)."""
+    return np.concatenate([order[start:], order[:start]]) if start else order
 
 
 def _fits_anything(name: str) -> bool:

@@ -359,7 +359,7 @@ def test_sampled_cycles_keep_their_totals_and_place_as_full_cycles_do():
     visit the nodes the generic cycle visits (from the rotating start index), correct the totals
     where a normalisation over those nodes differs from the one over every feasible node, and so
     place every pod where the generic cycle does, through nodes filling up and removed."""
-    more = [make_pod(f"late-{i:03d}", cpu="250m", memory="128Mi", affinity=None) for i in range(40)]
+    more = [make_pod(f"late-{i:03d}", cpu="250m", memory="128Mi") for i in range(40)]
     batched, kept = placed(sampled_cluster(), True, ["n004", "n050", "n121"], more)
     one_by_one, none = placed(sampled_cluster(), False, ["n004", "n050", "n121"], more)
     assert kept > 200 and none == 0
