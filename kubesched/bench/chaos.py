@@ -291,8 +291,13 @@ class ChaosRun:
             self.client = KubeClient(load_config(self.kubeconfig), timeout=60)
         await wait_ready(self.client, 60)
 
-    async def restart_api(self, durable: bool) -> None:
+    async def restart_api(self, durable: bool, fresh: bool = False) -> None:
+        """Kill -9 the API server and start it again; ``fresh``: on a new database, where
+        resourceVersions start over, so Lease writes from then on belong to a new epoch (begun
+        once the old server is dead: a write it still answers was sent in the old one)."""
         self.api.kill()
+        if fresh:
+            self.ledger.epoch += 1
         await asyncio.sleep(0.5)
         await self.start_api(durable)
 
@@ -459,8 +464,7 @@ class ChaosRun:
         await self.until(lambda: self._bound_count("lost-", 50), 60)
         self.lost_cluster_nodes = set(names)
         self.injected["API server kill -9 and restart without --data"] += 1
-        self.ledger.epoch += 1
-        await self.restart_api(durable=True)  # a fresh database file: nothing of the old cluster
+        await self.restart_api(durable=True, fresh=True)  # a fresh database file: nothing of the old cluster
 
     async def _bound_count(self, prefix: str, want: int) -> bool:
         assert self.client is not None

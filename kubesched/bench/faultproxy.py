@@ -68,7 +68,8 @@ class Ledger:
     bindings: list[Write] = field(default_factory=list)
     #: Lease writes: ``subject`` is the holder identity written ("" for a release).
     lease_writes: list[Write] = field(default_factory=list)
-    #: Incremented when the API server starts over without its data (resourceVersions start over).
+    #: Incremented once an API server that starts over without its data (resourceVersions start
+    #: over) has killed its predecessor; a write is in the epoch it was sent in.
     epoch: int = 0
 
 
@@ -134,13 +135,13 @@ class FaultProxy:
             return resp.status, await resp.read(), resp.headers.get("Content-Type", "application/json")
 
     async def _forward(self, request: web.Request, body: bytes) -> web.Response:
-        sent = time.monotonic()
+        sent, epoch = time.monotonic(), self.ledger.epoch  # the server that answers is the one it was sent to
         status, payload, content_type = await self._send(request, body)
         if status < 300 and is_lease_write(request.method, request.path):
             lease = orjson.loads(payload)
             holder = (lease.get("spec") or {}).get("holderIdentity") or ""
             version = str((lease.get("metadata") or {}).get("resourceVersion") or "0")
-            order = (self.ledger.epoch, int(version) if version.isdigit() else 0)
+            order = (epoch, int(version) if version.isdigit() else 0)
             self.ledger.lease_writes.append(Write(self.replica, holder, sent, time.monotonic(), order))
         return web.Response(status=status, body=payload, headers={"Content-Type": content_type})
 

@@ -6,11 +6,14 @@ chaos`` (docs/reliability.md)."""
 from __future__ import annotations
 
 import asyncio
+import random
+from types import SimpleNamespace
 
+import orjson
 import pytest
 
 from kubesched.bench.chaos import EXPECTED, ChaosOptions, ChaosRun, clear_workdir, failures
-from kubesched.bench.faultproxy import Write, is_lease_write
+from kubesched.bench.faultproxy import FaultProxy, Faults, Ledger, Write, is_lease_write
 from kubesched.cli.main import main
 
 
@@ -41,6 +44,26 @@ def test_a_rerun_in_the_same_workdir_starts_without_the_earlier_runs_database_an
         (workdir / name).write_text("from an earlier run")
     clear_workdir(workdir)
     assert sorted(p.name for p in workdir.iterdir()) == ["notes.txt"]
+
+
+def test_a_lease_write_belongs_to_the_epoch_it_was_sent_in():
+    """A renewal the old API server answers while it is being replaced by one without its data
+    keeps the old epoch: tagged with the new one, its resourceVersion (of the old numbering) would
+    sort after the new cluster's acquisition and turn the new leader's bindings into binds without
+    the Lease."""
+    ledger = Ledger()
+    proxy = FaultProxy("replica-0", "http://127.0.0.1:1", Faults(), ledger, random.Random(0))
+
+    async def answered_during_the_restart(request: object, body: bytes) -> tuple[int, bytes, str]:
+        ledger.epoch += 1  # the harness starts the new epoch while this renewal is in flight
+        lease = {"metadata": {"resourceVersion": "184"}, "spec": {"holderIdentity": "old"}}
+        return 200, orjson.dumps(lease), "application/json"
+
+    proxy._send = answered_during_the_restart
+    request = SimpleNamespace(method="PUT", path="/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler")
+    asyncio.run(proxy._forward(request, b"{}"))
+    [write] = ledger.lease_writes
+    assert (write.subject, write.order) == ("old", (0, 184))
 
 
 def test_a_late_answer_to_the_old_leaders_last_renewal_is_not_taken_for_an_acquisition(tmp_path):
