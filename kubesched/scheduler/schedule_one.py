@@ -346,6 +346,8 @@ class Algorithm:
         decides)."""
         if not fw.rerun_pre_filter(state, pod, entry.rerun):
             return None
+        if entry.domain_passes and entry.rerun <= state.skip_filter_plugins:
+            return False  # they all skip, and passed everywhere before: no verdict moved
         return entry.set_domain_filters(fw.run_batch_filters(state, pod, table.all_rows(), entry.rerun.__contains__))
 
     @staticmethod

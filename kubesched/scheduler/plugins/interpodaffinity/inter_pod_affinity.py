@@ -221,6 +221,8 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
             return None, Status(Code.UnschedulableAndUnresolvable, f"parsing pod: {error}")
         table = nodes.table
         index = pod_index(table)
+        if not terms.required_affinity and not terms.required_anti_affinity and not index.term_counts(REQUIRED_ANTI):
+            return None, Status(Code.Skip)  # no term anywhere to count: the Skip below, without the state
         namespaces = self._namespaces()
         ns_labels = namespace_labels(namespaces, pod.namespace)
         s = _FilterState(pod, ns_labels,
