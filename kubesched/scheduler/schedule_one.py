@@ -685,9 +685,9 @@ class Algorithm:
     @staticmethod
     def _record_filters(attempt: Attempt, table: NodeTable, rotated: np.ndarray, ids: np.ndarray,
                         statuses: list[Status], positions: np.ndarray, processed: int) -> None:
-        """The attempt's Filter side; ``ids`` is copied (a reused entry's arrays change with the
-        next cycle), the other arrays are the cycle's own, and statuses are only ever appended."""
-        attempt.record_visit(table.names_array(), rotated, ids[:processed].copy(), statuses, positions, processed)
+        """The attempt's Filter side. Every array is the cycle's own (indexing an entry's arrays
+        copies them), and statuses are only ever appended."""
+        attempt.record_visit(table.names_array(), rotated, ids, statuses, positions, processed)
 
     # --- scoring ---------------------------------------------------------------------------------
     def _has_scoring(self, fw: Framework) -> bool:

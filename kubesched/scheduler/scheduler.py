@@ -83,6 +83,7 @@ class _Outcome:
 #: ``newPodInformer``): the API server filters them out, and a pod that finishes is deleted.
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
+
 class Scheduler:
     def __init__(
         self,

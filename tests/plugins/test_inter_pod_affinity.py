@@ -1223,11 +1223,11 @@ def test_pod_index_evicts_least_recently_used_views_and_rebuilds_them() -> None:
     from kubesched.scheduler.plugins._pod_groups import Clause
 
     first = frozenset([Clause(None, parse_label_selector({"matchLabels": {"app": "v0"}}))])
-    assert index.view_counts(first, True)[0] == 3
+    assert index.view(first, True).counts[0] == 3
     for i in range(MAX_VIEWS + 5):
-        index.view_counts(frozenset([Clause(frozenset([f"ns{i}"]), parse_label_selector({}))]), True)
+        index.view(frozenset([Clause(frozenset([f"ns{i}"]), parse_label_selector({}))]), True)
     assert len(index.views) <= MAX_VIEWS
-    assert index.view_counts(first, True)[0] == 3
+    assert index.view(first, True).counts[0] == 3
 
 
 # ================================================================================================

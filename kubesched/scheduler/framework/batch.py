@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.memo import FEW_ROWS
 from kubesched.scheduler.framework.status import Status
 from kubesched.scheduler.nodetable.table import NodeTable
 
@@ -41,8 +42,6 @@ MAX_CHANGED_ROWS = 64
 
 
 _NO_FAILURE = np.iinfo(np.int32).max
-#: Up to this many rows, verdicts are combined row by row.
-_FEW_ROWS = 4
 _NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
@@ -124,7 +123,7 @@ class BatchEntry:
         group.first_pos[rows] = first_pos
         group.ids[rows] = ids
         node_only, pod_reading, domain = groups = (self.node_only, self.pod_reading, self.domain)
-        if len(rows) <= _FEW_ROWS:  # row by row: cheaper than numpy calls on a few rows
+        if len(rows) <= FEW_ROWS:  # row by row: cheaper than numpy calls on a few rows
             for row in rows.tolist():
                 a, b, c = node_only.first_pos[row], pod_reading.first_pos[row], domain.first_pos[row]
                 first = node_only if a <= b and a <= c else pod_reading if b <= c else domain
@@ -193,7 +192,7 @@ class BatchEntry:
             return _NO_ROWS
         if rows is None:
             return np.flatnonzero(~known)
-        if len(rows) <= _FEW_ROWS:  # the usual answers (all, none) without numpy calls
+        if len(rows) <= FEW_ROWS:  # the usual answers (all, none) without numpy calls
             count = _known_among(known, rows)
             if count in (0, len(rows)):
                 return rows if count == 0 else _NO_ROWS
@@ -212,7 +211,7 @@ def _first_failures(groups: tuple[_Verdicts, ...], rows: np.ndarray | slice) -> 
 
 def _known_among(known: np.ndarray, rows: np.ndarray) -> int:
     """How many of ``rows`` are ``known`` (row by row for a few rows: cheaper than numpy calls)."""
-    if len(rows) <= _FEW_ROWS:
+    if len(rows) <= FEW_ROWS:
         return sum(1 for row in rows.tolist() if known[row])
     return int(np.count_nonzero(known[rows]))
 

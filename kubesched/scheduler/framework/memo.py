@@ -25,8 +25,10 @@ from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 MAX_ENTRIES = 64
 #: Up to this many changed rows, failure keys are mapped to codes one by one (cheaper than ``np.unique``).
 _FEW = 16
-#: Up to this many changed rows, a plugin's scalar form (``per_row``) computes them, one by one.
-_FEW_ROWS = 4
+#: Up to this many changed rows, work row by row (a plugin's scalar form ``per_row``, a kept sum)
+#: costs less than a numpy call on them: the common case of one changed row, the node that got the
+#: last pod.
+FEW_ROWS = 4
 
 #: A plugin's value for one row of the table (the scalar form of its vectorised function).
 PerRow = Callable[[int], int]
@@ -64,7 +66,7 @@ class RowMemo:
             return entry, None
         self._entries.move_to_end(key)
         rows = table.changed_rows(entry.version)
-        if per_row is not None and 0 < len(rows) <= _FEW_ROWS:
+        if per_row is not None and 0 < len(rows) <= FEW_ROWS:
             values = entry.values
             for row in rows.tolist():
                 values[row] = per_row(row)
@@ -120,7 +122,7 @@ class RowMemo:
 
 def _all_pass(codes: np.ndarray) -> bool:
     """Whether every code is -1 (a pass); code by code for a few (cheaper than numpy calls)."""
-    if len(codes) <= _FEW_ROWS:
+    if len(codes) <= FEW_ROWS:
         return all(code < 0 for code in codes.tolist())
     return not (codes >= 0).any()
 

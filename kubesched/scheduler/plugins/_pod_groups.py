@@ -256,10 +256,6 @@ class PodIndex:
             view.counts[src] = 0
 
     # --- queries --------------------------------------------------------------------------------
-    def view_counts(self, clauses: frozenset[Clause], include_terminating: bool) -> np.ndarray:
-        """Per-row count (rows ``0..n-1``) of pods matching every clause."""
-        return self.view(clauses, include_terminating).counts[: self.table.n]
-
     def view(self, clauses: frozenset[Clause], include_terminating: bool) -> MatchView:
         """The view counting, per row, the pods matching every clause."""
         key = (clauses, include_terminating)

@@ -18,37 +18,27 @@ import numpy as np
 from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.interface import FilterVerdict, PreFilterExtensions
+from kubesched.scheduler.framework.memo import FEW_ROWS
 from kubesched.scheduler.framework.status import Status
 from kubesched.scheduler.nodetable.table import LabelColumn, NodeBatch, NodeTable
 
 MAX_INT32 = 2**31 - 1
 
 
-def row_sums_by_code(codes: np.ndarray, counts: np.ndarray, rows: np.ndarray | None, size: int) -> np.ndarray | None:
-    """Σ counts per label code (rows without the label ignored), or None when nothing counted.
-
-    ``rows`` None means ``counts`` is dense over the table rows; otherwise ``counts[i]`` belongs to
-    row ``rows[i]``. Counts are non-negative, so an all-zero result means nothing counted.
-    """
-    if rows is not None:
-        if len(rows) == 0:
-            return None
-        codes = codes[rows]
-    elif not counts.any():
+def row_sums_by_code(codes: np.ndarray, counts: np.ndarray, rows: np.ndarray, size: int) -> np.ndarray | None:
+    """Σ counts per label code over a few ``rows`` (``counts[i]`` belongs to row ``rows[i]``; rows
+    without the label ignored), or None when nothing counted. Counts over every row are kept and
+    corrected instead (``DomainSums``)."""
+    if len(rows) == 0:
         return None
-    # Shift codes by one so that rows without the label (code -1) land in a bucket that is dropped.
-    sums = np.bincount(codes + 1, weights=counts, minlength=size + 1)[1:]
-    if not sums.any():
-        return None
-    return sums.astype(np.int64)
+    sums = _bincount(codes[rows], counts, size)
+    return sums if sums.any() else None
 
 
 #: Sums kept per table (distinct count sources and layouts in use); the least recently used go first.
 MAX_KEPT_SUMS = 32
 #: Past this share of the rows changed, the sums are computed again rather than corrected.
 _RECOUNT_SHARE = 8
-#: Up to this many changed rows, the sums are corrected row by row.
-_FEW_ROWS = 4
 
 
 class _KeptSums:
@@ -113,7 +103,7 @@ class DomainSums:
             return
         if not len(rows):
             return
-        if len(rows) <= _FEW_ROWS:  # the common case, a pod placed: scalars cost less than numpy calls
+        if len(rows) <= FEW_ROWS:  # the common case, a pod placed: scalars cost less than numpy calls
             sums, old = kept.sums, kept.counts
             for row in rows.tolist():
                 delta, code = int(counts[row] - old[row]), int(codes[row])

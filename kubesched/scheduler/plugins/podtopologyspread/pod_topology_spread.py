@@ -234,13 +234,11 @@ def _matching(table: NodeTable, c: Constraint, namespace: str) -> MatchView | No
 
 @dataclass(frozen=True, slots=True)
 class _Layout:
-    """What PreFilter counts a constraint's pods over, which moves only with the nodes: the
-    eligible rows that have a domain, their domain codes, how many codes there are, which domains
-    the eligible nodes make (``present``), every row's domain code (``all_codes``, -1: none), and
-    every row's code where it is eligible (``eligible_codes``, -1 elsewhere)."""
+    """What PreFilter counts a constraint's pods over, which moves only with the nodes: how many
+    domain codes there are, which domains the eligible nodes make (``present``), every row's
+    domain code (``all_codes``, -1: none), and every row's code where it is eligible and has a
+    domain (``eligible_codes``, -1 elsewhere)."""
 
-    rows: np.ndarray
-    codes: np.ndarray
     size: int
     present: np.ndarray
     all_codes: np.ndarray
@@ -252,7 +250,7 @@ class _Layout:
         rows = np.flatnonzero(eligible & (codes >= 0))
         eligible_codes = np.full(table.n, -1, dtype=np.int64)
         eligible_codes[rows] = codes[rows]
-        return cls(rows, codes[rows], size, np.bincount(codes[rows], minlength=size) > 0, codes, eligible_codes)
+        return cls(size, np.bincount(codes[rows], minlength=size) > 0, codes, eligible_codes)
 
     def domains_among(self, rows: np.ndarray) -> int:
         """How many distinct domains ``rows`` are in."""
