@@ -16,7 +16,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 import random
+import shutil
+import socket
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -94,6 +98,8 @@ class APIServer:
         self.persistence: SQLitePersistence | None = None
         self.restored = 0
         self._runner: web.AppRunner | None = None
+        #: The private directory of the Unix socket ``listen_unix`` opened, if any.
+        self._socket_dir: Path | None = None
         self._encoded: dict[tuple, bytes] = {}
         self._watches: set[asyncio.Task] = set()
         self.requests = 0
@@ -166,12 +172,32 @@ class APIServer:
             self.port = self._runner.addresses[0][1]
         log.info("API server listening on %s", self.url)
 
+    async def listen_unix(self) -> str:
+        """Serve on a Unix socket too, and return its path ("" where the platform has none): plain
+        HTTP in a directory only this user can enter (the socket is only this user's as well),
+        authenticated and authorized as on the TCP address. ``kubesched up``'s own scheduler
+        process talks to the server there: on one machine TLS only costs both sides CPU for every
+        request and watch event (see docs/security.md). Call after ``start``; ``stop`` removes the
+        socket."""
+        assert self._runner is not None, "listen_unix needs a started server"
+        if not hasattr(socket, "AF_UNIX"):
+            return ""
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="kubesched-api-"))  # mode 0700
+        path = str(self._socket_dir / "api.sock")
+        site = web.UnixSite(self._runner, path)
+        await site.start()
+        os.chmod(path, 0o600)
+        return path
+
     async def stop(self) -> None:
         for task in list(self._watches):
             task.cancel()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
         if self.persistence is not None:
             self.persistence.close()
             self.persistence = None

@@ -148,10 +148,12 @@ class KubeClient(ClusterClient):
     def __init__(self, config: Any = None, *, kubeconfig: str | Path | None = None, context: str | None = None,
                  timeout: float = 30.0, connections: int = 256, watch_timeout: tuple[int, int] = (300, 600),
                  qps: float | None = None, burst: int | None = None, user_agent: str | None = None,
-                 post_connections: int | None = None) -> None:
+                 post_connections: int | None = None, unix_socket: str | None = None) -> None:
         """``qps``/``burst``: client-side rate limit as ``clientConnection`` sets it (None: unlimited).
         ``timeout``: seconds for one request (watches excepted). ``post_connections``: at most this
-        many connections for POSTs (``connections`` when None); see ``kubesched.client.posts``."""
+        many connections for POSTs (``connections`` when None); see ``kubesched.client.posts``.
+        ``unix_socket``: connect to this socket instead of the server's address, without TLS (the
+        server of ``kubesched up`` listens on one for its own scheduler process)."""
         if config is None:
             config = load_config(kubeconfig, context)
         self.config = config
@@ -159,6 +161,7 @@ class KubeClient(ClusterClient):
         self.timeout = timeout
         self.connections = connections
         self.post_connections = post_connections or connections
+        self.unix_socket = unix_socket
         self.watch_timeout = watch_timeout
         self.limiter = rate_limiter(qps, burst)
         self.user_agent = user_agent or USER_AGENT
@@ -196,7 +199,7 @@ class KubeClient(ClusterClient):
 
     # --- plumbing ---------------------------------------------------------------------------
     def _ssl(self) -> ssl.SSLContext | bool:
-        if not self.server.startswith("https"):
+        if self.unix_socket is not None or not self.server.startswith("https"):
             return False
         from lightkube.config.client_adapter import verify_cluster
 
@@ -204,7 +207,11 @@ class KubeClient(ClusterClient):
 
     async def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=self.connections, ssl=self._ssl(), keepalive_timeout=60)
+            connector: aiohttp.BaseConnector
+            if self.unix_socket is not None:
+                connector = aiohttp.UnixConnector(self.unix_socket, limit=self.connections, keepalive_timeout=60)
+            else:
+                connector = aiohttp.TCPConnector(limit=self.connections, ssl=self._ssl(), keepalive_timeout=60)
             # No cookie jar (the API sets no cookies), and no default headers to merge per request.
             self._session = aiohttp.ClientSession(connector=connector, json_serialize=lambda o: orjson.dumps(o).decode(),
                                                   timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout),
@@ -213,7 +220,7 @@ class KubeClient(ClusterClient):
 
     def posts(self) -> PostTransport:
         if self._posts is None:
-            self._posts = PostTransport(self.server, self._ssl(), self.post_connections)
+            self._posts = PostTransport(self.server, self._ssl(), self.post_connections, unix_socket=self.unix_socket)
         return self._posts
 
     async def close(self) -> None:

@@ -192,13 +192,16 @@ def _decoded(reply: _Reply, body: bytes) -> bytes:
 
 class PostTransport:
     """POSTs to one server over a pool of at most ``limit`` kept-alive connections: an idle one is
-    reused (the most recent first), else one is opened, else the POST waits for one to be released."""
+    reused (the most recent first), else one is opened, else the POST waits for one to be released.
+    With ``unix_socket``, connections go to that socket (plain HTTP) instead of the server's address."""
 
-    def __init__(self, server: str, ssl_context: ssl.SSLContext | bool, limit: int) -> None:
+    def __init__(self, server: str, ssl_context: ssl.SSLContext | bool, limit: int, *,
+                 unix_socket: str | None = None) -> None:
         parts = urlsplit(server)
+        self.unix_socket = unix_socket
         self.host = parts.hostname or "localhost"
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
-        self.ssl = ssl_context if parts.scheme == "https" else None
+        self.ssl = ssl_context if parts.scheme == "https" and unix_socket is None else None
         self._host = parts.netloc.rpartition("@")[2].encode("idna")
         self.limit = max(1, limit)
         self._idle: list[_Connection] = []
@@ -269,10 +272,14 @@ class PostTransport:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout_at(deadline):
-                _, conn = await loop.create_connection(_Connection, self.host, self.port, ssl=self.ssl or None,
-                                                       server_hostname=self.host if self.ssl else None)
+                if self.unix_socket is not None:
+                    _, conn = await loop.create_unix_connection(_Connection, self.unix_socket)
+                else:
+                    _, conn = await loop.create_connection(_Connection, self.host, self.port, ssl=self.ssl or None,
+                                                           server_hostname=self.host if self.ssl else None)
         except OSError as e:
-            raise aiohttp.ClientOSError(e.errno, f"Cannot connect to host {self.host}:{self.port}: {e}") from e
+            where = self.unix_socket or f"{self.host}:{self.port}"
+            raise aiohttp.ClientOSError(e.errno, f"Cannot connect to host {where}: {e}") from e
         self.opened += 1
         self._open.add(conn)
         return conn

@@ -1,11 +1,12 @@
 """The scheduler of ``kubesched up`` in a process of its own, so that it and the API server each
 have a core: ``SchedulerProcess`` is the API server's side, ``serve`` the scheduler's.
 
-The scheduler talks to the API server over HTTPS as ``system:kube-scheduler``, exactly as it did
-on the server's event loop. Everything else passes over the child's standard input and output, one
+The scheduler talks to the API server as ``system:kube-scheduler``, with its bearer token, over
+the server's Unix socket (``APIServer.listen_unix``: plain HTTP in a directory only this user can
+enter), or over HTTPS when no socket is given. Everything else passes over the child's standard input and output, one
 JSON document a line (requests on stdin, answers on stdout, in order):
 
-* the first line is the ``SchedulerSpec`` (server, token, CA, configuration, gates, plugins, seed);
+* the first line is the ``SchedulerSpec`` (server, socket, token, CA, configuration, gates, plugins, seed);
 * the child answers ``{"synced": true}`` once its informers have synced;
 * ``{"op": "start", "pods": [...]}``: wait until the informers hold these pods (created by the
   server after the sync), then schedule; answers ``{"started": true}``. Pods created before the
@@ -74,6 +75,8 @@ class SchedulerSpec:
     #: ``--plugin`` specifications (modules or .py files).
     plugins: list[str] = field(default_factory=list)
     seed: int | None = None
+    #: The server's Unix socket (``APIServer.listen_unix``), used instead of ``server`` when set.
+    unix_socket: str = ""
 
     def to_line(self) -> bytes:
         doc = asdict(self)
@@ -211,8 +214,9 @@ async def serve(spec: SchedulerSpec, registry: Registry, requests: asyncio.Strea
 
     gates = FeatureGates(spec.feature_gates)
     cfg = config_module.load_text(spec.config, registry=registry, feature_gates=gates)
-    client = KubeClient.for_server(spec.server, token=spec.token or None, ca_data=spec.ca_data,
-                                   post_connections=POST_CONNECTIONS)
+    client = KubeClient.for_server("http://localhost" if spec.unix_socket else spec.server, token=spec.token or None,
+                                   ca_data=spec.ca_data, post_connections=POST_CONNECTIONS,
+                                   unix_socket=spec.unix_socket or None)
     await wait_ready(client)
     disable_created_metrics()  # no ``*_created`` series: upstream's registry has none
     recorder = ExplanationRecorder(RealClock())

@@ -168,7 +168,7 @@ class Cluster:
         self.scheduler = SchedulerProcess(SchedulerSpec(
             server=self.server.url, token=self.server.scheduler_token, ca_data=self.server.security.ca_data,
             config=config_module.to_yaml(cfg), feature_gates=changed_gates(opts.feature_gates), plugins=list(opts.plugins),
-            seed=opts.seed))
+            seed=opts.seed, unix_socket=await self.server.listen_unix()))
         await self.scheduler.start()
         self.server.explanations = self.scheduler.explanation
         self.server.metrics_sources.append(self.scheduler.metrics)

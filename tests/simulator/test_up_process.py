@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import aiohttp
 import orjson
 
 from kubesched.api.kinds import POD
@@ -82,3 +84,28 @@ def test_the_scheduler_process_ends_when_up_is_killed(tmp_path):
         if up.poll() is None:
             up.kill()
             up.wait(5)
+
+
+async def test_the_scheduler_process_talks_to_the_server_over_a_private_unix_socket_with_its_token():
+    options = UpOptions(port=0, kubeconfig_out=None, objects=[NODE, pod("fits")], controllers=False)
+    async with Cluster(options) as cluster:
+        assert cluster.scheduler is not None
+        socket_path = Path(cluster.scheduler.spec.unix_socket)
+        assert stat.S_IMODE(socket_path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(socket_path.parent.stat().st_mode) == 0o700
+        for _ in range(200):
+            if cluster.store.get(POD, "default", "fits")["spec"].get("nodeName"):
+                break
+            await asyncio.sleep(0.05)
+        assert cluster.store.get(POD, "default", "fits")["spec"]["nodeName"] == "n1"
+        path = "/api/v1/namespaces/default/pods"
+        async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(str(socket_path))) as session:
+            async with session.get(f"http://localhost{path}") as resp:
+                assert resp.status == 401  # no credential: the socket is not a way around authentication
+            headers = {"Authorization": f"Bearer {cluster.server.scheduler_token}"}
+            async with session.get(f"http://localhost{path}", headers=headers) as resp:
+                assert resp.status == 200
+                assert [p["metadata"]["name"] for p in (await resp.json())["items"]] == ["fits"]
+            async with session.get("http://localhost/api/v1/namespaces/default/secrets", headers=headers) as resp:
+                assert resp.status == 403  # and it is the scheduler's role, not an administrator's
+    assert not socket_path.exists() and not socket_path.parent.exists()
