@@ -21,10 +21,12 @@ import datetime
 import json
 import math
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import yaml
 
 from kubesched.api import openapi_spec
@@ -179,6 +181,52 @@ def decode(obj: dict[str, Any], api_version: str, kind: str) -> StrictProblems:
             e.struct = kind
         raise DecodeError(kind, api_version, _go_message(e), e.path) from None
     return problems
+
+
+class SpecDecodes:
+    """:func:`decode` for a writer of many objects that share their spec (the replicas of one
+    template, a benchmark's pods): a spec that decoded cleanly before, byte for byte the same
+    JSON, is not walked again but taken as it decoded then (a fresh copy: the writer defaults and
+    admits it in place). The rest of the object is decoded as always. Specs are told apart by
+    their JSON text, so only JSON values are kept (a writer's other types decode as before); the
+    ``capacity`` specs used last are remembered."""
+
+    _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._kept: OrderedDict[tuple[str, str, bytes], bytes] = OrderedDict()
+        self.capacity = capacity
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def decode(self, obj: dict[str, Any], api_version: str, kind: str) -> StrictProblems:
+        spec = obj.get("spec")
+        raw = self._text(spec) if type(spec) is dict and type(obj) is dict else None
+        if raw is None:
+            return decode(obj, api_version, kind)
+        key = (api_version, kind, raw)
+        kept = self._kept.get(key)
+        if kept is not None:
+            self._kept.move_to_end(key)
+            obj["spec"] = {}  # in its place, so the object's fields keep their order
+            problems = decode(obj, api_version, kind)
+            obj["spec"] = orjson.loads(kept)
+            return problems
+        problems = decode(obj, api_version, kind)
+        decoded = self._text(obj.get("spec"))
+        if not problems and decoded is not None:
+            self._kept[key] = decoded
+            if len(self._kept) > self.capacity:
+                self._kept.popitem(last=False)
+        return problems
+
+    @classmethod
+    def _text(cls, value: Any) -> bytes | None:
+        try:
+            return orjson.dumps(value, option=cls._OPTIONS)
+        except (TypeError, orjson.JSONEncodeError):
+            return None
 
 
 def decode_field(obj: dict[str, Any], api_version: str, kind: str, field_name: str) -> StrictProblems:

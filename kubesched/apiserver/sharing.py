@@ -178,16 +178,16 @@ class PartSharer:
             if type(value) not in _KEPT_TYPES and _shareable(value):
                 mapping[key] = self._share(value)
 
-    def share_parts(self, obj: dict) -> None:
+    def share_parts(self, obj: dict, unique: frozenset[str] = frozenset()) -> None:
         """Share the parts of ``obj`` (an object the store now owns): every top-level field but the
-        metadata, which names one object, is shared whole (the spec of pods waiting from one
+        metadata and the ``unique`` fields, which name one object, is shared whole (the spec of pods waiting from one
         template, the status of pods bound in the same second), and inside the metadata, spec and
         status each field (labels, containers, conditions) is shared on its own, for the objects
         whose spec or status as a whole differs (a bound pod's nodeName). A spec or status found
         whole is taken as it is: its fields are the shared ones already, so they are not looked up
         one by one (which replicas' specs and the statuses of pods bound in one second would cost)."""
         for key, value in obj.items():
-            if type(value) in _KEPT_TYPES or not _shareable(value):
+            if type(value) in _KEPT_TYPES or not _shareable(value) or key in unique:
                 continue
             if key == "metadata":
                 if isinstance(value, dict):

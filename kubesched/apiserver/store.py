@@ -29,7 +29,7 @@ from kubesched.api.errors import FieldError
 from kubesched.api.kinds import CRD, EVENT, NAMESPACE, NODE, POD, PRIORITY_CLASS, CustomKind, Kind, kind_for, served
 from kubesched.api.meta import json_copy, set_condition
 from kubesched.api.pod_update import validate_pod_update
-from kubesched.api.schema_validation import DecodeError, decode, decode_field
+from kubesched.api.schema_validation import DecodeError, SpecDecodes, decode, decode_field
 from kubesched.api.timeutil import parse_time
 from kubesched.api.validation import validate
 from kubesched.api.watch import ADDED, DELETED, MODIFIED, WatchEvent
@@ -47,8 +47,12 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 Predicate = Callable[[dict], bool]
 
-#: The kinds whose equal parts the store keeps once (``sharing``): the many objects of a cluster.
-_SHARED_PARTS = frozenset((POD, NODE, EVENT))
+#: The kinds whose equal parts the store keeps once (``sharing``): the many objects of a cluster,
+#: each with the top-level fields that name one object, as metadata does (an Event's references to
+#: what it is about), which no other object shares: looking them up would only cost the lookup
+#: and push parts that are shared out of the table.
+_SHARED_PARTS: dict[Kind, frozenset[str]] = {POD: frozenset(), NODE: frozenset(),
+                                             EVENT: frozenset(("involvedObject", "related"))}
 
 
 #: The version (4) and variant (RFC 4122) bits of a random UUID.
@@ -152,6 +156,8 @@ class ObjectStore:
         self._history_limit = history_limit
         self._watches: dict[Kind, set[Watch]] = {}
         self._parts = PartSharer()
+        #: The specs decoded before (the replicas of one template are not type-checked one by one).
+        self._specs = SpecDecodes()
         self._rng = random.Random(seed)
         self._seeded = seed is not None
         self.auto_create_namespaces = auto_create_namespaces
@@ -238,7 +244,7 @@ class ObjectStore:
             raise NotFound(f"the server could not find the requested resource ({kind.api_version} {kind.kind} is served "
                            f"only with the {kind.feature_gate} feature gate on)", kind=kind.resource, group=kind.group)
         if not decoded or isinstance(kind, CustomKind):
-            _decode(kind, obj)
+            _decode(kind, obj, specs=self._specs)
         kind = self._custom_decode(kind, obj)
         if isinstance(kind, CustomKind) and "status" in kind.subresources:
             obj.pop("status", None)  # PrepareForCreate: the status is the status subresource's to write
@@ -560,8 +566,9 @@ class ObjectStore:
             self._objects.get(kind, {}).pop(key, None)
         else:
             meta["resourceVersion"] = str(self.rv)
-            if kind in _SHARED_PARTS:
-                self._parts.share_parts(obj)
+            unique = _SHARED_PARTS.get(kind)
+            if unique is not None:
+                self._parts.share_parts(obj, unique)
             self._objects.setdefault(kind, {})[key] = obj
         event = WatchEvent(event_type, obj, old)
         self._history.append(event)
@@ -766,14 +773,17 @@ class ObjectStore:
 CRD_CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
 
 
-def _decode(kind: Kind, obj: dict, only: str | None = None) -> None:
+def _decode(kind: Kind, obj: dict, only: str | None = None, specs: SpecDecodes | None = None) -> None:
     """Type-check a written object against its kind's schema before anything reads it (400 when a
     value has the wrong type). Unknown fields are dropped here without a word: the API server has
     already applied the request's ``fieldValidation``, and in-process writers build their objects.
-    ``only``: the one top-level field of a built-in kind that is not a stored, decoded value."""
+    ``only``: the one top-level field of a built-in kind that is not a stored, decoded value.
+    ``specs``: the specs decoded before, for a built-in kind (see ``SpecDecodes``)."""
     try:
         if only is not None and not isinstance(kind, CustomKind):
             decode_field(obj, kind.api_version, kind.kind, only)
+        elif specs is not None and not isinstance(kind, CustomKind):
+            specs.decode(obj, kind.api_version, kind.kind)
         else:
             decode(obj, kind.api_version, kind.kind)
     except DecodeError as e:

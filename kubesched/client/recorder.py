@@ -111,11 +111,11 @@ class Broadcaster:
     def record(self, event: dict) -> None:
         key = _key(event)
         existing = self._cache.get(key)
-        now = rfc3339_micro(self.clock.wall())
         if existing is None:
             self._cache[key] = event
             self._enqueue("create", event)
             return
+        now = rfc3339_micro(self.clock.wall())
         series = existing.get("series")
         if series is not None:
             series["count"] += 1

@@ -8,7 +8,7 @@ import orjson
 import pytest
 import yaml
 
-from kubesched.api.kinds import POD
+from kubesched.api.kinds import EVENT, POD
 from kubesched.api.meta import json_copy
 from kubesched.apiserver.sharing import FrozenDict, FrozenList, PartSharer, freeze
 from kubesched.apiserver.store import ObjectStore
@@ -32,6 +32,18 @@ def test_pods_from_one_template_share_their_spec_parts(store):
     assert a["spec"]["containers"] is b["spec"]["containers"]
     assert a["spec"]["tolerations"] is b["spec"]["tolerations"]
     assert a["metadata"] is not b["metadata"]
+
+
+def test_an_events_references_name_one_object_and_are_not_looked_up(store):
+    def event(name, pod):
+        return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name, "namespace": "default"},
+                "involvedObject": {"kind": "Pod", "namespace": "default", "name": pod},
+                "source": {"component": "default-scheduler"}, "reason": "Scheduled", "type": "Normal"}
+
+    a = store.create(EVENT, event("a.1", "a"))
+    b = store.create(EVENT, event("b.1", "b"))
+    assert a["source"] is b["source"] and isinstance(a["source"], FrozenDict)
+    assert type(a["involvedObject"]) is dict and len(store._parts) == 1  # the source alone
 
 
 def test_pods_with_different_parts_keep_their_own(store):
