@@ -14,7 +14,14 @@ from kubesched.api.apierrors import BadRequest, Invalid
 from kubesched.api.crd import prune
 from kubesched.api.errors import unsupported
 from kubesched.api.kinds import CustomKind, Kind
-from kubesched.api.schema_validation import DecodeError, StrictProblems, decode, duplicate_paths, strict_error_message
+from kubesched.api.schema_validation import (
+    DecodeError,
+    SpecDecodes,
+    StrictProblems,
+    decode,
+    duplicate_paths,
+    strict_error_message,
+)
 
 STRICT, WARN, IGNORE = "Strict", "Warn", "Ignore"
 DIRECTIVES = ["", IGNORE, STRICT, WARN]
@@ -28,10 +35,14 @@ def directive(query: Mapping[str, str], options_kind: str) -> str:
     return value or WARN
 
 
-def check(kind: Kind, obj: dict, mode: str, patch_body: object = None) -> list[str]:
-    """Decode ``obj`` as ``kind`` in place; the warnings to send back (``Warn``), or a 400."""
+def check(kind: Kind, obj: dict, mode: str, patch_body: object = None, specs: SpecDecodes | None = None) -> list[str]:
+    """Decode ``obj`` as ``kind`` in place (with ``specs``, the specs decoded before, for a
+    built-in kind); the warnings to send back (``Warn``), or a 400."""
     try:
-        problems = decode(obj, kind.api_version, kind.kind)
+        if specs is not None and not isinstance(kind, CustomKind):
+            problems = specs.decode(obj, kind.api_version, kind.kind)
+        else:
+            problems = decode(obj, kind.api_version, kind.kind)
     except DecodeError as e:
         raise BadRequest(str(e)) from None
     if isinstance(kind, CustomKind):

@@ -157,7 +157,7 @@ class RestAPI:
                              f'{kind.kind}: no kind "{obj_kind}" is registered for version "{api_version}" in scheme '
                              f'"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
         obj["apiVersion"], obj["kind"] = kind.api_version, kind.kind
-        call.warnings += check_decoded(kind, obj, mode)
+        call.warnings += check_decoded(kind, obj, mode, specs=self.store.specs)
         obj.setdefault("metadata", {})
         return obj
 
@@ -593,13 +593,14 @@ class RestAPI:
         return found is not None and found["metadata"].get("uid") == ref.get("uid")
 
 
-def check_decoded(kind: Kind, obj: dict, mode: str = fieldvalidation.IGNORE, patch_body: object = None) -> list[str]:
+def check_decoded(kind: Kind, obj: dict, mode: str = fieldvalidation.IGNORE, patch_body: object = None,
+                  specs: schema_validation.SpecDecodes | None = None) -> list[str]:
     """What kube-apiserver's decoder refuses, as it answers (400 naming the kind and the decoder's
     error), and an object past the decoded limits of ``bounds`` (nesting, size). Decodes ``obj`` in
     place (nulls and unknown fields as Go leaves them) and returns the warnings ``mode`` asks for
-    (``fieldValidation``; Strict raises them as a 400)."""
+    (``fieldValidation``; Strict raises them as a 400). ``specs``: the specs decoded before."""
     bounds.check_depth(obj)
-    warnings = fieldvalidation.check(kind, obj, mode, patch_body)
+    warnings = fieldvalidation.check(kind, obj, mode, patch_body, specs)
     if len(orjson.dumps(obj)) > bounds.MAX_OBJECT:
         raise bounds.too_large()
     return warnings

@@ -156,8 +156,9 @@ class ObjectStore:
         self._history_limit = history_limit
         self._watches: dict[Kind, set[Watch]] = {}
         self._parts = PartSharer()
-        #: The specs decoded before (the replicas of one template are not type-checked one by one).
-        self._specs = SpecDecodes()
+        #: The specs decoded before (the replicas of one template are not type-checked one by one;
+        #: the API server's decoding of request bodies uses them too).
+        self.specs = SpecDecodes()
         self._rng = random.Random(seed)
         self._seeded = seed is not None
         self.auto_create_namespaces = auto_create_namespaces
@@ -244,7 +245,7 @@ class ObjectStore:
             raise NotFound(f"the server could not find the requested resource ({kind.api_version} {kind.kind} is served "
                            f"only with the {kind.feature_gate} feature gate on)", kind=kind.resource, group=kind.group)
         if not decoded or isinstance(kind, CustomKind):
-            _decode(kind, obj, specs=self._specs)
+            _decode(kind, obj, specs=self.specs)
         kind = self._custom_decode(kind, obj)
         if isinstance(kind, CustomKind) and "status" in kind.subresources:
             obj.pop("status", None)  # PrepareForCreate: the status is the status subresource's to write
