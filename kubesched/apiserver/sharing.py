@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, NoReturn
 
 import orjson
@@ -98,6 +99,10 @@ class FrozenList(list):
 _KEPT_TYPES = frozenset((str, int, float, bool, type(None), FrozenDict, FrozenList))
 
 
+_NO_FIELDS: frozenset[str] = frozenset()
+_NONE_UNIQUE: Mapping[str, frozenset[str] | None] = {}
+
+
 def _shareable(value: Any) -> bool:
     """Whether ``value`` is a dict or list that is not shared yet."""
     return type(value) not in _KEPT_TYPES and isinstance(value, (dict, list)) and not isinstance(value, (FrozenDict, FrozenList))
@@ -171,34 +176,47 @@ class PartSharer:
             parts.popitem(last=False)
         return frozen
 
-    def share_values(self, mapping: dict) -> None:
+    def share_values(self, mapping: dict, unique: frozenset[str] = frozenset()) -> None:
         """Replace each dict or list value of ``mapping`` (an object the store now owns) by its
-        shared part."""
+        shared part, but those of the ``unique`` fields."""
         for key, value in mapping.items():
-            if type(value) not in _KEPT_TYPES and _shareable(value):
+            if type(value) not in _KEPT_TYPES and _shareable(value) and key not in unique:
                 mapping[key] = self._share(value)
 
-    def share_parts(self, obj: dict, unique: frozenset[str] = frozenset()) -> None:
+    def share_parts(self, obj: dict, unique: Mapping[str, frozenset[str] | None] = _NONE_UNIQUE) -> None:
         """Share the parts of ``obj`` (an object the store now owns): every top-level field but the
-        metadata and the ``unique`` fields, which name one object, is shared whole (the spec of pods waiting from one
+        metadata, which names one object, is shared whole (the spec of pods waiting from one
         template, the status of pods bound in the same second), and inside the metadata, spec and
         status each field (labels, containers, conditions) is shared on its own, for the objects
         whose spec or status as a whole differs (a bound pod's nodeName). A spec or status found
         whole is taken as it is: its fields are the shared ones already, so they are not looked up
-        one by one (which replicas' specs and the statuses of pods bound in one second would cost)."""
+        one by one (which replicas' specs and the statuses of pods bound in one second would cost).
+
+        ``unique`` names the fields that name one object, as metadata does, which no other object
+        shares, so looking them up would only cost the lookup and push parts that are shared out of
+        the table: a top-level field mapped to None (an Event's reference to what it is about), or
+        fields of a section (a running pod's IPs in its status), which make that section unique
+        as a whole too."""
         for key, value in obj.items():
-            if type(value) in _KEPT_TYPES or not _shareable(value) or key in unique:
+            if type(value) in _KEPT_TYPES or not _shareable(value):
+                continue
+            inner = unique.get(key, _NO_FIELDS)
+            if inner is None:
                 continue
             if key == "metadata":
                 if isinstance(value, dict):
                     self.share_values(value)
             elif key in _SECTIONS and isinstance(value, dict):
-                obj[key] = self._share_section(value)
+                obj[key] = self._share_section(value, inner)
             else:
                 obj[key] = self._share(value)
 
-    def _share_section(self, section: dict) -> Any:
-        """``_share`` of a spec or status, whose fields are shared first when it is new."""
+    def _share_section(self, section: dict, unique: frozenset[str]) -> Any:
+        """``_share`` of a spec or status, whose fields are shared first when it is new; a section
+        with one of its ``unique`` fields is not looked up whole."""
+        if unique and not unique.isdisjoint(section):
+            self.share_values(section, unique)
+            return section
         part, digest = self._find(section)
         if part is not None:
             return part

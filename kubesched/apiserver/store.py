@@ -48,11 +48,10 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 Predicate = Callable[[dict], bool]
 
 #: The kinds whose equal parts the store keeps once (``sharing``): the many objects of a cluster,
-#: each with the top-level fields that name one object, as metadata does (an Event's references to
-#: what it is about), which no other object shares: looking them up would only cost the lookup
-#: and push parts that are shared out of the table.
-_SHARED_PARTS: dict[Kind, frozenset[str]] = {POD: frozenset(), NODE: frozenset(),
-                                             EVENT: frozenset(("involvedObject", "related"))}
+#: each with its fields that name one object (``PartSharer.share_parts``): an Event's references
+#: to what it is about, a running pod's IPs.
+_SHARED_PARTS: dict[Kind, Mapping[str, frozenset[str] | None]] = {
+    POD: {"status": frozenset(("podIP", "podIPs"))}, NODE: {}, EVENT: {"involvedObject": None, "related": None}}
 
 
 #: The version (4) and variant (RFC 4122) bits of a random UUID.

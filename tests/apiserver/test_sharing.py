@@ -243,3 +243,18 @@ def test_a_new_section_shares_its_fields_before_it_is_kept(store):
     assert b["spec"] is not a["spec"] and b["spec"]["hostname"] == "b"
     assert b["spec"]["containers"] is a["spec"]["containers"]
     assert isinstance(b["spec"], FrozenDict)
+
+
+def test_a_running_pods_status_names_it_by_its_ips_and_shares_only_its_other_fields(store):
+    def running(name, ip):
+        pod = store.bind("default", store.create(POD, templated_pod(name))["metadata"]["name"], "node-1")
+        status = {**pod["status"], "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "hostIPs": [{"ip": "172.18.0.2"}]}
+        return store.update(POD, {**pod, "status": status}, status_only=True)
+
+    parts_before = len(store._parts)
+    a, b = running("a", "10.244.0.1"), running("b", "10.244.0.2")
+    assert a["status"]["conditions"] is b["status"]["conditions"] and a["status"]["hostIPs"] is b["status"]["hostIPs"]
+    assert a["status"]["podIPs"] == [{"ip": "10.244.0.1"}] and type(a["status"]["podIPs"]) is list
+    assert type(a["status"]) is dict  # not kept whole: no other pod has these IPs
+    kept = [part for part in store._parts._parts.values() if isinstance(part, dict) and "podIP" in part]
+    assert kept == [] and len(store._parts) > parts_before
