@@ -23,6 +23,7 @@ import ssl
 import time
 import zlib
 from collections import deque
+from typing import cast
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -104,8 +105,8 @@ class _Connection(asyncio.Protocol):
         self.idle_since = 0.0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport; uvloop's do not derive from ``asyncio.Transport``, so no isinstance.
+        self.transport = cast(asyncio.Transport, transport)
 
     def send(self, data: bytes) -> asyncio.Future[tuple[Reply, bool]]:
         assert self.transport is not None

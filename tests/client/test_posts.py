@@ -57,6 +57,28 @@ async def test_bindings_and_events_reach_the_real_api_server_over_tls_on_one_kep
         await server.stop()
 
 
+async def _bind_over_a_unix_socket() -> tuple[str | None, int]:
+    server = APIServer(ObjectStore(RealClock()), port=0)
+    await server.start()
+    client = KubeClient.for_server("http://localhost", token=server.scheduler_token, unix_socket=await server.listen_unix())
+    try:
+        await server.client().create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+        created = await server.client().create(POD, pod("a"))
+        await client.bind(created, "n1")
+        return (await client.get(POD, "default", "a"))["spec"].get("nodeName"), client.posts().opened
+    finally:
+        await client.close()
+        await server.stop()
+
+
+def test_bindings_go_over_the_servers_unix_socket_on_asyncios_loop_and_on_uvloops():
+    import uvloop
+
+    for loop_factory in (None, uvloop.new_event_loop):  # uvloop's transports are no asyncio.Transport
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            assert runner.run(_bind_over_a_unix_socket()) == ("n1", 1)
+
+
 class ScriptedServer:
     """A plain-HTTP server that reads each request whole and answers it with the next step of
     ``script``: bytes to write (the connection stays open), ``("close", bytes)`` to write and then
