@@ -210,9 +210,10 @@ class SpecDecodes:
         if kept is not None:
             self._kept.move_to_end(key)
             obj["spec"] = {}  # in its place, so the object's fields keep their order
-            problems = decode(obj, api_version, kind)
-            obj["spec"] = orjson.loads(kept)
-            return problems
+            try:
+                return decode(obj, api_version, kind)
+            finally:
+                obj["spec"] = orjson.loads(kept)  # also when the rest fails: the writer's spec is not lost
         problems = decode(obj, api_version, kind)
         decoded = self._text(obj.get("spec"))
         if not problems and decoded is not None:

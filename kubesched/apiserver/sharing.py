@@ -176,7 +176,7 @@ class PartSharer:
             parts.popitem(last=False)
         return frozen
 
-    def share_values(self, mapping: dict, unique: frozenset[str] = frozenset()) -> None:
+    def share_values(self, mapping: dict, unique: frozenset[str] = _NO_FIELDS) -> None:
         """Replace each dict or list value of ``mapping`` (an object the store now owns) by its
         shared part, but those of the ``unique`` fields."""
         for key, value in mapping.items():

@@ -51,8 +51,10 @@ def test_a_kept_spec_is_handed_out_as_a_fresh_copy_each_time():
 def test_the_rest_of_an_object_with_a_kept_spec_is_still_decoded():
     specs = SpecDecodes()
     decoded_by(specs, pod())
+    refused = {**pod(), "metadata": {"name": "p", "labels": "not a map"}}
     with pytest.raises(DecodeError, match=r"metadata\.labels"):
-        decoded_by(specs, {**pod(), "metadata": {"name": "p", "labels": "not a map"}})
+        specs.decode(refused, "v1", "Pod")
+    assert refused["spec"] == decoded_by(None, pod())[0]["spec"]  # the writer's spec is not lost
     obj, problems = decoded_by(specs, {**pod(), "metadata": {"name": "p", "bogus": 1}})
     assert problems == ['unknown field "metadata.bogus"'] and obj["metadata"] == {"name": "p"}
 
