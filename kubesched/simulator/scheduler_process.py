@@ -3,8 +3,8 @@ have a core: ``SchedulerProcess`` is the API server's side, ``serve`` the schedu
 
 The scheduler talks to the API server as ``system:kube-scheduler``, with its bearer token, over
 the server's Unix socket (``APIServer.listen_unix``: plain HTTP in a directory only this user can
-enter), or over HTTPS when no socket is given. Everything else passes over the child's standard input and output, one
-JSON document a line (requests on stdin, answers on stdout, in order):
+enter), or over HTTPS when no socket is given. Everything else passes over the child's standard
+input and output, one JSON document a line (requests on stdin, answers on stdout, in order):
 
 * the first line is the ``SchedulerSpec`` (server, socket, token, CA, configuration, gates, plugins, seed);
 * the child answers ``{"synced": true}`` once its informers have synced;
