@@ -34,6 +34,10 @@ from kubesched.scheduler.plugins.podtopologyspread.pod_topology_spread import (
     Constraint,
     PodTopologySpread,
     ServiceIndex,
+    _scores_by_domain,
+    _scores_by_node,
+    _verdict_by_domain,
+    _verdict_by_node,
     default_selector,
 )
 from kubesched.scheduler.plugins.tainttoleration.taint_toleration import DO_NOT_SCHEDULE_EFFECTS, find_untolerated_taint
@@ -941,6 +945,37 @@ def test_vectorised_matches_reference_on_random_clusters(seed: int) -> None:
             if got_f != SKIP:
                 s = state.read(PRE_FILTER_KEY)
                 assert [d.as_dict() for d in s.domains] == ref.tp
+
+
+def _statuses_of(verdict: Any) -> Any:
+    return None if verdict is None else (verdict.codes.tolist(), [(int(st.code), st.message()) for st in verdict.statuses])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_one_constraint_is_decided_per_domain_exactly_as_per_node(seed: int) -> None:
+    """A single constraint counted per domain is decided once per domain and read per node: the
+    verdict (codes and statuses, in their order) and the scores equal the per-node computation."""
+    rng = random.Random(1300 + seed)
+    table, _, _ = random_pts_cluster(rng)
+    pl = _plugins_for(rng)[0]
+    for k in range(6):
+        target = PodInfo(random_pts_pod(rng, f"in{k}", None, constraints=1))
+        key = target.spec["topologySpreadConstraints"][0]["topologyKey"]
+        batch = table.batch(np.array(sorted(rng.sample(range(table.n), rng.randint(1, table.n))), dtype=np.int64))
+        state = CycleState()
+        if pl.pre_filter(state, target, table.all_rows())[1] is None:
+            s = state.read(PRE_FILTER_KEY)
+            slots = s.domains[0].slots_of(batch)
+            assert slots is not None
+            assert _statuses_of(_verdict_by_domain(s, target, slots)) == _statuses_of(_verdict_by_node(s, target, batch))
+        score_state = CycleState()
+        if pl.pre_score(score_state, target, batch) is None:
+            s = score_state.read(PRE_SCORE_KEY)
+            by_domain = _scores_by_domain(s, batch)
+            if key == LABEL_HOSTNAME:
+                assert by_domain is None  # counted per node, not per domain
+            else:
+                assert by_domain is not None and by_domain.tolist() == _scores_by_node(s, target, batch).tolist()
 
 
 @pytest.mark.parametrize("seed", range(15))

@@ -248,11 +248,20 @@ class DomainCounts:
     def lookup(self, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
         """Per node of ``batch``: (has the label, count of its value; 0 without the label)."""
         codes = batch.labels(self.key)
-        column = batch.table.label_column(self.key)
-        if column is not None and column is self.column and not self.extra and len(column.values) == len(self.counts) - 1:
+        if self._indexed_by(batch):
             return codes >= 0, self.counts.take(codes)  # code -1 reads the trailing 0; take: int32 codes
         counts, _ = self._extended()
         return codes >= 0, counts.take(self._indices(batch, codes))
+
+    def slots_of(self, batch: NodeBatch) -> np.ndarray | None:
+        """Per node of ``batch``, its slot in ``counts`` (its label's code; -1, the trailing slot,
+        without the label), when ``counts`` covers every value of the batch's label column: then a
+        value per slot computed once gives every node's with one ``take``. None otherwise."""
+        return batch.labels(self.key) if self._indexed_by(batch) else None
+
+    def _indexed_by(self, batch: NodeBatch) -> bool:
+        column = batch.table.label_column(self.key)
+        return column is not None and column is self.column and not self.extra and len(column.values) == len(self.counts) - 1
 
     def _extended(self) -> tuple[np.ndarray, np.ndarray]:
         present = self.present if self.present is not None else self.counts != 0

@@ -322,7 +322,7 @@ class _ScoreState:
     def __init__(self, constraints: list[Constraint], require_all: bool) -> None:
         self.constraints = constraints
         self.require_all = require_all
-        self._ignored: tuple[NodeBatch, np.ndarray] | None = None
+        self._ignored: tuple[NodeBatch, np.ndarray, bool] | None = None
         self.counts: list[DomainCounts | None] = []
         self.weights: list[float] = []
 
@@ -332,15 +332,84 @@ class _ScoreState:
     def ignored(self, nodes: NodeBatch) -> np.ndarray:
         """Nodes scored 0 because they lack some topology key (non-system-default constraints);
         PreScore, Score and NormalizeScore ask of the same nodes, so the last answer is kept."""
+        return self._ignored_of(nodes)[1]
+
+    def any_ignored(self, nodes: NodeBatch) -> bool:
+        """Whether some node of ``nodes`` is ignored (most often none is)."""
+        return self._ignored_of(nodes)[2]
+
+    def _ignored_of(self, nodes: NodeBatch) -> tuple[NodeBatch, np.ndarray, bool]:
         last = self._ignored
         if last is not None and last[0] is nodes:
-            return last[1]
+            return last
         if not self.require_all:
             mask = np.zeros(len(nodes), dtype=bool)
         else:
             mask = ~_has_keys(nodes.table, self.constraints, nodes.row_ids())
-        self._ignored = (nodes, mask)
-        return mask
+        self._ignored = (nodes, mask, bool(mask.any()))
+        return self._ignored
+
+
+def _verdict_by_domain(s: _FilterState, pod: PodInfo, slots: np.ndarray) -> FilterVerdict | None:
+    """Filter's verdict for a single constraint, whose reason is a function of the node's domain
+    (its slot in the counts: -1 without the label): decided once per domain and read per node.
+    The statuses come in the order the general path marks them (skew, then the missing label)."""
+    c, domains = s.constraints[0], s.domains[0]
+    self_match = 1 if c.selector.matches(pod.labels) else 0
+    by_slot = np.where(domains.counts > c.max_skew - self_match + s.min_match_num(0), 1, 0)
+    by_slot[-1] = 2  # the trailing slot: the node lacks the label
+    reasons = by_slot.take(slots)
+    found = np.bincount(reasons, minlength=3)
+    statuses: list[Status] = []
+    index = np.full(3, -1, dtype=np.int32)
+    for reason in (1, 2):
+        if found[reason]:
+            index[reason] = len(statuses)
+            statuses.append(_FILTER_STATUSES[reason]())
+    return FilterVerdict(index.take(reasons), statuses) if statuses else None
+
+
+def _verdict_by_node(s: _FilterState, pod: PodInfo, nodes: NodeBatch) -> FilterVerdict | None:
+    """Filter's verdict node by node (every constraint's counts read per node)."""
+    out = VerdictBuilder(len(nodes), _FILTER_STATUSES)
+    # Constraints in reverse order, so the first failing constraint's reason wins.
+    for i in reversed(range(len(s.constraints))):
+        c = s.constraints[i]
+        has, counts = s.domains[i].lookup(nodes)
+        self_match = 1 if c.selector.matches(pod.labels) else 0
+        out.mark(counts > c.max_skew - self_match + s.min_match_num(i), 1)
+        out.mark(~has, 2)
+    return out.verdict()
+
+
+def _scores_by_node(s: _ScoreState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
+    """Score's rounded scores node by node (before the ignored nodes' zeros)."""
+    score = np.zeros(len(nodes), dtype=np.float64)
+    rows = nodes.row_ids()
+    for i, c in enumerate(s.constraints):
+        has = nodes.labels(c.topology_key) >= 0
+        known = s.counts[i]
+        if known is None:
+            matching = _matching(nodes.table, c, pod.namespace)
+            counts = matching.counts[rows] if matching is not None else np.zeros(len(nodes), dtype=np.int64)
+        else:
+            counts = known.lookup(nodes)[1]
+        part = counts.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
+        score = score + np.where(has, part, 0.0)
+    return go_round(score)
+
+
+def _scores_by_domain(s: _ScoreState, nodes: NodeBatch) -> np.ndarray | None:
+    """Score's rounded scores for a single constraint counted per domain: a function of the node's
+    domain, so computed and rounded once per domain and read per node (-1, the trailing slot,
+    without the label, scores 0). None for several constraints or a hostname constraint."""
+    known = s.counts[0] if len(s.constraints) == 1 else None
+    slots = None if known is None else known.slots_of(nodes)
+    if known is None or slots is None:
+        return None
+    part = known.counts.astype(np.float64) * s.weights[0] + float(s.constraints[0].max_skew - 1)
+    part[-1] = 0.0
+    return go_round(part).take(slots)
 
 
 def _domain_codes(table: NodeTable, key: str, rows: np.ndarray | None, absent_as_empty: bool) -> tuple[np.ndarray, int]:
@@ -482,15 +551,9 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
                 Code.Error, f'reading "{PRE_FILTER_KEY}" from cycleState: not found'))
         if not s.constraints:
             return None
-        out = VerdictBuilder(len(nodes), _FILTER_STATUSES)
-        # Constraints in reverse order, so the first failing constraint's reason wins.
-        for i in reversed(range(len(s.constraints))):
-            c = s.constraints[i]
-            has, counts = s.domains[i].lookup(nodes)
-            self_match = 1 if c.selector.matches(pod.labels) else 0
-            out.mark(counts > c.max_skew - self_match + s.min_match_num(i), 1)
-            out.mark(~has, 2)
-        return out.verdict()
+        if len(s.constraints) == 1 and (slots := s.domains[0].slots_of(nodes)) is not None:
+            return _verdict_by_domain(s, pod, slots)
+        return _verdict_by_node(s, pod, nodes)
 
     # --- PreScore / Score ---------------------------------------------------------------------------
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status | None:
@@ -535,28 +598,19 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         s: _ScoreState | None = state.get(PRE_SCORE_KEY)
         if s is None:
             raise StatusError(Status.from_error(RuntimeError(f'error reading "{PRE_SCORE_KEY}" from cycleState: not found')))
-        score = np.zeros(len(nodes), dtype=np.float64)
-        rows = nodes.row_ids()
-        for i, c in enumerate(s.constraints):
-            has = nodes.labels(c.topology_key) >= 0
-            known = s.counts[i]
-            if known is None:
-                matching = _matching(nodes.table, c, pod.namespace)
-                counts = matching.counts[rows] if matching is not None else np.zeros(len(nodes), dtype=np.int64)
-            else:
-                counts = known.lookup(nodes)[1]
-            part = counts.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
-            score = score + np.where(has, part, 0.0)
-        out = go_round(score)
-        out[s.ignored(nodes)] = 0
+        out = _scores_by_domain(s, nodes)
+        if out is None:
+            out = _scores_by_node(s, pod, nodes)
+        if s.any_ignored(nodes):
+            out[s.ignored(nodes)] = 0
         return out
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, scores: np.ndarray) -> np.ndarray | None:
         s: _ScoreState | None = state.get(PRE_SCORE_KEY)
         if s is None or len(scores) == 0:
             return None
-        ignored = s.ignored(nodes)
-        valid = scores[~ignored]
+        ignored = s.ignored(nodes) if s.any_ignored(nodes) else None
+        valid = scores if ignored is None else scores[~ignored]
         if len(valid) == 0:
             return np.zeros(len(scores), dtype=np.int64)
         low, high = int(valid.min()), max(int(valid.max()), 0)
@@ -564,7 +618,8 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
             out = np.full(len(scores), MAX_NODE_SCORE, dtype=np.int64)
         else:
             out = MAX_NODE_SCORE * (high + low - scores) // high
-        out[ignored] = 0
+        if ignored is not None:
+            out[ignored] = 0
         return out
 
     # --- requeueing -------------------------------------------------------------------------------
