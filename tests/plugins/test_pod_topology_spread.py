@@ -978,6 +978,31 @@ def test_one_constraint_is_decided_per_domain_exactly_as_per_node(seed: int) -> 
                 assert by_domain is not None and by_domain.tolist() == _scores_by_node(s, target, batch).tolist()
 
 
+def _scored(pl: PodTopologySpread, target: PodInfo, batch: NodeBatch) -> Any:
+    state = CycleState()
+    if pl.pre_score(state, target, batch) is not None:
+        return SKIP
+    raw = pl.score_nodes(state, target, batch)
+    normalized = pl.normalize_scores(state, target, batch, raw.copy())
+    return state.read(PRE_SCORE_KEY).weights, raw.tolist(), None if normalized is None else normalized.tolist()
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_every_rows_scoring_kept_with_the_layouts_follows_the_nodes(seed: int) -> None:
+    """PreScore keeps, for a batch of every row, the ignored nodes and the domains among the
+    others with the last layouts: they equal a batch naming every row, also after nodes change."""
+    rng = random.Random(1700 + seed)
+    table, infos, _ = random_pts_cluster(rng)
+    pl = _plugins_for(rng)[0]
+    targets = [PodInfo(random_pts_pod(rng, f"in{k}", None, constraints=rng.randint(1, 2))) for k in range(3)]
+    for _ in range(6):
+        for target in targets * 2:  # the second time from what was kept
+            assert _scored(pl, target, table.all_rows()) == _scored(pl, target, table.batch(np.arange(table.n)))
+        name = rng.choice(sorted(infos))
+        infos[name].set_node(random_pts_node(rng, int(name[1:])))
+        table.set_node(infos[name])
+
+
 @pytest.mark.parametrize("seed", range(15))
 def test_scratch_table_after_add_and_remove_pod_matches_reference(seed: int) -> None:
     rng = random.Random(500 + seed)

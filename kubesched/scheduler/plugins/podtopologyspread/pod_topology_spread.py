@@ -338,6 +338,10 @@ class _ScoreState:
         """Whether some node of ``nodes`` is ignored (most often none is)."""
         return self._ignored_of(nodes)[2]
 
+    def take_ignored(self, nodes: NodeBatch, mask: np.ndarray, any_ignored: bool) -> None:
+        """The ignored nodes of ``nodes``, found already (kept by the plugin for every row)."""
+        self._ignored = (nodes, mask, any_ignored)
+
     def _ignored_of(self, nodes: NodeBatch) -> tuple[NodeBatch, np.ndarray, bool]:
         last = self._ignored
         if last is not None and last[0] is nodes:
@@ -455,6 +459,9 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         self._extensions = StateUpdates(PRE_FILTER_KEY, f'reading "{PRE_FILTER_KEY}" from cycleState: not found')
         self._services = service_index(handle) if self.system_defaulted or self.default_constraints else None
         self._last_layouts: dict[str, tuple[tuple[Any, ...], list[_Layout]]] = {}
+        #: For the last Score layouts and a batch of every row: the ignored rows (and whether any
+        #: is), how many rows are scored, and the domains among them per constraint.
+        self._last_scored: tuple[list[_Layout], np.ndarray, bool, int, list[int]] | None = None
         #: Parsed constraints by the action, the pod's own raw constraints and its labels.
         self._constraints: JSONMemo[list[Constraint]] = JSONMemo()
 
@@ -569,18 +576,33 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         if not constraints:
             return Status(Code.Skip)
         s = _ScoreState(constraints, require_all)
-        rows = nodes.row_ids()
-        scored = rows[~s.ignored(nodes)]
         layouts = self._layouts(pod, table, constraints, SCHEDULE_ANYWAY, require_all)
-        for c, layout in zip(constraints, layouts, strict=True):
+        if nodes.rows is None:
+            scored, domains = self._every_row_scored(s, nodes, layouts)
+        else:
+            rows = nodes.row_ids()[~s.ignored(nodes)]
+            scored, domains = len(rows), [layout.domains_among(rows) for layout in layouts]
+        for c, layout, among in zip(constraints, layouts, domains, strict=True):
             if c.topology_key == LABEL_HOSTNAME:
                 s.counts.append(None)
-                s.weights.append(_topology_normalizing_weight(len(scored)))
+                s.weights.append(_topology_normalizing_weight(scored))
                 continue
-            s.weights.append(_topology_normalizing_weight(layout.domains_among(scored)))
+            s.weights.append(_topology_normalizing_weight(among))
             s.counts.append(self._domain_counts(table, c, pod, layout))
         state.write(PRE_SCORE_KEY, s)
         return None
+
+    def _every_row_scored(self, s: _ScoreState, nodes: NodeBatch, layouts: list[_Layout]) -> tuple[int, list[int]]:
+        """For a batch of every row: how many nodes are scored (not ignored) and, per constraint,
+        how many domains they are in. These move only with the nodes, as the layouts do, so they
+        are kept with the last layouts (``s`` is handed the ignored nodes too)."""
+        kept = self._last_scored
+        if kept is None or kept[0] is not layouts:
+            mask = s.ignored(nodes)
+            rows = np.flatnonzero(~mask)
+            kept = self._last_scored = (layouts, mask, bool(mask.any()), len(rows), [layout.domains_among(rows) for layout in layouts])
+        s.take_ignored(nodes, kept[1], kept[2])
+        return kept[3], kept[4]
 
     @staticmethod
     def _domain_counts(table: NodeTable, c: Constraint, pod: PodInfo, layout: _Layout) -> DomainCounts:
