@@ -247,9 +247,11 @@ class RankedTotals:
     feasibility_moved: bool = False
     #: Whether ``in_order`` holds every feasible row's total (else it is computed again in full).
     complete: bool = False
-    #: The highest total and its positions, ascending (None: found again by the next ``best``).
+    #: The highest total and its positions, ascending (None: found again by the next ``best``): an
+    #: array as ``best`` finds them, a list once ``update`` edits it (most batches of totals
+    #: recomputed every cycle never do, and need not pay for the list).
     top: int | None = None
-    ties: list[int] = field(default_factory=list)
+    ties: list[int] | np.ndarray = field(default_factory=list)
 
     @classmethod
     def of(cls, entry: BatchEntry, order: np.ndarray) -> RankedTotals:
@@ -323,11 +325,18 @@ class RankedTotals:
             if new > top:
                 self.top = None
             elif old == top:
-                del self.ties[bisect.bisect_left(self.ties, at)]
-                if not self.ties:
+                ties = self._tie_list()
+                del ties[bisect.bisect_left(ties, at)]
+                if not ties:
                     self.top = None
             elif new == top:
-                bisect.insort(self.ties, at)
+                bisect.insort(self._tie_list(), at)
+
+    def _tie_list(self) -> list[int]:
+        ties = self.ties
+        if isinstance(ties, np.ndarray):
+            ties = self.ties = ties.tolist()
+        return ties
 
     def best(self, start: int, rng: random.Random) -> int:
         """The row of a highest total; ties are taken as ``select_host`` takes them from the
@@ -335,10 +344,11 @@ class RankedTotals:
         if self.top is None:
             in_order = self.in_order
             self.top = int(in_order.max())
-            self.ties = (in_order == self.top).nonzero()[0].tolist()
+            self.ties = np.flatnonzero(in_order == self.top)
         ties = self.ties
         k = 0 if len(ties) == 1 else rng.randrange(len(ties))
-        first = bisect.bisect_left(ties, start)  # the ties before ``start`` are visited last
+        # The ties before ``start`` are visited last.
+        first = int(np.searchsorted(ties, start)) if isinstance(ties, np.ndarray) else bisect.bisect_left(ties, start)
         return int(self.order[ties[(first + k) % len(ties)]])
 
 
