@@ -416,6 +416,12 @@ def _scores_by_domain(s: _ScoreState, nodes: NodeBatch) -> np.ndarray | None:
     return go_round(part).take(slots)
 
 
+def _domains_among(rows: np.ndarray, constraints: list[Constraint], layouts: list[_Layout]) -> list[int]:
+    """Per constraint, the domains ``rows`` are in (0 for the hostname, whose weight counts nodes)."""
+    return [0 if c.topology_key == LABEL_HOSTNAME else layout.domains_among(rows)
+            for c, layout in zip(constraints, layouts, strict=True)]
+
+
 def _domain_codes(table: NodeTable, key: str, rows: np.ndarray | None, absent_as_empty: bool) -> tuple[np.ndarray, int]:
     """Label codes of ``key`` (for ``rows`` or all rows) and the vocabulary size; with
     ``absent_as_empty`` a missing label counts as the value "" (upstream reads ``Labels[key]``)."""
@@ -578,10 +584,10 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         s = _ScoreState(constraints, require_all)
         layouts = self._layouts(pod, table, constraints, SCHEDULE_ANYWAY, require_all)
         if nodes.rows is None:
-            scored, domains = self._every_row_scored(s, nodes, layouts)
+            scored, domains = self._every_row_scored(s, nodes, constraints, layouts)
         else:
             rows = nodes.row_ids()[~s.ignored(nodes)]
-            scored, domains = len(rows), [layout.domains_among(rows) for layout in layouts]
+            scored, domains = len(rows), _domains_among(rows, constraints, layouts)
         for c, layout, among in zip(constraints, layouts, domains, strict=True):
             if c.topology_key == LABEL_HOSTNAME:
                 s.counts.append(None)
@@ -592,7 +598,8 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         state.write(PRE_SCORE_KEY, s)
         return None
 
-    def _every_row_scored(self, s: _ScoreState, nodes: NodeBatch, layouts: list[_Layout]) -> tuple[int, list[int]]:
+    def _every_row_scored(self, s: _ScoreState, nodes: NodeBatch, constraints: list[Constraint],
+                          layouts: list[_Layout]) -> tuple[int, list[int]]:
         """For a batch of every row: how many nodes are scored (not ignored) and, per constraint,
         how many domains they are in. These move only with the nodes, as the layouts do, so they
         are kept with the last layouts (``s`` is handed the ignored nodes too)."""
@@ -600,7 +607,7 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         if kept is None or kept[0] is not layouts:
             mask = s.ignored(nodes)
             rows = np.flatnonzero(~mask)
-            kept = self._last_scored = (layouts, mask, bool(mask.any()), len(rows), [layout.domains_among(rows) for layout in layouts])
+            kept = self._last_scored = (layouts, mask, bool(mask.any()), len(rows), _domains_among(rows, constraints, layouts))
         s.take_ignored(nodes, kept[1], kept[2])
         return kept[3], kept[4]
 
