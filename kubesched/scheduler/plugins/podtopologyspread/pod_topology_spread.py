@@ -398,8 +398,7 @@ def _scores_by_node(s: _ScoreState, pod: PodInfo, nodes: NodeBatch) -> np.ndarra
             counts = matching.counts[rows] if matching is not None else np.zeros(len(nodes), dtype=np.int64)
         else:
             counts = known.lookup(nodes)[1]
-        part = counts.astype(np.float64) * s.weights[i] + float(c.max_skew - 1)
-        score = score + np.where(has, part, 0.0)
+        score = score + np.where(has, _score_part(counts, s.weights[i], c), 0.0)
     return go_round(score)
 
 
@@ -411,9 +410,15 @@ def _scores_by_domain(s: _ScoreState, nodes: NodeBatch) -> np.ndarray | None:
     slots = None if known is None else known.slots_of(nodes)
     if known is None or slots is None:
         return None
-    part = known.counts.astype(np.float64) * s.weights[0] + float(s.constraints[0].max_skew - 1)
+    part = _score_part(known.counts, s.weights[0], s.constraints[0])
     part[-1] = 0.0
     return go_round(part).take(slots)
+
+
+def _score_part(counts: np.ndarray, weight: float, c: Constraint) -> np.ndarray:
+    """Upstream ``scoreForCount``: a constraint's part of the score of nodes (or domains) holding
+    ``counts`` matching pods."""
+    return counts.astype(np.float64) * weight + float(c.max_skew - 1)
 
 
 def _domains_among(rows: np.ndarray, constraints: list[Constraint], layouts: list[_Layout]) -> list[int]:
