@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from kubesched.api.errors import KubeschedError
 from kubesched.cli import logs
 from kubesched.cli.exitcodes import BROKEN_PIPE, ERROR, INTERRUPTED, USAGE
+from kubesched.utils.blas import one_blas_thread
 from kubesched.utils.heap import loading_long_lived
 
 #: Command modules of this package, in help order; each has ``register(subparsers)`` which sets
@@ -100,11 +101,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     process is then tuned for a long-lived heap: no collection runs while the command's module
     (and all it imports) is loaded, and what the process holds then is frozen, the young generation
     collected rarely from there on (``kubesched.utils.heap.loading_long_lived``). Callers that pass
-    ``argv`` (tests, programs embedding the command) keep their collector's settings. This module
+    ``argv`` (tests, programs embedding the command) keep their collector's settings. The process's
+    own command also asks numpy's BLAS for one thread (``kubesched.utils.blas``). This module
     imports little at its top so that the command's imports come inside that window. Ctrl-C while
     they load ends the process as an interrupted command does, without a traceback."""
     try:
         if argv is None:
+            one_blas_thread()
             with loading_long_lived():
                 parser, args = parse(sys.argv[1:])
         else:
