@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum, IntFlag
 from fractions import Fraction
 from typing import Any
@@ -73,14 +73,22 @@ class Resource:
 
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
+    """An event: a resource and what happened to it. Its hash and label are worked out once: the
+    queue looks events up for every pod it may requeue, and labels every in-flight event."""
+
     resource: str
     action: ActionType
     custom_label: str = ""
+    #: ``ClusterEvent.Label()``, used in logs and the queue_incoming_pods_total metric.
+    label: str = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def label(self) -> str:
-        """``ClusterEvent.Label()``, used in logs and the queue_incoming_pods_total metric."""
-        return self.custom_label or f"{self.resource}{action_label(self.action)}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "label", self.custom_label or f"{self.resource}{action_label(self.action)}")
+        object.__setattr__(self, "_hash", hash((self.resource, int(self.action), self.custom_label)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def matches(self, incoming: ClusterEvent) -> bool:
         """Whether a registered event (self) covers an incoming one (upstream ``ClusterEvent.Match``)."""

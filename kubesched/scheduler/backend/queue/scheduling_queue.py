@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.backend.queue.active_queue import ActiveQueue
@@ -84,6 +84,14 @@ class QueueProfile:
     hints: dict[ClusterEvent, list[tuple[str, QueueingHintFn | None]]] = field(default_factory=dict)
 
 
+class _EventHints(NamedTuple):
+    """A profile's queueing hints for one event, and the plugins they belong to (a pod none of
+    them rejected is not worth requeuing for it, without a call)."""
+
+    fns: list[tuple[str, QueueingHintFn | None]]
+    plugins: frozenset[str]
+
+
 def match_cluster_events(registered: ClusterEvent, incoming: ClusterEvent) -> bool:
     """Upstream ``framework.MatchClusterEvents``: ``ClusterEvent.Match`` plus specificity.
 
@@ -125,7 +133,7 @@ class SchedulingQueue:
         self._nominator = Nominator(pod_lister)
         self._plugin_events = self._build_plugin_events(profiles)
         self._pre_enqueue_by_name = {name: {p.name: p for p in prof.pre_enqueue} for name, prof in profiles.items()}
-        self._hint_cache: dict[tuple[str, ClusterEvent], list[tuple[str, QueueingHintFn | None]]] = {}
+        self._hint_cache: dict[tuple[str, ClusterEvent], _EventHints] = {}
         self._interest_cache: dict[ClusterEvent, bool] = {}
         self._waiters: list[asyncio.Future[None]] = []
         self._stop: asyncio.Future[None] | None = None
@@ -498,15 +506,15 @@ class SchedulingQueue:
             self._interest_cache[event] = interested
         return interested
 
-    def _hints_for(self, profile_name: str, event: ClusterEvent) -> list[tuple[str, QueueingHintFn | None]] | None:
+    def _hints_for(self, profile_name: str, event: ClusterEvent) -> _EventHints | None:
         key = (profile_name, event)
         hints = self._hint_cache.get(key)
         if hints is None:
             profile = self._profiles.get(profile_name)
             if profile is None:
                 return None
-            hints = [h for registered, hs in profile.hints.items() if match_cluster_events(registered, event) for h in hs]
-            self._hint_cache[key] = hints
+            fns = [h for registered, hs in profile.hints.items() if match_cluster_events(registered, event) for h in hs]
+            hints = self._hint_cache[key] = _EventHints(fns, frozenset(plugin for plugin, _ in fns))
         return hints
 
     def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> Strategy:
@@ -526,8 +534,10 @@ class SchedulingQueue:
         if hints is None:
             log.error("no queueing hints registered for profile %r (pod %s)", qpi.pod_info.scheduler_name, qpi.key)
             return Strategy.AFTER_BACKOFF
+        if rejectors.isdisjoint(hints.plugins):
+            return Strategy.SKIP  # no plugin that rejected the pod registered the event
         best = Strategy.SKIP
-        for plugin, hint_fn in hints:
+        for plugin, hint_fn in hints.fns:
             if plugin not in rejectors or not self._hint_says_queue(plugin, hint_fn, qpi, event, old, new):
                 continue
             if plugin in qpi.pending_plugins:
