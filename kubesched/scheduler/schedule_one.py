@@ -19,7 +19,7 @@ import numpy as np
 
 from kubesched.api.types import PodInfo
 from kubesched.scheduler.extender import extender_scores, find_nodes_that_pass_extenders, scaled
-from kubesched.scheduler.framework.batch import BatchCycle, BatchEntry, RankedTotals
+from kubesched.scheduler.framework.batch import MAX_MOVED_TOTALS, BatchCycle, BatchEntry, RankedTotals
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.scheduler.framework.extender import EXTENDER_NAME, Extender
@@ -341,13 +341,20 @@ class Algorithm:
     @staticmethod
     def _rerun_domain_filters(entry: BatchEntry, fw: Framework, state: CycleState, pod: PodInfo,
                               table: NodeTable) -> bool | None:
-        """The entry's domain-scoped plugins again: PreFilter, then Filter over every row; whether
-        a verdict moved, or None when a PreFilter does more than pass or skip (a full cycle then
-        decides)."""
+        """The entry's domain-scoped plugins again: PreFilter, then Filter on the rows whose
+        verdict may have moved (the domains whose counts did, when the plugins can tell) or every
+        row; whether verdicts moved on many rows, or None when a PreFilter does more than pass or
+        skip (a full cycle then decides)."""
         if not fw.rerun_pre_filter(state, pod, entry.rerun):
             return None
+        before, entry.domain_basis = entry.domain_basis, fw.domain_filter_basis(state, entry.rerun)
         if entry.domain_passes and entry.rerun <= state.skip_filter_plugins:
             return False  # they all skip, and passed everywhere before: no verdict moved
+        rows = fw.domain_filter_moved_rows(before, entry.domain_basis, table, MAX_MOVED_TOTALS)
+        if rows is not None:
+            if len(rows):
+                entry.set_domain_rows(rows, fw.run_batch_filters(state, pod, table.batch(rows), entry.rerun.__contains__))
+            return False
         return entry.set_domain_filters(fw.run_batch_filters(state, pod, table.all_rows(), entry.rerun.__contains__))
 
     @staticmethod
@@ -739,6 +746,7 @@ class Algorithm:
         saved = state.clone()
         saved.pods_to_activate = {}
         entry.state = saved
+        entry.domain_basis = fw.domain_filter_basis(saved, entry.rerun)
 
     async def _add_extender_scores(self, pod: PodInfo, table: NodeTable, feasible: np.ndarray, totals: np.ndarray,
                                    attempt: Attempt | None) -> np.ndarray:

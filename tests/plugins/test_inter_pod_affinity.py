@@ -1123,6 +1123,84 @@ def test_vectorised_matches_reference_on_random_clusters(seed: int) -> None:
             assert (existing, aff, anti) == (dict(ref.existing), dict(ref.affinity), dict(ref.anti))
 
 
+def _replica(shape: dict, name: str, node_name: str | None = None) -> dict:
+    """A pod of ``shape`` (same namespace, labels and spec), named ``name``, on ``node_name``."""
+    replica = {**shape, "metadata": {**shape["metadata"], "name": name, "uid": name}, "spec": dict(shape["spec"])}
+    if node_name is not None:
+        replica["spec"]["nodeName"] = node_name
+    return replica
+
+
+def test_filter_moved_rows_covers_every_row_whose_verdict_a_placement_of_the_batch_moves() -> None:
+    """Between two replicas of a batch the first lands, moving the counts of its node's domains
+    only: every row whose Filter verdict moved is among ``filter_moved_rows``' rows (unless it says
+    any row may, as when the first matching pod lands anywhere), and it narrows the rows down."""
+    compared = narrowed = 0
+    for seed in range(30):
+        rng = random.Random(7000 + seed)
+        table, infos, _ = random_cluster(rng)
+        pl = plugin(None, RANDOM_NAMESPACES)
+        shape = random_pod(rng, "shape", None, p_affinity=0.9)
+        previous: tuple[Any, list] | None = None
+        for k in range(8):
+            incoming = PodInfo(_replica(shape, f"r{seed}-{k}"))
+            state = CycleState()
+            _, status = pl.pre_filter(state, incoming, table.all_rows())
+            current = None if status is not None else (pl.filter_basis(state), filter_all(pl, state, incoming, table.all_rows()))
+            if previous is not None and current is not None:
+                compared += 1
+                moved = pl.filter_moved_rows(previous[0], current[0], table, table.n)
+                if moved is not None:
+                    narrowed += 1
+                    changed = {row for row in range(table.n) if previous[1][row] != current[1][row]}
+                    assert changed <= set(moved.tolist())
+                    assert len(moved) < table.n or not changed
+            previous = current
+            add_pod(table, infos, _replica(shape, f"r{seed}-{k}", f"n{rng.randrange(table.n)}"))
+    assert compared > 60 and narrowed > compared // 2
+
+
+def test_filter_moved_rows_leaves_zones_that_hold_many_nodes_to_a_full_filter() -> None:
+    """Narrowing pays where a domain is a node or a few: beyond ``limit`` rows it says any row may.
+    (The first replica to land makes its anti-affinity count anywhere: any row may move then.)"""
+    nodes = [node(f"n{i}", {"kubernetes.io/hostname": f"n{i}", "zone": f"z{i % 2}"}) for i in range(12)]
+    table, infos = cluster(nodes, [])
+    shape = pod("shape", labels={"app": "web"}, aff=affinity(anti=[term("zone", label_selector=selector(app="web"))]))
+    pl = plugin()
+    bases = []
+    for k in range(3):
+        state = CycleState()
+        pl.pre_filter(state, PodInfo(_replica(shape, f"r{k}")), table.all_rows())
+        bases.append(pl.filter_basis(state))
+        add_pod(table, infos, _replica(shape, f"r{k}", "n3"))
+    assert pl.filter_moved_rows(bases[0], bases[1], table, 12) is None
+    assert pl.filter_moved_rows(bases[1], bases[2], table, 4) is None
+    assert pl.filter_moved_rows(bases[1], bases[2], table, 12).tolist() == [1, 3, 5, 7, 9, 11]
+
+
+def test_filter_moved_rows_is_any_row_once_the_first_pod_matching_a_self_satisfied_affinity_lands() -> None:
+    """A pod whose required affinity only it matches passes everywhere while no pod matches
+    anywhere (one does, on a node without zone: it counts nowhere); once one lands in a zone, only
+    that zone passes: rows of the other zone move, whose counts did not."""
+    nodes = [node(f"n{i}", {"kubernetes.io/hostname": f"n{i}", "zone": f"z{i % 2}"}) for i in range(6)]
+    nodes.append(node("n6", {"kubernetes.io/hostname": "n6"}))
+    table, infos = cluster(nodes, [pod("elsewhere", node="n6", labels={"app": "web"})])
+    shape = pod("shape", labels={"app": "web"}, aff=affinity(required=[term("zone", label_selector=selector(app="web"))]))
+    pl = plugin()
+    seen = []
+    for k in range(2):
+        state = CycleState()
+        incoming = PodInfo(_replica(shape, f"r{k}"))
+        pl.pre_filter(state, incoming, table.all_rows())
+        seen.append((pl.filter_basis(state), filter_all(pl, state, incoming, table.all_rows())))
+        add_pod(table, infos, _replica(shape, f"r{k}", "n1"))
+    assert seen[0][1] == [None] * 6 + [AFF] and seen[1][1] == [AFF, None] * 3 + [AFF]
+    assert pl.filter_moved_rows(seen[0][0], seen[1][0], table, 7) is None
+    counted_nowhere = seen[1][0].clone()  # as counts fall back to zero once matching pods leave
+    counted_nowhere.affinity["zone"].counts[:] = 0
+    assert pl.filter_moved_rows(counted_nowhere, seen[1][0], table, 7) is None
+
+
 @pytest.mark.parametrize("seed", range(15))
 def test_scratch_table_after_add_and_remove_pod_matches_reference(seed: int) -> None:
     """What preemption does: remove victims / add nominated pods on a cloned NodeInfo with AddPod /

@@ -22,12 +22,13 @@ from kubesched.scheduler.config import default_configuration
 from kubesched.scheduler.config.args import LIST_DEFAULTING
 from kubesched.scheduler.config.types import PluginRef, SchedulerConfiguration
 from kubesched.scheduler.features import FeatureGates
-from kubesched.scheduler.framework.batch import OpportunisticBatch
+from kubesched.scheduler.framework.batch import MAX_MOVED_TOTALS, OpportunisticBatch
 from kubesched.scheduler.framework.interface import FilterPlugin
 from kubesched.scheduler.framework.registry import merge
 from kubesched.scheduler.framework.runtime import Framework
 from kubesched.scheduler.framework.status import Status
 from kubesched.scheduler.plugins.registry import in_tree_registry
+from kubesched.scheduler.schedule_one import Algorithm
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.simulator.explain import attempts_to_json
 from kubesched.simulator.virtualtime import run_virtual
@@ -329,6 +330,33 @@ def test_domain_scoped_plugins_run_again_in_kept_cycles():
     assert kept > 40 and none == 0
     assert batched == one_by_one
     assert sum(1 for node in batched.values() if node) > 60
+
+
+def test_domain_verdicts_filtered_again_on_the_moved_rows_equal_a_filter_of_every_row(monkeypatch):
+    """Between two pods of a batch, a placement moves the counts of its node's domains only: a kept
+    cycle filters those rows again (required anti-affinity per hostname: one row) and keeps the
+    other rows' domain-scoped verdicts, which are then those of a Filter over every row, status for
+    status; zones that hold many nodes are filtered in full."""
+    narrowed: list[bool] = []
+    rerun = Algorithm._rerun_domain_filters
+
+    def checked(entry, fw, state, pod, table):
+        before = entry.domain_basis
+        moved = rerun(entry, fw, state, pod, table)
+        if moved is not None:
+            first_pos, ids, statuses = fw.run_batch_filters(state, pod, table.all_rows(), entry.rerun.__contains__)
+            assert [entry.statuses[i] if i >= 0 else None for i in entry.domain.ids.tolist()] == \
+                [statuses[i] if i >= 0 else None for i in ids.tolist()]
+            assert entry.domain.first_pos.tolist() == first_pos.tolist()
+            narrowed.append(fw.domain_filter_moved_rows(before, entry.domain_basis, table, MAX_MOVED_TOTALS) is not None)
+        return moved
+
+    monkeypatch.setattr(Algorithm, "_rerun_domain_filters", staticmethod(checked))
+    batched, _ = placed(domain_scoped_cluster(), True, [], [])
+    monkeypatch.undo()
+    one_by_one, _ = placed(domain_scoped_cluster(), False, [], [])
+    assert batched == one_by_one
+    assert sum(narrowed) > 10 and not all(narrowed)
 
 
 def _spot(count: int) -> list[dict]:

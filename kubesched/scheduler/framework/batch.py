@@ -14,8 +14,10 @@ So the verdicts, scores and chosen node are those of a cycle that ran every plug
 
 Domain-scoped plugins (pods counted per topology domain: PodTopologySpread, InterPodAffinity) are
 the exception: one placement moves every node of its zone, so where they run, a reusing cycle runs
-them again in full (PreFilter, Filter over every row, PreScore, Score over the feasible rows) and
-reuses the other plugins' results; only the cycles that keep their totals do this.
+them again (PreFilter; Filter on the rows of the domains whose counts moved where the plugin can
+tell, ``SignPlugin.filter_moved_rows``, as InterPodAffinity can for a term per hostname, else on
+every row; PreScore, Score over the feasible rows) and reuses the other plugins' results; only the
+cycles that keep their totals do this.
 
 An entry is only used when nothing but rows changed: same table, no node added, removed or
 relabelled (``NodeTable.generation``), no other object changed (``HandleContext.objects_version``),
@@ -42,7 +44,9 @@ MAX_CHANGED_ROWS = 64
 
 
 _NO_FAILURE = np.iinfo(np.int32).max
-_NO_ROWS = np.zeros(0, dtype=np.int64)
+NO_ROWS = np.zeros(0, dtype=np.int64)
+#: A domain-scoped plugin's ``filter_basis`` where its PreFilter skipped it (it passes every row).
+SKIPPED_FILTER = object()
 
 
 @dataclass
@@ -82,6 +86,8 @@ class BatchEntry:
     rerun: frozenset[str] = frozenset()
     #: Whether ``domain`` passes every row (as a new entry's does).
     domain_passes: bool = True
+    #: What ``domain`` was computed from (``Framework.domain_filter_basis``; None: not known).
+    domain_basis: dict[str, Any] | None = None
     #: Per Score plugin not skipped: raw scores by row, and which rows hold a current one.
     raw: dict[str, np.ndarray] = field(default_factory=dict)
     known: dict[str, np.ndarray] = field(default_factory=dict)
@@ -152,6 +158,17 @@ class BatchEntry:
         self.first_pos[:], self.ids[:] = _first_failures((self.node_only, self.pod_reading, domain), slice(None))
         return True
 
+    def set_domain_rows(self, rows: np.ndarray, answer: tuple[np.ndarray, np.ndarray, list[Status]]) -> None:
+        """Store the domain-scoped plugins' answer for ``rows``, the only rows where it may have
+        moved (``Framework.domain_filter_moved_rows``); the rows where it did are combined again."""
+        first_pos, ids, statuses = answer
+        domain = self.domain
+        ids = self.add_statuses(statuses).take(ids)
+        moved = np.flatnonzero((ids != domain.ids[rows]) | (first_pos != domain.first_pos[rows]))
+        if len(moved):
+            self._store(domain, rows[moved], first_pos[moved], ids[moved])
+            self.domain_passes = not bool((domain.ids >= 0).any())
+
     def set_raw(self, name: str, rows: np.ndarray, values: np.ndarray) -> None:
         """Store a Score plugin's raw scores for ``rows``."""
         column = self.raw.get(name)
@@ -189,13 +206,13 @@ class BatchEntry:
         if known is None:
             return np.arange(self.table.n) if rows is None else rows
         if not self.missing[name]:
-            return _NO_ROWS
+            return NO_ROWS
         if rows is None:
             return np.flatnonzero(~known)
         if len(rows) <= FEW_ROWS:  # the usual answers (all, none) without numpy calls
             count = _known_among(known, rows)
             if count in (0, len(rows)):
-                return rows if count == 0 else _NO_ROWS
+                return rows if count == 0 else NO_ROWS
         lacking: np.ndarray = rows[~known[rows]]
         return lacking
 
@@ -362,7 +379,7 @@ class BatchCycle:
     version: int = 0
     reuse: BatchEntry | None = None
     #: The rows changed since the reused entry was valid, ascending.
-    changed: np.ndarray = field(default_factory=lambda: _NO_ROWS)
+    changed: np.ndarray = field(default_factory=lambda: NO_ROWS)
     fill: BatchEntry | None = None
     #: Whether the reused entry's changed rows were refreshed (not so when one node was tried).
     refreshed: bool = False

@@ -171,10 +171,10 @@ class SignPlugin(Plugin):
     ``batch_key`` drives kubesched's exact reuse of the previous cycle's filter verdicts and scores
     (see ``framework/batch.py``); it answers ``sign_pod``'s fragments unless the plugin knows
     better. ``domain_scoped`` plugins' results depend on more than a node's own row (pods counted
-    per topology domain): a cycle that reuses its predecessor's results runs them again in full
-    (PreFilter, Filter on every node, PreScore, Score on the feasible nodes) where they ran in the
-    cycle that left the results or ``batch_reruns`` says they may; elsewhere their fragments must
-    guarantee they skip again.
+    per topology domain): a cycle that reuses its predecessor's results runs them again (PreFilter,
+    Filter on every node or on those ``filter_moved_rows`` names, PreScore, Score on the feasible
+    nodes) where they ran in the cycle that left the results or ``batch_reruns`` says they may;
+    elsewhere their fragments must guarantee they skip again.
     """
 
     domain_scoped: ClassVar[bool] = False
@@ -207,6 +207,19 @@ class SignPlugin(Plugin):
         skipped in the cycle that left the results (it may stop skipping as pods land without
         ``batch_key`` changing). False promises it skips again for every pod with the same key."""
         return False
+
+    def filter_basis(self, state: CycleState) -> Any:
+        """For a ``domain_scoped`` plugin: what its Filter verdicts derive from besides each node's
+        own labels (the state its PreFilter wrote in ``state``), for ``filter_moved_rows``. None
+        (the default) says it is not known: a batched cycle then runs Filter on every row again."""
+        return None
+
+    def filter_moved_rows(self, before: Any, after: Any, table: NodeTable, limit: int) -> np.ndarray | None:
+        """For a ``domain_scoped`` plugin: the rows of ``table`` whose Filter verdict may differ
+        between two ``filter_basis`` answers (between two pods of a batch, the domains of the node
+        that took the first), ascending; None when any row may, or more than ``limit`` rows (a
+        batched cycle then runs Filter on every row again, else on these rows only)."""
+        return None
 
 
 def unsignable(reason: str) -> Status:

@@ -27,7 +27,7 @@ from kubesched.client.informers import CustomObjectLister
 from kubesched.client.interface import ClusterClient
 from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
-from kubesched.scheduler.framework.batch import BatchCache, OpportunisticBatch
+from kubesched.scheduler.framework.batch import NO_ROWS, SKIPPED_FILTER, BatchCache, OpportunisticBatch
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ClusterEventWithHint, unroll_wildcard
 from kubesched.scheduler.framework.extender import Extender
@@ -292,6 +292,33 @@ class Framework:
         ran = self.ran_plugins(state, "filter") | self.ran_plugins(state, "score")
         return frozenset(p.name for p in self._signers
                          if p.domain_scoped and (p.name in ran or p.batch_reruns(pod, table)))
+
+    def domain_filter_basis(self, state: CycleState, names: frozenset[str]) -> dict[str, Any]:
+        """Per domain-scoped plugin of ``names``: what its Filter verdicts derive from in ``state``
+        (``SignPlugin.filter_basis``; ``SKIPPED_FILTER`` where PreFilter skipped it)."""
+        skipped = state.skip_filter_plugins
+        return {p.name: SKIPPED_FILTER if p.name in skipped else p.filter_basis(state)
+                for p in self._signers if p.name in names}
+
+    def domain_filter_moved_rows(self, before: dict[str, Any] | None, after: dict[str, Any],
+                                 table: NodeTable, limit: int) -> np.ndarray | None:
+        """The rows whose domain-scoped Filter verdicts may differ between two
+        ``domain_filter_basis`` answers, ascending; None when any row may, or more than ``limit``."""
+        if before is None or before.keys() != after.keys():
+            return None
+        moved: np.ndarray = NO_ROWS
+        for plugin in self._signers:
+            if plugin.name not in after:
+                continue
+            old, new = before[plugin.name], after[plugin.name]
+            if old is SKIPPED_FILTER and new is SKIPPED_FILTER:
+                continue  # passes everywhere, as before
+            comparable = old is not None and new is not None and old is not SKIPPED_FILTER and new is not SKIPPED_FILTER
+            rows = plugin.filter_moved_rows(old, new, table, limit) if comparable else None
+            if rows is None:
+                return None
+            moved = rows if not len(moved) else np.union1d(moved, rows)
+        return moved if len(moved) <= limit else None
 
     def ran_plugins(self, state: CycleState, point: str) -> set[str]:
         """The plugins at ``point`` ("filter" or "score") a cycle runs (PreFilter / PreScore did

@@ -306,10 +306,60 @@ class DomainCounts:
             return
         self.extra[value] = self.extra.get(value, 0) + delta
 
+    def same_as(self, other: DomainCounts) -> bool:
+        """Whether ``other`` holds the same counts (and presence) slot by slot, with no other values."""
+        return other.column is self.column and not self.extra and not other.extra \
+            and self.counts.tobytes() == other.counts.tobytes() \
+            and (self.present.tobytes() if self.present is not None else None) == \
+            (other.present.tobytes() if other.present is not None else None)
+
+    def moved_slots(self, other: DomainCounts) -> np.ndarray | None:
+        """The slots (label value codes) whose count or presence differs in ``other``, ascending;
+        None when the two cannot be compared slot by slot (another label column or size, values
+        outside the column) or nodes without the label (the trailing slot) moved."""
+        if other.column is not self.column or self.extra or other.extra or len(other.counts) != len(self.counts) \
+                or (self.present is None) != (other.present is None):
+            return None
+        differs = self.counts != other.counts
+        if self.present is not None and other.present is not None:
+            differs |= self.present != other.present
+        slots = np.flatnonzero(differs)
+        if len(slots) and slots[-1] == len(self.counts) - 1:
+            return None
+        return slots
+
     def clone(self) -> DomainCounts:
         copy = DomainCounts(self.key, self.column, self.counts.copy(), None if self.present is None else self.present.copy())
         copy.extra = dict(self.extra)
         return copy
+
+
+def moved_domains(before: Mapping[str, DomainCounts], after: Mapping[str, DomainCounts], table: NodeTable,
+                  into: np.ndarray, limit: int) -> bool:
+    """Mark in ``into`` (a flag per row of ``table``) the rows in a domain whose count differs
+    between two sets of counts by topology key (a PreFilter state before and after pods landed);
+    False when the two cannot be compared domain by domain (other keys, counts that no longer
+    follow the table's label columns) or more than ``limit`` rows are marked."""
+    if before.keys() != after.keys():
+        return False
+    for key, counts in after.items():
+        old = before[key]
+        if table.label_column(key) is not counts.column:
+            return False
+        if old.same_as(counts):
+            continue
+        if table.n > limit * len(counts.counts):
+            return False  # values hold more than ``limit`` nodes on average (zones, not hostnames)
+        slots = old.moved_slots(counts)
+        codes = table.label_codes(key)
+        if slots is None or codes is None:
+            return False
+        into |= codes == slots[0] if len(slots) == 1 else np.isin(codes, slots)
+        if np.count_nonzero(into) > limit:
+            return False
+    return True
+
+
 
 
 class StateUpdates(PreFilterExtensions):

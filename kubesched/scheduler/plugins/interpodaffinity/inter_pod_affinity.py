@@ -57,7 +57,14 @@ from kubesched.scheduler.plugins._pod_groups import (
     RowCounts,
     pod_index,
 )
-from kubesched.scheduler.plugins._topology import DomainCounts, StateUpdates, VerdictBuilder, domain_sums, row_sums_by_code
+from kubesched.scheduler.plugins._topology import (
+    DomainCounts,
+    StateUpdates,
+    VerdictBuilder,
+    domain_sums,
+    moved_domains,
+    row_sums_by_code,
+)
 
 PRE_FILTER_KEY = "PreFilter" + names.InterPodAffinity
 PRE_SCORE_KEY = "PreScore" + names.InterPodAffinity
@@ -107,6 +114,17 @@ def _add_sums(out: Sums, table: NodeTable, key: str, counted: Counted, factor: i
 
 def _domains(table: NodeTable, sums: Sums) -> dict[str, DomainCounts]:
     return {key: DomainCounts.from_sums(table, key, s) for key, s in sums.items()}
+
+
+#: The counts a Filter verdict reads, per topology key (``_FilterState``'s fields).
+_COUNTED = ("existing", "anti", "affinity")
+
+
+def _self_satisfied(s: _FilterState) -> bool:
+    """What ``filter_nodes`` reads of every domain at once: whether the incoming pod's affinity is
+    satisfied by the pod itself (no pod matches its terms anywhere, and it matches them)."""
+    return bool(s.required_affinity) and not any(dc.any_nonzero() for dc in s.affinity.values()) \
+        and matches_all(s.required_affinity, s.pod)
 
 
 class _FilterState:
@@ -213,6 +231,20 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         """Whether a pod, incoming or placed, has terms (the plugin may then run for this pod)."""
         index = pod_index(table)
         return bool(signers.pod_affinity(pod)) or any(index.term_counts(kind) for kind in _TERM_KINDS)
+
+    def filter_basis(self, state: CycleState) -> Any:
+        return state.get(PRE_FILTER_KEY)
+
+    def filter_moved_rows(self, before: Any, after: Any, table: NodeTable, limit: int) -> np.ndarray | None:
+        """The rows in a domain whose counts moved, when the terms and what Filter reads across
+        domains (whether the pod's affinity is satisfied by the pod itself) are the same in both."""
+        if not isinstance(before, _FilterState) or not isinstance(after, _FilterState):
+            return None
+        moved = np.zeros(table.n, dtype=bool)
+        if not all(moved_domains(getattr(before, part), getattr(after, part), table, moved, limit) for part in _COUNTED):
+            return None
+        same_terms = before.required_affinity == after.required_affinity and before.required_anti == after.required_anti
+        return np.flatnonzero(moved) if same_terms and _self_satisfied(before) == _self_satisfied(after) else None
 
     # --- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
