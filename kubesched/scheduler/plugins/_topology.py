@@ -306,13 +306,6 @@ class DomainCounts:
             return
         self.extra[value] = self.extra.get(value, 0) + delta
 
-    def same_as(self, other: DomainCounts) -> bool:
-        """Whether ``other`` holds the same counts (and presence) slot by slot, with no other values."""
-        return other.column is self.column and not self.extra and not other.extra \
-            and self.counts.tobytes() == other.counts.tobytes() \
-            and (self.present.tobytes() if self.present is not None else None) == \
-            (other.present.tobytes() if other.present is not None else None)
-
     def moved_slots(self, other: DomainCounts) -> np.ndarray | None:
         """The slots (label value codes) whose count or presence differs in ``other``, ascending;
         None when the two cannot be compared slot by slot (another label column or size, values
@@ -334,32 +327,40 @@ class DomainCounts:
         return copy
 
 
-def moved_domains(before: Mapping[str, DomainCounts], after: Mapping[str, DomainCounts], table: NodeTable,
-                  into: np.ndarray, limit: int) -> bool:
-    """Mark in ``into`` (a flag per row of ``table``) the rows in a domain whose count differs
-    between two sets of counts by topology key (a PreFilter state before and after pods landed);
-    False when the two cannot be compared domain by domain (other keys, counts that no longer
-    follow the table's label columns) or more than ``limit`` rows are marked."""
+def moved_domain_rows(before: Mapping[str, DomainCounts], after: Mapping[str, DomainCounts], table: NodeTable,
+                      limit: int) -> np.ndarray | None:
+    """The rows of ``table`` in a domain whose count differs between two sets of counts by
+    topology key (a PreFilter state before and after pods landed), ascending; None when the two
+    cannot be compared domain by domain (other keys, counts that no longer follow the table's
+    label columns) or more than ``limit`` rows are in such domains."""
     if before.keys() != after.keys():
-        return False
+        return None
+    found: list[np.ndarray] = []
     for key, counts in after.items():
-        old = before[key]
-        if table.label_column(key) is not counts.column:
-            return False
-        if old.same_as(counts):
+        slots = before[key].moved_slots(counts)
+        if slots is None or table.label_column(key) is not counts.column:
+            return None
+        codes = table.label_codes(key)
+        if not len(slots) or codes is None:
             continue
         if table.n > limit * len(counts.counts):
-            return False  # values hold more than ``limit`` nodes on average (zones, not hostnames)
-        slots = old.moved_slots(counts)
-        codes = table.label_codes(key)
-        if slots is None or codes is None:
-            return False
-        into |= codes == slots[0] if len(slots) == 1 else np.isin(codes, slots)
-        if np.count_nonzero(into) > limit:
-            return False
-    return True
+            return None  # values hold more than ``limit`` nodes on average (zones, not hostnames)
+        rows = np.flatnonzero(codes == slots[0] if len(slots) == 1 else np.isin(codes, slots))
+        found.append(rows)
+        if sum(len(r) for r in found) > limit:
+            return None
+    return union_of_rows(found)
 
 
+def union_of_rows(found: list[np.ndarray]) -> np.ndarray:
+    """The rows in any of ``found`` (a few short arrays of rows), ascending."""
+    found = [rows for rows in found if len(rows)]
+    if not found:
+        return _NO_ROWS
+    return found[0] if len(found) == 1 else np.unique(np.concatenate(found))
+
+
+_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 class StateUpdates(PreFilterExtensions):

@@ -62,8 +62,9 @@ from kubesched.scheduler.plugins._topology import (
     StateUpdates,
     VerdictBuilder,
     domain_sums,
-    moved_domains,
+    moved_domain_rows,
     row_sums_by_code,
+    union_of_rows,
 )
 
 PRE_FILTER_KEY = "PreFilter" + names.InterPodAffinity
@@ -240,11 +241,15 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         domains (whether the pod's affinity is satisfied by the pod itself) are the same in both."""
         if not isinstance(before, _FilterState) or not isinstance(after, _FilterState):
             return None
-        moved = np.zeros(table.n, dtype=bool)
-        if not all(moved_domains(getattr(before, part), getattr(after, part), table, moved, limit) for part in _COUNTED):
-            return None
+        found = []
+        for part in _COUNTED:
+            rows = moved_domain_rows(getattr(before, part), getattr(after, part), table, limit)
+            if rows is None:
+                return None
+            found.append(rows)
+        moved = union_of_rows(found)
         same_terms = before.required_affinity == after.required_affinity and before.required_anti == after.required_anti
-        return np.flatnonzero(moved) if same_terms and _self_satisfied(before) == _self_satisfied(after) else None
+        return moved if len(moved) <= limit and same_terms and _self_satisfied(before) == _self_satisfied(after) else None
 
     # --- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
