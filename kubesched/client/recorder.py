@@ -259,7 +259,7 @@ def _key(event: dict) -> tuple:
     regarding = event.get("regarding") or {}
     related = event.get("related") or {}
     return (event.get("action"), event.get("reason"), event.get("reportingController"),
-            *(regarding.get(f) for f in _REFERENCE_FIELDS), *(related.get(f) for f in _REFERENCE_FIELDS))
+            *map(regarding.get, _REFERENCE_FIELDS), *map(related.get, _REFERENCE_FIELDS))
 
 
 def _last_seen(event: dict) -> float:
