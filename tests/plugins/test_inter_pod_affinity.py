@@ -1123,7 +1123,7 @@ def test_vectorised_matches_reference_on_random_clusters(seed: int) -> None:
             assert (existing, aff, anti) == (dict(ref.existing), dict(ref.affinity), dict(ref.anti))
 
 
-def _replica(shape: dict, name: str, node_name: str | None = None) -> dict:
+def replica(shape: dict, name: str, node_name: str | None = None) -> dict:
     """A pod of ``shape`` (same namespace, labels and spec), named ``name``, on ``node_name``."""
     replica = {**shape, "metadata": {**shape["metadata"], "name": name, "uid": name}, "spec": dict(shape["spec"])}
     if node_name is not None:
@@ -1143,7 +1143,7 @@ def test_filter_moved_rows_covers_every_row_whose_verdict_a_placement_of_the_bat
         shape = random_pod(rng, "shape", None, p_affinity=0.9)
         previous: tuple[Any, list] | None = None
         for k in range(8):
-            incoming = PodInfo(_replica(shape, f"r{seed}-{k}"))
+            incoming = PodInfo(replica(shape, f"r{seed}-{k}"))
             state = CycleState()
             _, status = pl.pre_filter(state, incoming, table.all_rows())
             current = None if status is not None else (pl.filter_basis(state), filter_all(pl, state, incoming, table.all_rows()))
@@ -1156,7 +1156,7 @@ def test_filter_moved_rows_covers_every_row_whose_verdict_a_placement_of_the_bat
                     assert changed <= set(moved.tolist())
                     assert len(moved) < table.n or not changed
             previous = current
-            add_pod(table, infos, _replica(shape, f"r{seed}-{k}", f"n{rng.randrange(table.n)}"))
+            add_pod(table, infos, replica(shape, f"r{seed}-{k}", f"n{rng.randrange(table.n)}"))
     assert compared > 60 and narrowed > compared // 2
 
 
@@ -1170,9 +1170,9 @@ def test_filter_moved_rows_leaves_zones_that_hold_many_nodes_to_a_full_filter() 
     bases = []
     for k in range(3):
         state = CycleState()
-        pl.pre_filter(state, PodInfo(_replica(shape, f"r{k}")), table.all_rows())
+        pl.pre_filter(state, PodInfo(replica(shape, f"r{k}")), table.all_rows())
         bases.append(pl.filter_basis(state))
-        add_pod(table, infos, _replica(shape, f"r{k}", "n3"))
+        add_pod(table, infos, replica(shape, f"r{k}", "n3"))
     assert pl.filter_moved_rows(bases[0], bases[1], table, 12) is None
     assert pl.filter_moved_rows(bases[1], bases[2], table, 4) is None
     assert pl.filter_moved_rows(bases[1], bases[2], table, 12).tolist() == [1, 3, 5, 7, 9, 11]
@@ -1190,10 +1190,10 @@ def test_filter_moved_rows_is_any_row_once_the_first_pod_matching_a_self_satisfi
     seen = []
     for k in range(2):
         state = CycleState()
-        incoming = PodInfo(_replica(shape, f"r{k}"))
+        incoming = PodInfo(replica(shape, f"r{k}"))
         pl.pre_filter(state, incoming, table.all_rows())
         seen.append((pl.filter_basis(state), filter_all(pl, state, incoming, table.all_rows())))
-        add_pod(table, infos, _replica(shape, f"r{k}", "n1"))
+        add_pod(table, infos, replica(shape, f"r{k}", "n1"))
     assert seen[0][1] == [None] * 6 + [AFF] and seen[1][1] == [AFF, None] * 3 + [AFF]
     assert pl.filter_moved_rows(seen[0][0], seen[1][0], table, 7) is None
     counted_nowhere = seen[1][0].clone()  # as counts fall back to zero once matching pods leave

@@ -50,6 +50,7 @@ from tests.plugins.test_inter_pod_affinity import (
     filter_all,
     node,
     pod,
+    replica,
     selector,
 )
 
@@ -1001,6 +1002,52 @@ def test_every_rows_scoring_kept_with_the_layouts_follows_the_nodes(seed: int) -
         name = rng.choice(sorted(infos))
         infos[name].set_node(random_pts_node(rng, int(name[1:])))
         table.set_node(infos[name])
+
+
+def test_filter_moved_rows_covers_every_row_whose_verdict_a_placement_of_the_batch_moves() -> None:
+    """Between two replicas of a batch the first lands, moving the counts of its node's domains
+    only: every row whose Filter verdict moved is among ``filter_moved_rows``' rows (unless it says
+    any row may, as when a global minimum moves), and it narrows the rows down."""
+    compared = narrowed = 0
+    for seed in range(40):
+        rng = random.Random(9000 + seed)
+        table, infos, _ = random_pts_cluster(rng)
+        pl = plugin()
+        shape = random_pts_pod(rng, "shape", None, constraints=rng.randint(1, 2))
+        previous: tuple[Any, list] | None = None
+        for k in range(8):
+            incoming = PodInfo(replica(shape, f"r{seed}-{k}"))
+            state = CycleState()
+            _, status = pl.pre_filter(state, incoming, table.all_rows())
+            current = None if status is not None else (pl.filter_basis(state), filter_all(pl, state, incoming, table.all_rows()))
+            if previous is not None and current is not None:
+                compared += 1
+                moved = pl.filter_moved_rows(previous[0], current[0], table, table.n)
+                if moved is not None:
+                    narrowed += 1
+                    changed = {row for row in range(table.n) if previous[1][row] != current[1][row]}
+                    assert changed <= set(moved.tolist())
+            previous = current
+            add_pod(table, infos, replica(shape, f"r{seed}-{k}", f"n{rng.randrange(table.n)}"))
+    assert compared > 60 and narrowed > compared // 2
+
+
+def test_filter_moved_rows_of_a_spread_over_nodes_is_the_node_that_took_a_pod_until_the_minimum_moves() -> None:
+    nodes = [node(f"n{i}", {LABEL_HOSTNAME: f"n{i}"}) for i in range(4)]
+    table, infos = cluster(nodes, [])
+    shape = pod("shape", labels={"app": "web"},
+                topologySpreadConstraints=[spread(1, LABEL_HOSTNAME, DO_NOT_SCHEDULE, selector(app="web"))])
+    pl = plugin()
+    bases = []
+    for k, target in enumerate(["n2", "n0", "n1", "n3", "n3"]):
+        state = CycleState()
+        pl.pre_filter(state, PodInfo(replica(shape, f"r{k}")), table.all_rows())
+        bases.append(pl.filter_basis(state))
+        add_pod(table, infos, replica(shape, f"r{k}", target))
+    assert pl.filter_moved_rows(bases[0], bases[1], table, 4).tolist() == [2]
+    assert pl.filter_moved_rows(bases[1], bases[2], table, 4).tolist() == [0]
+    assert pl.filter_moved_rows(bases[3], bases[4], table, 4) is None  # n3 took the last pod at the minimum
+    assert pl.filter_moved_rows(bases[0], bases[2], table, 1) is None  # two rows moved: more than the limit
 
 
 @pytest.mark.parametrize("seed", range(15))

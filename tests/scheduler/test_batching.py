@@ -303,7 +303,8 @@ def domain_scoped_cluster() -> list[dict]:
     skew of 1 (whole zones turn infeasible and back), preferred anti-affinity between replicas
     (scores that move on one node and normalise over all), required anti-affinity (each placement
     makes its node infeasible), and plain pods that an earlier pod's required anti-affinity keeps
-    off its node once it lands (terms come into play in the middle of a run of plain pods)."""
+    off its node once it lands (terms come into play in the middle of a run of plain pods), and a
+    spread over nodes (one node moves per placement, every node once the minimum does)."""
     nodes = [make_node(f"n{i:02d}", cpu="2" if i % 4 == 0 else "4", labels={"topology.kubernetes.io/zone": f"z{i % 3}"},
                        taints=[{"key": "spot", "value": "x", "effect": "PreferNoSchedule"}] if i % 5 == 0 else None)
              for i in range(18)]
@@ -318,6 +319,9 @@ def domain_scoped_cluster() -> list[dict]:
     pods += [make_pod(f"w-late-{i:02d}", cpu="200m", memory="256Mi", labels={"app": "w"}) for i in range(12)]
     anti = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("a")]}}}
     pods += [make_pod(f"a-{i:02d}", cpu="100m", labels={"app": "a"}, **anti) for i in range(20)]
+    over_nodes = {"topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                                                  "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "h"}}}]}
+    pods += [make_pod(f"h-{i:02d}", cpu="100m", labels={"app": "h"}, **over_nodes) for i in range(24)]
     return nodes + pods
 
 

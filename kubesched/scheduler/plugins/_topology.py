@@ -11,7 +11,7 @@ added by AddPod on a node the table does not know) live in ``extra``.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -308,9 +308,10 @@ class DomainCounts:
 
     def moved_slots(self, other: DomainCounts) -> np.ndarray | None:
         """The slots (label value codes) whose count or presence differs in ``other``, ascending;
-        None when the two cannot be compared slot by slot (another label column or size, values
-        outside the column) or nodes without the label (the trailing slot) moved."""
-        if other.column is not self.column or self.extra or other.extra or len(other.counts) != len(self.counts) \
+        None when the two cannot be compared slot by slot (another key, label column or size,
+        values outside the column) or nodes without the label (the trailing slot) moved."""
+        if other.key != self.key or other.column is not self.column or self.extra or other.extra \
+                or len(other.counts) != len(self.counts) \
                 or (self.present is None) != (other.present is None):
             return None
         differs = self.counts != other.counts
@@ -327,23 +328,21 @@ class DomainCounts:
         return copy
 
 
-def moved_domain_rows(before: Mapping[str, DomainCounts], after: Mapping[str, DomainCounts], table: NodeTable,
+def moved_domain_rows(pairs: Iterable[tuple[DomainCounts, DomainCounts]], table: NodeTable,
                       limit: int) -> np.ndarray | None:
-    """The rows of ``table`` in a domain whose count differs between two sets of counts by
-    topology key (a PreFilter state before and after pods landed), ascending; None when the two
-    cannot be compared domain by domain (other keys, counts that no longer follow the table's
-    label columns) or more than ``limit`` rows are in such domains."""
-    if before.keys() != after.keys():
-        return None
+    """The rows of ``table`` in a domain whose count differs between the two counts of a pair (a
+    PreFilter state's counts before and after pods landed), ascending; None when a pair cannot be
+    compared domain by domain (counts that no longer follow the table's label columns) or more
+    than ``limit`` rows are in such domains."""
     found: list[np.ndarray] = []
-    for key, counts in after.items():
-        slots = before[key].moved_slots(counts)
-        if slots is None or table.label_column(key) is not counts.column:
+    for old, new in pairs:
+        slots = old.moved_slots(new)
+        if slots is None or table.label_column(new.key) is not new.column:
             return None
-        codes = table.label_codes(key)
+        codes = table.label_codes(new.key)
         if not len(slots) or codes is None:
             continue
-        if table.n > limit * len(counts.counts):
+        if table.n > limit * len(new.counts):
             return None  # values hold more than ``limit`` nodes on average (zones, not hostnames)
         rows = np.flatnonzero(codes == slots[0] if len(slots) == 1 else np.isin(codes, slots))
         found.append(rows)

@@ -64,7 +64,6 @@ from kubesched.scheduler.plugins._topology import (
     domain_sums,
     moved_domain_rows,
     row_sums_by_code,
-    union_of_rows,
 )
 
 PRE_FILTER_KEY = "PreFilter" + names.InterPodAffinity
@@ -241,15 +240,17 @@ class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
         domains (whether the pod's affinity is satisfied by the pod itself) are the same in both."""
         if not isinstance(before, _FilterState) or not isinstance(after, _FilterState):
             return None
-        found = []
+        pairs = []
         for part in _COUNTED:
-            rows = moved_domain_rows(getattr(before, part), getattr(after, part), table, limit)
-            if rows is None:
+            old, new = getattr(before, part), getattr(after, part)
+            if old.keys() != new.keys():
                 return None
-            found.append(rows)
-        moved = union_of_rows(found)
+            pairs += [(old[key], counts) for key, counts in new.items()]
+        moved = moved_domain_rows(pairs, table, limit)
+        if moved is None:
+            return None
         same_terms = before.required_affinity == after.required_affinity and before.required_anti == after.required_anti
-        return moved if len(moved) <= limit and same_terms and _self_satisfied(before) == _self_satisfied(after) else None
+        return moved if same_terms and _self_satisfied(before) == _self_satisfied(after) else None
 
     # --- PreFilter ------------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:

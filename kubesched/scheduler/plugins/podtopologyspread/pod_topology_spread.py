@@ -58,7 +58,14 @@ from kubesched.scheduler.plugins._affinity_terms import selector_error
 from kubesched.scheduler.plugins._hints import is_same_pod, labels
 from kubesched.scheduler.plugins._pod_groups import Clause, MatchView, pod_index
 from kubesched.scheduler.plugins._resource_allocation import go_round
-from kubesched.scheduler.plugins._topology import MAX_INT32, DomainCounts, StateUpdates, VerdictBuilder, domain_sums
+from kubesched.scheduler.plugins._topology import (
+    MAX_INT32,
+    DomainCounts,
+    StateUpdates,
+    VerdictBuilder,
+    domain_sums,
+    moved_domain_rows,
+)
 from kubesched.scheduler.plugins.nodeaffinity.node_affinity import RequiredNodeAffinity
 from kubesched.scheduler.plugins.tainttoleration.taint_toleration import (
     COMPARISON_GATE,
@@ -314,6 +321,12 @@ class _FilterState:
             self.minimums[i] = self._minimum(self.domains[i])
 
 
+def _across_domains(s: _FilterState) -> list[tuple[int, bool]]:
+    """What ``filter_nodes`` reads of every domain at once, per constraint: the global minimum and
+    whether the incoming pod matches the selector."""
+    return [(s.min_match_num(i), c.selector.matches(s.pod.labels)) for i, c in enumerate(s.constraints)]
+
+
 class _ScoreState:
     """Upstream preScoreState: soft constraints, per-domain counts and normalising weights."""
 
@@ -525,6 +538,19 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         return [(signers.TOPOLOGY_SPREAD, (signers.identity(pod), pod.spec.get("topologySpreadConstraints")))]
 
     # --- PreFilter / Filter -------------------------------------------------------------------------
+    def filter_basis(self, state: CycleState) -> Any:
+        return state.get(PRE_FILTER_KEY)
+
+    def filter_moved_rows(self, before: Any, after: Any, table: NodeTable, limit: int) -> np.ndarray | None:
+        """The rows in a domain whose count moved, when the constraints and what Filter reads across
+        domains (each constraint's global minimum, whether the pod matches its selector) are the
+        same in both: a spread over nodes moves one row per placement, until the minimum moves."""
+        if not isinstance(before, _FilterState) or not isinstance(after, _FilterState) or \
+                before.constraints != after.constraints:
+            return None
+        moved = moved_domain_rows(zip(before.domains, after.domains, strict=True), table, limit)
+        return moved if moved is not None and _across_domains(before) == _across_domains(after) else None
+
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[PreFilterResult | None, Status | None]:
         try:
             constraints = self.constraints(pod, DO_NOT_SCHEDULE)
