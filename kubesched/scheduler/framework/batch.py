@@ -16,8 +16,8 @@ Domain-scoped plugins (pods counted per topology domain: PodTopologySpread, Inte
 the exception: one placement moves every node of its zone, so where they run, a reusing cycle runs
 them again (PreFilter; Filter on the rows of the domains whose counts moved where the plugin can
 tell, ``SignPlugin.filter_moved_rows``, as InterPodAffinity and PodTopologySpread can for terms
-and spreads per hostname, else on every row; PreScore, Score over the feasible rows) and reuses the other plugins' results; only the
-cycles that keep their totals do this.
+and spreads per hostname, else on every row; PreScore, Score over the feasible rows) and reuses
+the other plugins' results; only the cycles that keep their totals do this.
 
 An entry is only used when nothing but rows changed: same table, no node added, removed or
 relabelled (``NodeTable.generation``), no other object changed (``HandleContext.objects_version``),

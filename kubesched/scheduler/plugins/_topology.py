@@ -348,10 +348,10 @@ def moved_domain_rows(pairs: Iterable[tuple[DomainCounts, DomainCounts]], table:
         found.append(rows)
         if sum(len(r) for r in found) > limit:
             return None
-    return union_of_rows(found)
+    return _union_of_rows(found)
 
 
-def union_of_rows(found: list[np.ndarray]) -> np.ndarray:
+def _union_of_rows(found: list[np.ndarray]) -> np.ndarray:
     """The rows in any of ``found`` (a few short arrays of rows), ascending."""
     found = [rows for rows in found if len(rows)]
     if not found:
