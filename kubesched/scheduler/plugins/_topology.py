@@ -306,6 +306,14 @@ class DomainCounts:
             return
         self.extra[value] = self.extra.get(value, 0) + delta
 
+    def same_as(self, other: DomainCounts) -> bool:
+        """Whether ``other`` holds the same counts and presence slot by slot (for few slots: it
+        compares their bytes)."""
+        return other.key == self.key and other.column is self.column and not self.extra and not other.extra \
+            and self.counts.tobytes() == other.counts.tobytes() \
+            and (None if self.present is None else self.present.tobytes()) == \
+            (None if other.present is None else other.present.tobytes())
+
     def moved_slots(self, other: DomainCounts) -> np.ndarray | None:
         """The slots (label value codes) whose count or presence differs in ``other``, ascending;
         None when the two cannot be compared slot by slot (another key, label column or size,
@@ -336,14 +344,18 @@ def moved_domain_rows(pairs: Iterable[tuple[DomainCounts, DomainCounts]], table:
     than ``limit`` rows are in such domains."""
     found: list[np.ndarray] = []
     for old, new in pairs:
-        slots = old.moved_slots(new)
-        if slots is None or table.label_column(new.key) is not new.column:
+        if table.label_column(new.key) is not new.column:
             return None
+        if table.n > limit * len(new.counts):  # values hold more than ``limit`` nodes on average (zones)
+            if old.same_as(new):
+                continue
+            return None
+        slots = old.moved_slots(new)
         codes = table.label_codes(new.key)
+        if slots is None:
+            return None
         if not len(slots) or codes is None:
             continue
-        if table.n > limit * len(new.counts):
-            return None  # values hold more than ``limit`` nodes on average (zones, not hostnames)
         rows = np.flatnonzero(codes == slots[0] if len(slots) == 1 else np.isin(codes, slots))
         found.append(rows)
         if sum(len(r) for r in found) > limit:
