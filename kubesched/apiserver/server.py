@@ -20,7 +20,6 @@ import os
 import random
 import shutil
 import socket
-import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,7 +32,18 @@ from aiohttp import web
 from kubesched.api.apierrors import APIError, BadRequest, Gone, NotFound, Timeout
 from kubesched.api.kinds import Kind, kind_for_resource, served, unserved_kinds
 from kubesched.api.watch import BOOKMARK, ERROR, WatchEvent
-from kubesched.apiserver import bootstrappolicy, bounds, codec, discovery, kubeletproxy, metrics, openapi, openapi_proto, tables
+from kubesched.apiserver import (
+    bootstrappolicy,
+    bounds,
+    codec,
+    discovery,
+    kubeletproxy,
+    metrics,
+    openapi,
+    openapi_proto,
+    tables,
+    unixsocket,
+)
 from kubesched.apiserver.authn import ANONYMOUS_USER, UserInfo
 from kubesched.apiserver.crds import CustomResources
 from kubesched.apiserver.handlers import Call, NotFoundPath, Reply, RestAPI, View, int_param, method_not_allowed
@@ -178,12 +188,13 @@ class APIServer:
         authenticated and authorized as on the TCP address. ``kubesched up``'s own scheduler
         process talks to the server there: on one machine TLS only costs both sides CPU for every
         request and watch event (see docs/security.md). Call after ``start``; ``stop`` removes the
-        socket."""
+        socket, and the next server removes the directory of one that died without stopping
+        (``kubesched.apiserver.unixsocket``)."""
         assert self._runner is not None, "listen_unix needs a started server"
         if not hasattr(socket, "AF_UNIX"):
             return ""
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="kubesched-api-"))  # mode 0700
-        path = str(self._socket_dir / "api.sock")
+        self._socket_dir = unixsocket.make_socket_dir()
+        path = str(self._socket_dir / unixsocket.SOCKET_NAME)
         site = web.UnixSite(self._runner, path)
         await site.start()
         os.chmod(path, 0o600)
