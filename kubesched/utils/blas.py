@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 
-#: The variables OpenBLAS, and the other BLAS builds numpy may link (MKL, OpenMP's), read for the
-#: size of their pool.
-POOL_SIZE_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")
+#: The variables OpenBLAS (numpy's wheels) and MKL (some distributions' numpy) read for the size
+#: of their pool. ``OMP_NUM_THREADS`` is left alone: it would also bind every OpenMP library a
+#: user's plugin may load.
+POOL_SIZE_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def one_blas_thread() -> None:
