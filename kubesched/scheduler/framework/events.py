@@ -90,6 +90,10 @@ class ClusterEvent:
     def __hash__(self) -> int:
         return self._hash
 
+    def __reduce__(self) -> tuple[type[ClusterEvent], tuple[str, ActionType, str]]:
+        # Made again where it is loaded: a string's hash differs from one process to the next.
+        return ClusterEvent, (self.resource, self.action, self.custom_label)
+
     def matches(self, incoming: ClusterEvent) -> bool:
         """Whether a registered event (self) covers an incoming one (upstream ``ClusterEvent.Match``)."""
         if self.resource == Resource.WildCard:

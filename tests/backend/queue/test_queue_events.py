@@ -4,6 +4,10 @@ _Update, TestHighPriorityFlushUnschedulablePodsLeftover, TestPriorityQueue_Assig
 
 from __future__ import annotations
 
+import pickle
+import subprocess
+import sys
+
 import pytest
 
 from kubesched.api.types import PodInfo
@@ -274,3 +278,14 @@ def test_an_attempt_failing_with_an_error_after_a_rejection_gets_the_error_backo
     assert (qpi.unschedulable_plugins, qpi.pending_plugins) == (set(), set())
     q.add_unschedulable_if_not_present(qpi, q.scheduling_cycle)  # an error sets no rejectors
     assert where(q, "p") == "backoff"
+
+
+def test_a_cluster_event_pickled_into_another_process_hashes_as_one_made_there():
+    """Its hash is worked out once, from strings whose hashes differ between processes: a loaded
+    event is made again, so it finds the hints registered for the same event there."""
+    probe = ("import pickle, sys; from kubesched.scheduler.framework.events import ClusterEvent, ActionType;"
+             "loaded = pickle.loads(sys.stdin.buffer.read()); made = ClusterEvent('AssignedPod', ActionType.Add);"
+             "print(hash(loaded) == hash(made), {made: 'hints'}.get(loaded), loaded.label)")
+    sent = pickle.dumps(ClusterEvent("AssignedPod", A.Add))
+    done = subprocess.run([sys.executable, "-c", probe], input=sent, capture_output=True, check=True, timeout=60)
+    assert done.stdout.decode().split() == ["True", "hints", "AssignedPodAdd"]
