@@ -27,7 +27,7 @@ from kubesched.client.informers import CustomObjectLister
 from kubesched.client.interface import ClusterClient
 from kubesched.scheduler.config.types import POINTS, PluginRef, Profile
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
-from kubesched.scheduler.framework.batch import NO_ROWS, SKIPPED_FILTER, BatchCache, OpportunisticBatch
+from kubesched.scheduler.framework.batch import SKIPPED_FILTER, BatchCache, OpportunisticBatch, union_of_rows
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ClusterEventWithHint, unroll_wildcard
 from kubesched.scheduler.framework.extender import Extender
@@ -306,7 +306,7 @@ class Framework:
         ``domain_filter_basis`` answers, ascending; None when any row may, or more than ``limit``."""
         if before is None or before.keys() != after.keys():
             return None
-        moved: np.ndarray = NO_ROWS
+        found = []
         for plugin in self._signers:
             if plugin.name not in after:
                 continue
@@ -317,7 +317,8 @@ class Framework:
             rows = plugin.filter_moved_rows(old, new, table, limit) if comparable else None
             if rows is None:
                 return None
-            moved = rows if not len(moved) else np.union1d(moved, rows)
+            found.append(rows)
+        moved = union_of_rows(found)
         return moved if len(moved) <= limit else None
 
     def ran_plugins(self, state: CycleState, point: str) -> set[str]:

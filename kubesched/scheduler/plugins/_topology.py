@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 
 from kubesched.api.types import NodeInfo, PodInfo
+from kubesched.scheduler.framework.batch import union_of_rows
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.interface import FilterVerdict, PreFilterExtensions
 from kubesched.scheduler.framework.memo import FEW_ROWS
@@ -360,21 +361,9 @@ def moved_domain_rows(pairs: Iterable[tuple[DomainCounts, DomainCounts]], table:
         found.append(rows)
         if sum(len(r) for r in found) > limit:
             return None
-    return _union_of_rows(found)
+    return union_of_rows(found)
 
 
-def _union_of_rows(found: list[np.ndarray]) -> np.ndarray:
-    """The rows in any of ``found`` (a few short arrays of rows), ascending (in Python: cheaper
-    than numpy's calls for a few rows)."""
-    found = [rows for rows in found if len(rows)]
-    if not found:
-        return _NO_ROWS
-    if len(found) == 1:
-        return found[0]
-    return np.array(sorted({row for rows in found for row in rows.tolist()}), dtype=np.int64)
-
-
-_NO_ROWS = np.zeros(0, dtype=np.int64)
 
 
 class StateUpdates(PreFilterExtensions):
