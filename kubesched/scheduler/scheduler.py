@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass, replace
@@ -47,6 +48,16 @@ from kubesched.utils.clock import Clock, RealClock
 log = logging.getLogger(__name__)
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
+#: The scheduling loop's time slice, in seconds: it schedules pods back to back for this long before
+#: it lets the event loop's other tasks run (binding cycles, informers, the event broadcaster,
+#: servers), much as Go's runtime lets kube-scheduler's goroutine run for up to 10 ms before
+#: preempting it. Yielding after every pod woke each of those tasks once per pod; after a slice,
+#: each handles in one go what piled up. A pod's binding starts at most one slice after its cycle.
+SCHEDULING_TIME_SLICE = 0.005
+#: ... unless more pods than this are assumed and not yet seen bound: the loop then yields after
+#: every pod, so that bindings waiting on an API server keep pace with the scheduling cycles instead
+#: of queueing up behind them.
+MAX_ASSUMED_IN_SLICE = 128
 CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.Override)
 
 #: Kinds the scheduler's informers watch: what the cache and the in-tree plugins read.
@@ -238,6 +249,7 @@ class Scheduler:
     async def run(self) -> None:
         """Schedule pods until ``stop()`` or until the fence says this replica may not lead any more.
         An exception while scheduling one pod fails that pod (Error status, backoff), never the loop."""
+        slice_start = time.perf_counter()
         while not self._stopping:
             if self._check_fence("scheduling"):
                 break
@@ -257,8 +269,9 @@ class Scheduler:
                 self._contain(qpi, e)
             if self.after_attempt is not None:
                 await self.after_attempt(qpi.pod_info)
-            else:
-                await asyncio.sleep(0)  # let binding cycles and informers run between pods
+            elif time.perf_counter() - slice_start >= SCHEDULING_TIME_SLICE or len(self.cache.assumed) > MAX_ASSUMED_IN_SLICE:
+                await asyncio.sleep(0)  # binding cycles and informers run
+                slice_start = time.perf_counter()
 
     def _check_fence(self, what: str) -> bool:
         """True (and the loop stops) when the fence forbids this replica to go on."""
