@@ -50,10 +50,11 @@ log = logging.getLogger(__name__)
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 #: The scheduling loop's time slice, in seconds: it schedules pods back to back for this long before
 #: it lets the event loop's other tasks run (binding cycles, informers, the event broadcaster,
-#: servers), much as Go's runtime lets kube-scheduler's goroutine run for up to 10 ms before
-#: preempting it. Yielding after every pod woke each of those tasks once per pod; after a slice,
-#: each handles in one go what piled up. A pod's binding starts at most one slice after its cycle.
-SCHEDULING_TIME_SLICE = 0.005
+#: servers), as Go's runtime lets a goroutine, kube-scheduler's scheduling loop included, run for
+#: 10 ms before it preempts it for others waiting for a core. Yielding after every pod woke each of
+#: those tasks once per pod; after a slice, each handles in one go what piled up. A pod's binding
+#: starts at most one slice after its cycle.
+SCHEDULING_TIME_SLICE = 0.010
 #: ... unless more pods than this are assumed and not yet seen bound: the loop then yields after
 #: every pod, so that bindings waiting on an API server keep pace with the scheduling cycles instead
 #: of queueing up behind them.

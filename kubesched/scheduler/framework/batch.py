@@ -331,10 +331,13 @@ class RankedTotals:
 
     def recompute(self, parts: list[tuple[np.ndarray, int]]) -> None:
         """Every total again from ``parts`` (per Score plugin: its scores by row, its weight)."""
-        total = np.zeros(len(self.order), dtype=np.int64)
-        for scores, weight in parts:
-            total += scores[: len(total)] * weight
-        self.in_order = np.where(self.feasible, total, _LOWEST)[self.order]
+        n = len(self.order)
+        total, scratch = np.zeros(n, dtype=np.int64), np.empty(n, dtype=np.int64)
+        for scores, weight in parts:  # in place: no temporary arrays per plugin
+            total += scores[:n] if weight == 1 else np.multiply(scores[:n], weight, out=scratch)
+        if self.count != n:
+            np.putmask(total, ~self.feasible, _LOWEST)
+        self.in_order = total.take(self.order)
         self.complete = True
         self.top = None
 
