@@ -48,16 +48,17 @@ from kubesched.utils.clock import Clock, RealClock
 log = logging.getLogger(__name__)
 
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
-#: The scheduling loop's time slice, in seconds: it schedules pods back to back for this long before
-#: it lets the event loop's other tasks run (binding cycles, informers, the event broadcaster,
-#: servers), as Go's runtime lets a goroutine, kube-scheduler's scheduling loop included, run for
-#: 10 ms before it preempts it for others waiting for a core. Yielding after every pod woke each of
-#: those tasks once per pod; after a slice, each handles in one go what piled up. A pod's binding
-#: starts at most one slice after its cycle.
+#: The scheduling loop's time slice with an in-process client (the embedded store), in seconds: it
+#: schedules pods back to back for this long before it lets the event loop's other tasks run
+#: (binding cycles, informers, the event broadcaster, servers), as Go's runtime lets a goroutine,
+#: kube-scheduler's scheduling loop included, run for 10 ms before it preempts it for others
+#: waiting for a core. Yielding after every pod woke each of those tasks once per pod; after a
+#: slice, each handles in one go what piled up. A pod's binding starts at most one slice after its
+#: cycle. Against an API server in another process the loop yields after every pod: each binding
+#: sent at once is work that process does on another core meanwhile.
 SCHEDULING_TIME_SLICE = 0.010
-#: ... unless more pods than this are assumed and not yet seen bound: the loop then yields after
-#: every pod, so that bindings waiting on an API server keep pace with the scheduling cycles instead
-#: of queueing up behind them.
+#: ... unless more pods than this are assumed and not yet seen bound (bindings waiting on Permit or
+#: on an extender): the loop then yields after every pod, so that those bindings keep pace.
 MAX_ASSUMED_IN_SLICE = 128
 CLEAR_NOMINATED_NODE = NominatingInfo("", NominatingMode.Override)
 
@@ -123,9 +124,12 @@ class Scheduler:
         same shape where the OpportunisticBatching gate is on (never moves a placement either);
         ``algorithm``: what runs one scheduling attempt;
         ``preemption_observer``: told of every preemption decision; ``after_attempt``: awaited
-        after each pod's scheduling cycle in place of the bare yield to the loop (a simulation
-        uses it to let virtual time pass while the loop spins)."""
+        after each pod's scheduling cycle in place of the loop's own yields (after every pod, or
+        every ``SCHEDULING_TIME_SLICE``; a simulation uses it to yield after every pod, so its
+        output does not depend on the machine's speed, and to let virtual time pass while the
+        loop spins)."""
         self.client = client
+        self.time_slice = SCHEDULING_TIME_SLICE if getattr(client, "in_process", False) else 0.0
         self.config = config
         #: The configuration's extenders, the ignorable ones last (upstream ``buildExtenders``).
         self.extenders: list[HTTPExtender] = build_extenders(config.extenders)
@@ -270,7 +274,7 @@ class Scheduler:
                 self._contain(qpi, e)
             if self.after_attempt is not None:
                 await self.after_attempt(qpi.pod_info)
-            elif time.perf_counter() - slice_start >= SCHEDULING_TIME_SLICE or len(self.cache.assumed) > MAX_ASSUMED_IN_SLICE:
+            elif time.perf_counter() - slice_start >= self.time_slice or len(self.cache.assumed) > MAX_ASSUMED_IN_SLICE:
                 await asyncio.sleep(0)  # binding cycles and informers run
                 slice_start = time.perf_counter()
 

@@ -1,6 +1,6 @@
-"""The scheduling loop's time slice: pods are scheduled back to back until the slice is used up,
-then the binding cycles and informers run; once many pods wait for their binding, the loop gives
-way after every pod."""
+"""The scheduling loop's time slice: with the embedded store, pods are scheduled back to back until
+the slice is used up, then the binding cycles and informers run; once many pods wait for their
+binding, or against an API server in another process, the loop gives way after every pod."""
 
 from __future__ import annotations
 
@@ -36,14 +36,23 @@ class CountsAssumed(PostBindPlugin):
         self.seen.append(len(self.cache.assumed))
 
 
-async def _assumed_at_each_binding(monkeypatch: pytest.MonkeyPatch, time_slice: float, max_assumed: int) -> list[int]:
+class OutOfProcess(MemoryClient):
+    """The embedded store, presented as a client whose calls wait on I/O (as an API server's do)."""
+
+    @property
+    def in_process(self) -> bool:
+        return False
+
+
+async def _assumed_at_each_binding(monkeypatch: pytest.MonkeyPatch, time_slice: float, max_assumed: int,
+                                   client: type[MemoryClient] = MemoryClient) -> list[int]:
     monkeypatch.setattr(scheduler_module, "SCHEDULING_TIME_SLICE", time_slice)
     monkeypatch.setattr(scheduler_module, "MAX_ASSUMED_IN_SLICE", max_assumed)
     store = ObjectStore(RealClock())
     store.create(NODE, make_node("n1", cpu="64", pods=110))
     for i in range(PODS):
         store.create(POD, fresh_pod(f"p{i}"))
-    sched = Scheduler(MemoryClient(store), core_config("CountsAssumed"),
+    sched = Scheduler(client(store), core_config("CountsAssumed"),
                       registry=merge(in_tree_registry(), {"CountsAssumed": CountsAssumed}), seed=1)
     CountsAssumed.cache, CountsAssumed.seen = sched.cache, []
     await sched.start()
@@ -67,3 +76,8 @@ async def test_without_a_slice_each_pod_is_bound_before_the_pod_after_the_next_i
 async def test_many_pods_awaiting_their_binding_end_the_slice(monkeypatch):
     seen = await _assumed_at_each_binding(monkeypatch, time_slice=60.0, max_assumed=3)
     assert seen[0] == 4 and max(seen) <= 5, seen
+
+
+async def test_against_an_api_server_in_another_process_the_loop_yields_after_every_pod(monkeypatch):
+    seen = await _assumed_at_each_binding(monkeypatch, time_slice=60.0, max_assumed=1000, client=OutOfProcess)
+    assert max(seen) <= 2
