@@ -226,9 +226,14 @@ class ScoredNodesAlgorithm(Algorithm):
         self._scored = None
         result = await super().schedule_pod(fw, state, pod, table, attempt)
         if self.recording and table.n:
-            scored = self._scored if self._scored is not None else result.feasible_nodes if result.feasible_nodes > 1 else 0
-            self.ratios.append(scored / table.n)
+            self.ratios.append(self._scored_nodes(result) / table.n)
         return result
+
+    def _scored_nodes(self, result: ScheduleResult) -> int:
+        """The nodes Score ran on (``prioritize``), or those the kept totals stand for."""
+        if self._scored is not None:
+            return self._scored
+        return result.feasible_nodes if result.feasible_nodes > 1 else 0
 
     def prioritize(self, fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch,
                    attempt: Attempt | None = None) -> np.ndarray:

@@ -313,7 +313,7 @@ class Framework:
             old, new = before[plugin.name], after[plugin.name]
             if old is SKIPPED_FILTER and new is SKIPPED_FILTER:
                 continue  # passes everywhere, as before
-            comparable = old is not None and new is not None and old is not SKIPPED_FILTER and new is not SKIPPED_FILTER
+            comparable = all(basis is not None and basis is not SKIPPED_FILTER for basis in (old, new))
             rows = plugin.filter_moved_rows(old, new, table, limit) if comparable else None
             if rows is None:
                 return None

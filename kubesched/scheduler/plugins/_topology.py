@@ -307,21 +307,23 @@ class DomainCounts:
             return
         self.extra[value] = self.extra.get(value, 0) + delta
 
+    def _comparable(self, other: DomainCounts) -> bool:
+        """Whether ``other`` can be compared slot by slot: the same key, label column and size,
+        presence kept by both or neither, no values outside the column."""
+        return other.key == self.key and other.column is self.column and not self.extra and not other.extra \
+            and len(other.counts) == len(self.counts) and (self.present is None) == (other.present is None)
+
     def same_as(self, other: DomainCounts) -> bool:
         """Whether ``other`` holds the same counts and presence slot by slot (for few slots: it
-        compares their bytes)."""
-        return other.key == self.key and other.column is self.column and not self.extra and not other.extra \
-            and self.counts.tobytes() == other.counts.tobytes() \
-            and (None if self.present is None else self.present.tobytes()) == \
-            (None if other.present is None else other.present.tobytes())
+        compares their bytes, cheaper than numpy's comparisons)."""
+        return self._comparable(other) and self.counts.tobytes() == other.counts.tobytes() \
+            and (self.present is None or other.present is None or self.present.tobytes() == other.present.tobytes())
 
     def moved_slots(self, other: DomainCounts) -> np.ndarray | None:
         """The slots (label value codes) whose count or presence differs in ``other``, ascending;
         None when the two cannot be compared slot by slot (another key, label column or size,
         values outside the column) or nodes without the label (the trailing slot) moved."""
-        if other.key != self.key or other.column is not self.column or self.extra or other.extra \
-                or len(other.counts) != len(self.counts) \
-                or (self.present is None) != (other.present is None):
+        if not self._comparable(other):
             return None
         differs = self.counts != other.counts
         if self.present is not None and other.present is not None:
@@ -362,8 +364,6 @@ def moved_domain_rows(pairs: Iterable[tuple[DomainCounts, DomainCounts]], table:
         if sum(len(r) for r in found) > limit:
             return None
     return union_of_rows(found)
-
-
 
 
 class StateUpdates(PreFilterExtensions):
