@@ -335,15 +335,15 @@ def indented_json(doc: object) -> str:
 
 def _has_small_float(text: bytes) -> bool:
     """Whether ``text`` (indented JSON) may hold a number below 1e-4 as orjson spells it
-    (``2.5e-7``, ``0.00001``): a number token, which follows a space, ending in either mark. A
-    string that looks the same only costs the slower encoder."""
+    (``2.5e-7``, ``0.00001``): a number token, which follows a space or is the whole document,
+    ending in either mark. A string that looks the same only costs the slower encoder."""
     for mark in (b"e-", b"0.0000"):
         at = text.find(mark)
         while at >= 0:
             start = at
             while start > 0 and text[start - 1] in _NUMBER_BYTES:
                 start -= 1
-            if start > 0 and text[start - 1] == 0x20:
+            if start == 0 or text[start - 1] == 0x20:
                 return True
             at = text.find(mark, at + 1)
     return False

@@ -7,7 +7,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 from rich.table import Table
@@ -85,5 +85,7 @@ _json = st.recursive(_scalar, lambda inner: st.one_of(st.lists(inner, max_size=4
 
 @settings(max_examples=150, deadline=None)
 @given(_json)
+@example(1e-05)  # a small float that is the whole document, with no space before it
+@example([-2.5e-07, {"x": 0.00001}])
 def test_any_json_document_reads_as_json_dumps_writes_it(doc):
     assert indented_json(doc) == json.dumps(doc, indent=2)
