@@ -969,7 +969,7 @@ def test_one_constraint_is_decided_per_domain_exactly_as_per_node(seed: int) -> 
             s = state.read(PRE_FILTER_KEY)
             slots = s.domains[0].slots_of(batch)
             assert slots is not None
-            assert _statuses_of(_verdict_by_domain(s, target, slots)) == _statuses_of(_verdict_by_node(s, target, batch))
+            assert _statuses_of(_verdict_by_domain(s, slots)) == _statuses_of(_verdict_by_node(s, target, batch))
         score_state = CycleState()
         if pl.pre_score(score_state, target, batch) is None:
             s = score_state.read(PRE_SCORE_KEY)
@@ -1019,22 +1019,43 @@ def test_filter_moved_rows_covers_every_row_whose_verdict_a_placement_of_the_bat
     assert compared > 60 and narrowed > compared // 2
 
 
-def test_filter_moved_rows_of_a_spread_over_nodes_is_the_node_that_took_a_pod_until_the_minimum_moves() -> None:
-    nodes = [node(f"n{i}", {LABEL_HOSTNAME: f"n{i}"}) for i in range(4)]
+def _filter_bases(nodes: list[dict], shape: dict, targets: list[str]) -> tuple[NodeTable, PodTopologySpread, list[Any]]:
+    """The PreFilter state (filter basis) of a replica of ``shape`` before each replica lands on its
+    target, and the table after all of them."""
     table, infos = cluster(nodes, [])
-    shape = pod("shape", labels={"app": "web"},
-                topologySpreadConstraints=[spread(1, LABEL_HOSTNAME, DO_NOT_SCHEDULE, selector(app="web"))])
     pl = plugin()
     bases = []
-    for k, target in enumerate(["n2", "n0", "n1", "n3", "n3"]):
+    for k, target in enumerate(targets):
         state = CycleState()
         pl.pre_filter(state, PodInfo(replica(shape, f"r{k}")), table.all_rows())
         bases.append(pl.filter_basis(state))
         add_pod(table, infos, replica(shape, f"r{k}", target))
+    return table, pl, bases
+
+
+def test_filter_moved_rows_of_a_spread_over_nodes_are_the_nodes_whose_verdict_moved() -> None:
+    nodes = [node(f"n{i}", {LABEL_HOSTNAME: f"n{i}"}) for i in range(4)]
+    shape = pod("shape", labels={"app": "web"},
+                topologySpreadConstraints=[spread(1, LABEL_HOSTNAME, DO_NOT_SCHEDULE, selector(app="web"))])
+    table, pl, bases = _filter_bases(nodes, shape, ["n2", "n0", "n1", "n3", "n3"])
     assert pl.filter_moved_rows(bases[0], bases[1], table, 4).tolist() == [2]
     assert pl.filter_moved_rows(bases[1], bases[2], table, 4).tolist() == [0]
-    assert pl.filter_moved_rows(bases[3], bases[4], table, 4) is None  # n3 took the last pod at the minimum
+    # n3 took the last pod at the minimum: the minimum moved, and every node taken before passes again.
+    assert pl.filter_moved_rows(bases[3], bases[4], table, 4).tolist() == [0, 1, 2]
     assert pl.filter_moved_rows(bases[0], bases[2], table, 1) is None  # two rows moved: more than the limit
+
+
+def test_filter_moved_rows_of_a_spread_over_zones_are_none_while_no_zone_verdict_moves() -> None:
+    """A count that moves within the skew moves no verdict, whatever the zone's size; a zone that
+    turns infeasible moves all its nodes (beyond the limit here)."""
+    nodes = [node(f"n{i}", {LABEL_HOSTNAME: f"n{i}", "zone": f"z{i % 2}"}) for i in range(8)]
+    shape = pod("shape", labels={"app": "web"},
+                topologySpreadConstraints=[spread(2, "zone", DO_NOT_SCHEDULE, selector(app="web"))])
+    table, pl, bases = _filter_bases(nodes, shape, ["n0", "n2", "n1"])
+    assert pl.filter_moved_rows(bases[0], bases[1], table, 2).tolist() == []  # z0 holds 1, within the skew
+    assert pl.filter_moved_rows(bases[1], bases[2], table, 4).tolist() == [0, 2, 4, 6]  # z0 holds 2: full
+    assert pl.filter_moved_rows(bases[1], bases[2], table, 3) is None
+    assert pl.filter_moved_rows(bases[2], bases[0], table, 4).tolist() == [0, 2, 4, 6]
 
 
 @pytest.mark.parametrize("seed", range(15))

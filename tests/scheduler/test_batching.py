@@ -340,7 +340,7 @@ def test_domain_verdicts_filtered_again_on_the_moved_rows_equal_a_filter_of_ever
     """Between two pods of a batch, a placement moves the counts of its node's domains only: a kept
     cycle filters those rows again (required anti-affinity per hostname: one row) and keeps the
     other rows' domain-scoped verdicts, which are then those of a Filter over every row, status for
-    status; zones that hold many nodes are filtered in full."""
+    status; a zone whose verdict moves is filtered in full."""
     narrowed: list[bool] = []
     rerun = Algorithm._rerun_domain_filters
 

@@ -14,10 +14,11 @@ So the verdicts, scores and chosen node are those of a cycle that ran every plug
 
 Domain-scoped plugins (pods counted per topology domain: PodTopologySpread, InterPodAffinity) are
 the exception: one placement moves every node of its zone, so where they run, a reusing cycle runs
-them again (PreFilter; Filter on the rows of the domains whose counts moved where the plugin can
-tell, ``SignPlugin.filter_moved_rows``, as InterPodAffinity and PodTopologySpread can for terms
-and spreads per hostname, else on every row; PreScore, Score over the feasible rows) and reuses
-the other plugins' results; only the cycles that keep their totals do this.
+them again (PreFilter; Filter on the rows whose verdict may have moved where the plugin can
+tell, ``SignPlugin.filter_moved_rows``: for InterPodAffinity the rows of the domains whose counts
+moved, for PodTopologySpread with one constraint the rows of the domains whose verdict moved,
+else on every row; PreScore, Score over the feasible rows) and reuses the other plugins' results;
+only the cycles that keep their totals do this.
 
 An entry is only used when nothing but rows changed: same table, no node added, removed or
 relabelled (``NodeTable.generation``), no other object changed (``HandleContext.objects_version``),

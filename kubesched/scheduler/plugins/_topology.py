@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 
 from kubesched.api.types import NodeInfo, PodInfo
-from kubesched.scheduler.framework.batch import union_of_rows
+from kubesched.scheduler.framework.batch import NO_ROWS, union_of_rows
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.interface import FilterVerdict, PreFilterExtensions
 from kubesched.scheduler.framework.memo import FEW_ROWS
@@ -249,7 +249,7 @@ class DomainCounts:
     def lookup(self, batch: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
         """Per node of ``batch``: (has the label, count of its value; 0 without the label)."""
         codes = batch.labels(self.key)
-        if self._indexed_by(batch):
+        if self.indexes(batch.table):
             return codes >= 0, self.counts.take(codes)  # code -1 reads the trailing 0; take: int32 codes
         counts, _ = self._extended()
         return codes >= 0, counts.take(self._indices(batch, codes))
@@ -258,10 +258,12 @@ class DomainCounts:
         """Per node of ``batch``, its slot in ``counts`` (its label's code; -1, the trailing slot,
         without the label), when ``counts`` covers every value of the batch's label column: then a
         value per slot computed once gives every node's with one ``take``. None otherwise."""
-        return batch.labels(self.key) if self._indexed_by(batch) else None
+        return batch.labels(self.key) if self.indexes(batch.table) else None
 
-    def _indexed_by(self, batch: NodeBatch) -> bool:
-        column = batch.table.label_column(self.key)
+    def indexes(self, table: NodeTable) -> bool:
+        """Whether ``counts`` has a slot for every code of ``table``'s label column and no other
+        value (a row's slot is then its code)."""
+        column = table.label_column(self.key)
         return column is not None and column is self.column and not self.extra and len(column.values) == len(self.counts) - 1
 
     def _extended(self) -> tuple[np.ndarray, np.ndarray]:
@@ -354,16 +356,20 @@ def moved_domain_rows(pairs: Iterable[tuple[DomainCounts, DomainCounts]], table:
                 continue
             return None
         slots = old.moved_slots(new)
-        codes = table.label_codes(new.key)
         if slots is None:
             return None
-        if not len(slots) or codes is None:
-            continue
-        rows = np.flatnonzero(codes == slots[0] if len(slots) == 1 else np.isin(codes, slots))
-        found.append(rows)
+        found.append(rows_in_slots(table, new.key, slots))
         if sum(len(r) for r in found) > limit:
             return None
     return union_of_rows(found)
+
+
+def rows_in_slots(table: NodeTable, key: str, slots: np.ndarray) -> np.ndarray:
+    """The rows whose label ``key`` has a code in ``slots`` (label value codes), ascending."""
+    codes = table.label_codes(key)
+    if not len(slots) or codes is None:
+        return NO_ROWS
+    return np.flatnonzero(codes == slots[0] if len(slots) == 1 else np.isin(codes, slots))
 
 
 class StateUpdates(PreFilterExtensions):

@@ -34,6 +34,7 @@ from kubesched.api.types import NodeInfo, PodInfo
 from kubesched.client.informers import Handler, InformerFactory
 from kubesched.scheduler.config.args import LIST_DEFAULTING, SYSTEM_DEFAULTING, PodTopologySpreadArgs
 from kubesched.scheduler.features import DEFAULT_GATES, FeatureGates
+from kubesched.scheduler.framework.batch import NO_ROWS
 from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.events import ActionType, ClusterEvent, ClusterEventWithHint, QueueingHint, Resource
 from kubesched.scheduler.framework.interface import (
@@ -65,6 +66,7 @@ from kubesched.scheduler.plugins._topology import (
     VerdictBuilder,
     domain_sums,
     moved_domain_rows,
+    rows_in_slots,
 )
 from kubesched.scheduler.plugins.nodeaffinity.node_affinity import RequiredNodeAffinity
 from kubesched.scheduler.plugins.tainttoleration.taint_toleration import (
@@ -272,7 +274,7 @@ class _Layout:
 class _FilterState:
     """Upstream preFilterState: per constraint, the matching pods per eligible domain."""
 
-    __slots__ = ("comparison_operators", "constraints", "domains", "minimums", "pod")
+    __slots__ = ("_reasons", "comparison_operators", "constraints", "domains", "minimums", "pod")
 
     def __init__(self, pod: PodInfo, constraints: list[Constraint], domains: list[DomainCounts],
                  comparison_operators: bool) -> None:
@@ -281,6 +283,7 @@ class _FilterState:
         self.domains = domains
         self.comparison_operators = comparison_operators
         self.minimums = [self._minimum(d) for d in domains]
+        self._reasons: np.ndarray | None = None
 
     @staticmethod
     def _minimum(domains: DomainCounts) -> int:
@@ -296,6 +299,18 @@ class _FilterState:
             return 0
         return self.minimums[i]
 
+    def reasons_by_slot(self) -> np.ndarray:
+        """A single constraint's Filter reason per slot of its counts (0: passes, 1: the skew, 2:
+        the trailing slot, nodes without the label); kept until the counts move, so a batched
+        cycle compares its own with the last cycle's at the cost of one."""
+        if self._reasons is None:
+            c, domains = self.constraints[0], self.domains[0]
+            self_match = 1 if c.selector.matches(self.pod.labels) else 0
+            reasons = np.where(domains.counts > c.max_skew - self_match + self.min_match_num(0), 1, 0)
+            reasons[-1] = 2
+            self._reasons = reasons
+        return self._reasons
+
     def clone(self) -> _FilterState:
         copy = _FilterState.__new__(_FilterState)
         copy.pod = self.pod
@@ -303,6 +318,7 @@ class _FilterState:
         copy.comparison_operators = self.comparison_operators
         copy.domains = [d.clone() for d in self.domains]
         copy.minimums = list(self.minimums)
+        copy._reasons = None
         return copy
 
     def update_with_pod(self, other: PodInfo, node: NodeInfo, delta: int) -> None:
@@ -312,6 +328,7 @@ class _FilterState:
         node_labels = node.labels
         if any(c.topology_key not in node_labels for c in self.constraints):
             return
+        self._reasons = None
         for i, c in enumerate(self.constraints):
             if not c.selector.matches(other.labels):
                 continue
@@ -367,15 +384,21 @@ class _ScoreState:
         return self._ignored
 
 
-def _verdict_by_domain(s: _FilterState, pod: PodInfo, slots: np.ndarray) -> FilterVerdict | None:
+def _moved_verdict_slots(before: _FilterState, after: _FilterState, table: NodeTable) -> np.ndarray | None:
+    """For a single constraint counted over the table's label column in both states: the slots
+    whose Filter reason differs (whatever moved the counts or the minimum, a node's verdict is its
+    slot's reason). None when the counts do not follow the table's column."""
+    if not before.domains[0].indexes(table) or not after.domains[0].indexes(table):
+        return None
+    old, new = before.reasons_by_slot(), after.reasons_by_slot()
+    return NO_ROWS if old.tobytes() == new.tobytes() else np.flatnonzero(old != new)
+
+
+def _verdict_by_domain(s: _FilterState, slots: np.ndarray) -> FilterVerdict | None:
     """Filter's verdict for a single constraint, whose reason is a function of the node's domain
     (its slot in the counts: -1 without the label): decided once per domain and read per node.
     The statuses come in the order the general path marks them (skew, then the missing label)."""
-    c, domains = s.constraints[0], s.domains[0]
-    self_match = 1 if c.selector.matches(pod.labels) else 0
-    by_slot = np.where(domains.counts > c.max_skew - self_match + s.min_match_num(0), 1, 0)
-    by_slot[-1] = 2  # the trailing slot: the node lacks the label
-    reasons = by_slot.take(slots)
+    reasons = s.reasons_by_slot().take(slots)
     found = np.bincount(reasons, minlength=3)
     statuses: list[Status] = []
     index = np.full(3, -1, dtype=np.int32)
@@ -542,12 +565,22 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         return state.get(PRE_FILTER_KEY)
 
     def filter_moved_rows(self, before: Any, after: Any, table: NodeTable, limit: int) -> np.ndarray | None:
-        """The rows in a domain whose count moved, when the constraints and what Filter reads across
-        domains (each constraint's global minimum, whether the pod matches its selector) are the
-        same in both: a spread over nodes moves one row per placement, until the minimum moves."""
+        """The rows whose verdict may differ between two PreFilter states of the same constraints.
+        For a single constraint, the rows of the domains whose verdict moved (a node's verdict is
+        its domain's): none while a placement keeps its zone within the skew, one row per placement
+        in a spread over nodes. Otherwise the rows in a domain whose count moved, when what Filter
+        reads across domains (each constraint's global minimum, whether the pod matches its
+        selector) is the same in both."""
         if not isinstance(before, _FilterState) or not isinstance(after, _FilterState) or \
                 before.constraints != after.constraints:
             return None
+        if len(after.constraints) == 1:
+            slots = _moved_verdict_slots(before, after, table)
+            if slots is not None:
+                if len(slots) and table.n > limit * len(after.domains[0].counts):
+                    return None  # domains hold more than ``limit`` nodes on average (zones)
+                rows = rows_in_slots(table, after.constraints[0].topology_key, slots)
+                return rows if len(rows) <= limit else None
         moved = moved_domain_rows(zip(before.domains, after.domains, strict=True), table, limit)
         return moved if moved is not None and _across_domains(before) == _across_domains(after) else None
 
@@ -596,7 +629,7 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
         if not s.constraints:
             return None
         if len(s.constraints) == 1 and (slots := s.domains[0].slots_of(nodes)) is not None:
-            return _verdict_by_domain(s, pod, slots)
+            return _verdict_by_domain(s, slots)
         return _verdict_by_node(s, pod, nodes)
 
     # --- PreScore / Score ---------------------------------------------------------------------------
