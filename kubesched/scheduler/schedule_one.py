@@ -244,6 +244,8 @@ class Algorithm:
             ranked.take_feasible(entry)
         else:
             ranked.take_verdicts(entry)
+        if entry.slot_mode:
+            ranked.allow_slots(*entry.slots)
         n = table.n
         to_find = num_feasible_nodes_to_find(fw.percentage_of_nodes_to_score, self.global_percentage, n)
         if ranked.count < 2 or (ranked.count > to_find and entry.rerun):
@@ -253,7 +255,7 @@ class Algorithm:
             entry.dirty.clear()
             return None
         fw.observe("Filter", None, start_filter)
-        feasible = table.all_rows() if ranked.count == n else table.batch(np.flatnonzero(ranked.feasible))
+        feasible = table.all_rows() if ranked.count == n else table.batch(np.flatnonzero(ranked.effective()))
         if entry.rerun:
             if not fw.rerun_pre_score(state, pod, feasible, entry.rerun):
                 return None
@@ -344,9 +346,19 @@ class Algorithm:
         """The entry's domain-scoped plugins again: PreFilter, then Filter on the rows whose
         verdict may have moved (the domains whose counts did, when the plugins can tell) or every
         row; whether verdicts moved on many rows, or None when a PreFilter does more than pass or
-        skip (a full cycle then decides)."""
+        skip (a full cycle then decides). Where the one plugin that runs decides per domain
+        (``Framework.domain_filter_slots``), its verdicts are kept per domain instead
+        (``entry.slots``, read by the kept totals)."""
         if not fw.rerun_pre_filter(state, pod, entry.rerun):
             return None
+        slots = fw.domain_filter_slots(state, entry.rerun, table)
+        # Domains of a few nodes (hostnames) move a few rows per placement, which the per-row
+        # verdicts take at the cost of those rows; a move of a domain in slot mode costs every total.
+        codes = None if slots is None or table.n <= MAX_MOVED_TOTALS * (len(slots[1]) - 1) else table.label_codes(slots[0])
+        entry.keep_domain_slots(codes is not None)
+        if slots is not None and codes is not None:
+            entry.slots = (codes, slots[1])
+            return False
         before, entry.domain_basis = entry.domain_basis, fw.domain_filter_basis(state, entry.rerun)
         if entry.domain_passes and entry.rerun <= state.skip_filter_plugins:
             return False  # they all skip, and passed everywhere before: no verdict moved
@@ -805,7 +817,7 @@ def _normalized_over(fw: Framework, pl: BatchScorePlugin, state: CycleState, pod
     if ranked.count == table.n:
         batch = table.all_rows()
         return fw.normalize_one(pl, state, pod, batch, batch.col(raw))
-    rows = np.flatnonzero(ranked.feasible)
+    rows = np.flatnonzero(ranked.effective())
     batch = table.batch(rows)
     out = np.zeros(table.n, dtype=np.int64)
     out[rows] = fw.normalize_one(pl, state, pod, batch, batch.col(raw))

@@ -241,15 +241,16 @@ def test_explained_cycles_leave_no_entry_for_domain_scoped_plugins_to_run_again(
     assert plain_filled > 0  # where no domain-scoped plugin runs, explained cycles still leave entries
 
 
-def placed(objects: list[dict], batching: bool, removed: list[str], more: list[dict]) -> tuple[dict[str, str], int]:
+def placed(objects: list[dict], batching: bool, removed: list[str], more: list[dict],
+           config: SchedulerConfiguration | None = None) -> tuple[dict[str, str], int]:
     """Where every pod ends up (no explanations: batched cycles then keep their totals), with the
     nodes ``removed`` deleted once the first pods are placed and ``more`` pods created after; and
-    how many cycles were served from the kept totals."""
+    how many cycles were served from the kept totals. ``config``: the default configuration."""
 
     async def body() -> tuple[dict[str, str], int]:
         clock = LoopClock(asyncio.get_running_loop(), VIRTUAL_EPOCH)
         store = ObjectStore(clock, seed=5, auto_create_namespaces=True)
-        sched = Scheduler(MemoryClient(store), default_configuration(), clock=clock, seed=5, batching=batching)
+        sched = Scheduler(MemoryClient(store), config or default_configuration(), clock=clock, seed=5, batching=batching)
         for obj in objects:
             store.create(KIND_OF[obj["kind"]], obj)
         await sched.start()
@@ -361,6 +362,65 @@ def test_domain_verdicts_filtered_again_on_the_moved_rows_equal_a_filter_of_ever
     one_by_one, _ = placed(domain_scoped_cluster(), False, [], [])
     assert batched == one_by_one
     assert sum(narrowed) > 10 and not all(narrowed)
+
+
+def zone_spread_cluster() -> list[dict]:
+    """Zones of twenty nodes, where a spread over zones keeps its verdicts per zone: a skew of 1
+    (a zone turns infeasible or feasible again at most placements) and of 3, PreferNoSchedule
+    taints in one zone only (so the normalised taint scores move with that zone's verdict), the
+    largest nodes in another (the best nodes while that zone is let through), small nodes that
+    fill up, nodes without the zone label (never feasible), and plain pods between."""
+    nodes = [make_node(f"n{i:02d}", cpu="1" if i % 4 == 0 else "32" if i % 3 == 0 else "8",
+                       labels={"topology.kubernetes.io/zone": f"z{i % 3}"},
+                       taints=[{"key": "spot", "value": "x", "effect": "PreferNoSchedule"}] if i % 3 == 2 and i % 2 else None)
+             for i in range(60)]
+    nodes += [make_node(f"bare{i}", cpu="8") for i in range(3)]
+
+    def spreading(app: str, skew: int, count: int) -> list[dict]:
+        constraint = {"maxSkew": skew, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule",
+                      "labelSelector": {"matchLabels": {"app": app}}}
+        return [make_pod(f"{app}-{i:02d}", cpu="300m", memory="128Mi", labels={"app": app},
+                         topologySpreadConstraints=[constraint]) for i in range(count)]
+
+    plain = [make_pod(f"p-{i:02d}", cpu="300m", memory="128Mi") for i in range(10)]
+    return nodes + spreading("s", 1, 45) + plain + spreading("t", 3, 40)
+
+
+def without_normalising_scores() -> SchedulerConfiguration:
+    """The default configuration without the Score plugins that normalise over the feasible nodes:
+    a node's total then does not depend on which others are feasible."""
+    config = default_configuration()
+    for name in ("TaintToleration", "NodeAffinity", "PodTopologySpread", "InterPodAffinity"):
+        config.profiles[0].plugins.get("score").disabled.append(PluginRef(name))
+    return config
+
+
+@pytest.mark.parametrize("config", [default_configuration, without_normalising_scores], ids=["default", "not-normalising"])
+def test_spreads_over_zones_keep_their_verdicts_per_zone_and_place_as_full_cycles_do(monkeypatch, config):
+    """A batched cycle of a pod spread over zones keeps the spread's verdict per zone: the nodes
+    it lets through are those a Filter over every row passes, and every pod lands where a full
+    cycle puts it, through zones turning infeasible and back and nodes filling up."""
+    per_zone = 0
+    rerun = Algorithm._rerun_domain_filters
+
+    def checked(entry, fw, state, pod, table):
+        nonlocal per_zone
+        moved = rerun(entry, fw, state, pod, table)
+        if moved is not None and entry.slot_mode:
+            _, ids, _ = fw.run_batch_filters(state, pod, table.all_rows(), entry.rerun.__contains__)
+            codes, slot_ok = entry.slots
+            assert slot_ok.take(codes).tolist() == (ids < 0).tolist()
+            assert (entry.domain.ids < 0).all()
+            per_zone += 1
+        return moved
+
+    monkeypatch.setattr(Algorithm, "_rerun_domain_filters", staticmethod(checked))
+    batched, kept = placed(zone_spread_cluster(), True, [], [], config())
+    monkeypatch.undo()
+    one_by_one, none = placed(zone_spread_cluster(), False, [], [], config())
+    assert per_zone > 60 and kept > 60 and none == 0
+    assert batched == one_by_one
+    assert sum(1 for node in batched.values() if node) > 80
 
 
 def _spot(count: int) -> list[dict]:

@@ -98,6 +98,11 @@ class BatchEntry:
     rerun: frozenset[str] = frozenset()
     #: Whether ``domain`` passes every row (as a new entry's does).
     domain_passes: bool = True
+    #: Whether the domain-scoped plugin's verdicts are kept per domain (``RankedTotals.allow_slots``)
+    #: rather than in ``domain``, which then passes every row.
+    slot_mode: bool = False
+    #: In slot mode, each row's slot and whether each slot passes, as of the last cycle.
+    slots: tuple[np.ndarray, np.ndarray] = (NO_ROWS, NO_ROWS)
     #: What ``domain`` was computed from (``Framework.domain_filter_basis``; None: not known).
     domain_basis: dict[str, Any] | None = None
     #: Per Score plugin not skipped: raw scores by row, and which rows hold a current one.
@@ -168,6 +173,21 @@ class BatchEntry:
             return False
         domain.first_pos[:], domain.ids[:] = first_pos, ids
         self.first_pos[:], self.ids[:] = _first_failures((self.node_only, self.pod_reading, domain), slice(None))
+        return True
+
+    def keep_domain_slots(self, slots: bool) -> bool:
+        """Keep the domain-scoped verdicts per domain (``slots``) or per row; whether that changed
+        (the kept totals must then be built again). Either way ``domain`` starts passing every row
+        and is not known to derive from any state (filtered in full in the per-row mode)."""
+        if slots == self.slot_mode:
+            return False
+        self.slot_mode = slots
+        self.domain_basis = None
+        if not self.domain_passes:
+            self.domain.first_pos[:], self.domain.ids[:] = _NO_FAILURE, -1
+            self.first_pos[:], self.ids[:] = _first_failures((self.node_only, self.pod_reading, self.domain), slice(None))
+            self.domain_passes = True
+        self.ranked = None
         return True
 
     def set_domain_rows(self, rows: np.ndarray, answer: tuple[np.ndarray, np.ndarray, list[Status]]) -> None:
@@ -281,6 +301,12 @@ class RankedTotals:
     #: recomputed every cycle never do, and need not pay for the list).
     top: int | None = None
     ties: list[int] | np.ndarray = field(default_factory=list)
+    #: In slot mode (``BatchEntry.slot_mode``), the domain-scoped verdict per slot of a node label
+    #: and per row (``allow_slots``): ``feasible`` and the totals are then the other plugins', and a
+    #: row is chosen only where both let it. ``count`` counts the rows both let.
+    slot_ok: np.ndarray | None = None
+    allowed: np.ndarray | None = None
+    allowed_in_order: np.ndarray | None = None
 
     @classmethod
     def of(cls, entry: BatchEntry, order: np.ndarray) -> RankedTotals:
@@ -297,7 +323,7 @@ class RankedTotals:
         if not len(flipped):
             return
         self.feasible = feasible
-        self.count = int(np.count_nonzero(feasible))
+        self.count = int(np.count_nonzero(self.effective()))
         self.feasibility_moved = True
         if len(flipped) > MAX_MOVED_TOTALS:
             self.complete = False
@@ -306,13 +332,31 @@ class RankedTotals:
 
     def take_verdicts(self, entry: BatchEntry) -> None:
         """Read the verdicts of the entry's dirty rows (rewritten anyway)."""
-        ids, feasible = entry.ids, self.feasible
+        ids, feasible, allowed = entry.ids, self.feasible, self.allowed
         for row in entry.dirty:
             now = bool(ids[row] < 0)
             if now != feasible[row]:
                 feasible[row] = now
-                self.count += 1 if now else -1
+                if allowed is None or allowed[row]:
+                    self.count += 1 if now else -1
                 self.feasibility_moved = True
+
+    def effective(self) -> np.ndarray:
+        """Per row, whether it is feasible: ``feasible``, and allowed by the slots in slot mode."""
+        return self.feasible if self.allowed is None else self.feasible & self.allowed
+
+    def allow_slots(self, codes: np.ndarray, slot_ok: np.ndarray) -> None:
+        """Slot mode: the domain-scoped verdict per slot (``slot_ok``, the last slot for rows
+        without the label) and each row's slot (``codes``, -1: the last). Where it moved, every
+        total is computed again (normalisations over the feasible rows may move with it)."""
+        if self.slot_ok is not None and self.slot_ok.tobytes() == slot_ok.tobytes():
+            return
+        self.slot_ok = slot_ok
+        self.allowed = allowed = slot_ok.take(codes)
+        self.allowed_in_order = allowed.take(self.order)
+        self.count = int(np.count_nonzero(self.feasible & allowed))
+        self.feasibility_moved = True
+        self.complete = False
 
     def keep_scores(self, name: str, scores: np.ndarray, moved: set[int]) -> None:
         """A plugin's normalised (or domain-scoped) scores by row, normalised again this cycle:
@@ -345,12 +389,14 @@ class RankedTotals:
     def update(self, rows: list[int], parts: list[tuple[np.ndarray, int]]) -> None:
         """The totals of ``rows`` again from ``parts`` (as ``recompute``), one row at a time; the
         highest total's positions follow (found again only when a total passes it or none is left)."""
-        in_order, position, feasible = self.in_order, self.position, self.feasible
+        in_order, position, feasible, allowed = self.in_order, self.position, self.feasible, self.allowed
         for row in rows:
             at = int(position[row])
             old = int(in_order[at])
             new = sum(int(scores[row]) * weight for scores, weight in parts) if feasible[row] else int(_LOWEST)
             in_order[at] = new
+            if allowed is not None and not allowed[row]:
+                continue  # never chosen while its slot fails
             top = self.top
             if top is None or new == old:
                 continue
@@ -375,6 +421,8 @@ class RankedTotals:
         totals in visiting order rotated to begin at position ``start`` (one random draw)."""
         if self.top is None:
             in_order = self.in_order
+            if self.allowed_in_order is not None:
+                in_order = np.where(self.allowed_in_order, in_order, _LOWEST)
             self.top = int(in_order.max())
             self.ties = np.flatnonzero(in_order == self.top)
         ties = self.ties

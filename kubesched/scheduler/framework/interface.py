@@ -214,6 +214,14 @@ class SignPlugin(Plugin):
         (the default) says it is not known: a batched cycle then runs Filter on every row again."""
         return None
 
+    def filter_slots(self, state: CycleState, table: NodeTable) -> tuple[str, np.ndarray] | None:
+        """For a ``domain_scoped`` plugin whose Filter verdict (in ``state``, after its PreFilter)
+        is a function of one node label's value: the label key and, per code of ``table``'s column
+        of that label plus a last slot for nodes without it, whether a node passes. A batched cycle
+        then keeps this plugin's verdicts per domain rather than per node, so a zone that turns
+        infeasible or feasible again costs no work per node. None (the default): not known."""
+        return None
+
     def filter_moved_rows(self, before: Any, after: Any, table: NodeTable, limit: int) -> np.ndarray | None:
         """For a ``domain_scoped`` plugin: the rows of ``table`` whose Filter verdict may differ
         between two ``filter_basis`` answers (between two pods of a batch, the domains of the node

@@ -300,6 +300,13 @@ class Framework:
         return {p.name: SKIPPED_FILTER if p.name in skipped else p.filter_basis(state)
                 for p in self._signers if p.name in names}
 
+    def domain_filter_slots(self, state: CycleState, names: frozenset[str], table: NodeTable) -> tuple[str, np.ndarray] | None:
+        """The Filter verdicts of the domain-scoped plugins ``names`` per value of one node label
+        (``SignPlugin.filter_slots``), when exactly one of them runs (its PreFilter did not skip
+        it) and it can tell; None otherwise."""
+        running = [p for p in self._signers if p.name in names and p.name not in state.skip_filter_plugins]
+        return running[0].filter_slots(state, table) if len(running) == 1 else None
+
     def domain_filter_moved_rows(self, before: dict[str, Any] | None, after: dict[str, Any],
                                  table: NodeTable, limit: int) -> np.ndarray | None:
         """The rows whose domain-scoped Filter verdicts may differ between two

@@ -564,6 +564,14 @@ class PodTopologySpread(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScore
     def filter_basis(self, state: CycleState) -> Any:
         return state.get(PRE_FILTER_KEY)
 
+    def filter_slots(self, state: CycleState, table: NodeTable) -> tuple[str, np.ndarray] | None:
+        """A single constraint decides per domain (``_verdict_by_domain``): nodes in a domain whose
+        reason is none pass; nodes without the label never do."""
+        s = state.get(PRE_FILTER_KEY)
+        if not isinstance(s, _FilterState) or len(s.constraints) != 1 or not s.domains[0].indexes(table):
+            return None
+        return s.constraints[0].topology_key, s.reasons_by_slot() == 0
+
     def filter_moved_rows(self, before: Any, after: Any, table: NodeTable, limit: int) -> np.ndarray | None:
         """The rows whose verdict may differ between two PreFilter states of the same constraints.
         For a single constraint, the rows of the domains whose verdict moved (a node's verdict is
