@@ -24,6 +24,7 @@ from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.diagnosis import Diagnosis, FitError, NoNodesAvailable
 from kubesched.scheduler.framework.extender import EXTENDER_NAME, Extender
 from kubesched.scheduler.framework.interface import BatchScorePlugin
+from kubesched.scheduler.framework.memo import FEW_ROWS
 from kubesched.scheduler.framework.nominated import NomineeChecks, nominated_overlay
 from kubesched.scheduler.framework.runtime import Framework, ScoreResult
 from kubesched.scheduler.framework.status import Code, Status, StatusError
@@ -378,8 +379,12 @@ class Algorithm:
         all of them. Domain-scoped plugins score every feasible row again."""
         table = feasible.table
         moved, entry.dirty = entry.dirty, set()
+        few: list[int] | None = None  # a few rows to score, scored row by row
         if ranked.complete:
-            rows: np.ndarray | None = np.array(sorted(r for r in moved if ranked.feasible[r]), dtype=np.int64)
+            few = sorted(r for r in moved if ranked.feasible[r])
+            rows: np.ndarray | None = np.array(few, dtype=np.int64)
+            if len(few) > FEW_ROWS:
+                few = None
         else:
             rows = None if ranked.count == table.n else np.flatnonzero(ranked.feasible)
         renormalise, ranked.feasibility_moved = ranked.feasibility_moved, False
@@ -388,9 +393,14 @@ class Algorithm:
             if pl.name in entry.rerun:
                 ranked.keep_scores(pl.name, _domain_scores(fw, pl, state, pod, feasible, normalises), moved)
                 return
-            need = entry.lacking(pl.name, rows)
-            if len(need):
-                entry.set_raw(pl.name, need, fw.raw_scores(pl, state, pod, table.batch(need)))
+            if few is not None and pl.name in entry.known:
+                for row in few:
+                    if entry.lacks(pl.name, row):
+                        entry.set_raw_row(pl.name, row, fw.raw_score_of_row(pl, state, pod, table, row))
+            else:
+                need = entry.lacking(pl.name, rows)
+                if len(need):
+                    entry.set_raw(pl.name, need, fw.raw_scores(pl, state, pod, table.batch(need)))
             if normalises and (renormalise or pl.name in ranked.stale or pl.name not in ranked.normalized):
                 ranked.stale.discard(pl.name)
                 ranked.keep_scores(pl.name, _normalized_over(fw, pl, state, pod, table, entry.raw[pl.name], ranked), moved)
@@ -632,7 +642,10 @@ class Algorithm:
         assert entry is not None
         if not cycle.refreshed:
             rows = cycle.changed
-            if len(rows):
+            if len(rows) <= FEW_ROWS and fw.options.fast_paths:  # row by row: the node that took the last pod
+                for row in rows.tolist():
+                    entry.set_row_filters(row, fw.run_row_filters(state, pod, table, row))
+            elif len(rows):
                 entry.set_filters(entry.pod_reading, rows, fw.run_batch_filters(state, pod, table.batch(rows),
                                                                                  fw.pod_readers.__contains__))
             cycle.refreshed = True

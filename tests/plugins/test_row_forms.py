@@ -1,6 +1,7 @@
-"""The scalar forms the memos use for a few changed rows (NodeResourcesFit's failure keys and
-scorers, BalancedAllocation) give what the vectorised functions give, row by row, on nodes with and
-without the resources asked for, over and under capacity."""
+"""The scalar forms the memos and batched cycles use for a few changed rows (NodeResourcesFit's
+failure keys and scorers, BalancedAllocation, the plugins' ``filter_row`` and ``score_row``) give
+what the vectorised functions give, row by row, on nodes with and without the resources asked for,
+over and under capacity."""
 
 import random
 
@@ -8,7 +9,18 @@ import numpy as np
 import pytest
 
 from kubesched.api.types import NodeInfo, PodInfo
-from kubesched.scheduler.config.args import LEAST_ALLOCATED, MOST_ALLOCATED
+from kubesched.scheduler.config.args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    NodeResourcesBalancedAllocationArgs,
+    NodeResourcesFitArgs,
+    RequestedToCapacityRatioParam,
+    ScoringStrategy,
+    UtilizationShapePoint,
+)
+from kubesched.scheduler.framework.cycle_state import CycleState
+from kubesched.scheduler.framework.interface import BatchFilterPlugin, BatchScorePlugin
 from kubesched.scheduler.nodetable.table import NodeTable
 from kubesched.scheduler.plugins._resource_allocation import (
     ResourceSpec,
@@ -17,7 +29,9 @@ from kubesched.scheduler.plugins._resource_allocation import (
     requested_and_allocatable,
     requested_and_allocatable_row,
 )
+from kubesched.scheduler.plugins.noderesources.balanced_allocation import NodeResourcesBalancedAllocation
 from kubesched.scheduler.plugins.noderesources.fit import NodeResourcesFit, _FitRequest, build_row_scorer, build_scorer
+from kubesched.scheduler.plugins.tainttoleration.taint_toleration import TaintToleration
 from tests.helpers import make_node, make_pod
 
 GPU = "example.com/gpu"
@@ -28,9 +42,10 @@ SPECS = [
 ]
 
 
-def random_table(rng: random.Random, count: int = 60) -> NodeTable:
+def random_table(rng: random.Random, count: int = 60, best_effort: bool = False) -> NodeTable:
     """Nodes of odd sizes (some without memory, cpu or the extended resource), each with random pods,
-    a few of them beyond what the node has."""
+    a few of them beyond what the node has; with ``best_effort``, a pod without requests on every
+    third node too (counted at the defaults where requests are read as the scheduler counts them)."""
     table = NodeTable()
     for i in range(count):
         extra = {GPU: str(rng.choice([1, 2, 8]))} if rng.random() < 0.5 else {}
@@ -41,6 +56,8 @@ def random_table(rng: random.Random, count: int = 60) -> NodeTable:
         for j in range(rng.randrange(5)):
             pod = make_pod(f"p{i}-{j}", cpu=f"{rng.randrange(1, 3000)}m", memory=f"{rng.randrange(1, 9000)}Mi", node=node["metadata"]["name"])
             info.add_pod(PodInfo(pod))
+        if best_effort and i % 3 == 0:
+            info.add_pod(PodInfo(make_pod(f"b{i}", node=node["metadata"]["name"])))
         table.set_node(info)
     return table
 
@@ -75,3 +92,46 @@ def test_scores_of_a_row_equal_the_vectorised_ones(seed, specs):
             for fast in (True, False):
                 expected = balanced_allocation(requested, allocatable, fast)
                 assert [balanced_allocation_row(p) for p in pairs] == np.asarray(expected).tolist()
+
+
+def _fit_args(kind: str, specs: tuple[ResourceSpec, ...]) -> NodeResourcesFitArgs:
+    strategy = ScoringStrategy(type=kind, resources=list(specs))
+    if kind == REQUESTED_TO_CAPACITY_RATIO:
+        strategy.requested_to_capacity_ratio = RequestedToCapacityRatioParam([UtilizationShapePoint(0, 10),
+                                                                              UtilizationShapePoint(100, 0)])
+    return NodeResourcesFitArgs(scoring_strategy=strategy)
+
+
+def _row_form_plugins(specs: tuple[ResourceSpec, ...]) -> list[BatchFilterPlugin | BatchScorePlugin]:
+    """NodeResourcesFit with each scoring strategy (RequestedToCapacityRatio has no scalar scorer:
+    its rows go the default way), BalancedAllocation, and a plugin without row forms of its own."""
+    plugins: list[BatchFilterPlugin | BatchScorePlugin] = [
+        NodeResourcesFit(_fit_args(kind, specs)) for kind in (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)]
+    return [*plugins, NodeResourcesBalancedAllocation(NodeResourcesBalancedAllocationArgs(list(specs))), TaintToleration()]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("specs", SPECS)
+def test_filter_row_and_score_row_equal_the_batch_forms(seed, specs):
+    """What a batched cycle asks of the node that took the last pod equals that node's verdict and
+    raw score in a run over every node: statuses and reasons, for pods that fit, that do not, and
+    that ask for a resource some nodes lack."""
+    rng = random.Random(seed)
+    table = random_table(rng, best_effort=True)
+    gpu = make_pod("gpu", cpu="10m")
+    gpu["spec"]["containers"][0]["resources"]["requests"][GPU] = "2"
+    pods = [make_pod("small", cpu="100m", memory="200Mi"), make_pod("large", cpu="2500m", memory="9Gi"), gpu, make_pod("none")]
+    for pod in map(PodInfo, pods):
+        for pl in _row_form_plugins(specs):
+            state, nodes = CycleState(), table.all_rows()
+            if hasattr(pl, "pre_filter"):
+                pl.pre_filter(state, pod, nodes)
+            if hasattr(pl, "pre_score"):
+                pl.pre_score(state, pod, nodes)
+            if isinstance(pl, BatchFilterPlugin):
+                verdict = pl.filter_nodes(state, pod, nodes)
+                expected = [None if verdict is None else verdict.status_at(row) for row in range(table.n)]
+                assert [pl.filter_row(state, pod, table, row) for row in range(table.n)] == expected
+            if isinstance(pl, BatchScorePlugin):
+                assert [pl.score_row(state, pod, table, row) for row in range(table.n)] == \
+                    pl.score_nodes(state, pod, nodes).tolist()

@@ -140,20 +140,33 @@ class BatchEntry:
         first_pos, ids, statuses = answer
         self._store(group, rows, first_pos, self.add_statuses(statuses).take(ids))
 
+    def set_row_filters(self, row: int, answer: tuple[int, Status | None]) -> None:
+        """Store the pod-reading group's answer for one row (``Framework.run_row_filters``'s pair)."""
+        first_pos, status = answer
+        group = self.pod_reading
+        group.first_pos[row] = first_pos
+        group.ids[row] = -1 if status is None else self.add_statuses([status])[0]
+        self._combine_row(row)
+        self._touch_row(None, row)
+
     def _store(self, group: _Verdicts, rows: np.ndarray, first_pos: np.ndarray, ids: np.ndarray) -> None:
         """Store one group's verdicts (ids already into ``statuses``) for ``rows``, combine the
         groups there, and mark the rows dirty."""
         group.first_pos[rows] = first_pos
         group.ids[rows] = ids
-        node_only, pod_reading, domain = groups = (self.node_only, self.pod_reading, self.domain)
         if len(rows) <= FEW_ROWS:  # row by row: cheaper than numpy calls on a few rows
             for row in rows.tolist():
-                a, b, c = node_only.first_pos[row], pod_reading.first_pos[row], domain.first_pos[row]
-                first = node_only if a <= b and a <= c else pod_reading if b <= c else domain
-                self.first_pos[row], self.ids[row] = first.first_pos[row], first.ids[row]
+                self._combine_row(row)
         else:
-            self.first_pos[rows], self.ids[rows] = _first_failures(groups, rows)
+            self.first_pos[rows], self.ids[rows] = _first_failures((self.node_only, self.pod_reading, self.domain), rows)
         self._touch(name=None, rows=rows)
+
+    def _combine_row(self, row: int) -> None:
+        """The first failure of one row among the groups (by configured position)."""
+        node_only, pod_reading, domain = self.node_only, self.pod_reading, self.domain
+        a, b, c = node_only.first_pos[row], pod_reading.first_pos[row], domain.first_pos[row]
+        first = node_only if a <= b and a <= c else pod_reading if b <= c else domain
+        self.first_pos[row], self.ids[row] = first.first_pos[row], first.ids[row]
 
     def set_domain_filters(self, answer: tuple[np.ndarray, np.ndarray, list[Status]]) -> bool:
         """Store the domain-scoped plugins' answer for every row: where it moved on a few rows,
@@ -216,6 +229,16 @@ class BatchEntry:
             self.normalized.pop(name, None)
             self._touch(name, rows)
 
+    def set_raw_row(self, name: str, row: int, value: int) -> None:
+        """Store a Score plugin's raw score for one row whose column exists (``set_raw`` of one row)."""
+        self.raw[name][row] = value
+        known = self.known[name]
+        if not known[row]:
+            known[row] = True
+            self.missing[name] -= 1
+        self.normalized.pop(name, None)
+        self._touch_row(name, row)
+
     def forget(self, name: str, rows: np.ndarray) -> None:
         """Rows whose raw scores of plugin ``name`` are no longer current."""
         known = self.known[name]
@@ -231,6 +254,18 @@ class BatchEntry:
             self.dirty.update(rows.tolist())
             if name is not None:
                 ranked.stale.add(name)
+
+    def _touch_row(self, name: str | None, row: int) -> None:
+        """``_touch`` of one row."""
+        ranked = self.ranked
+        if ranked is not None:
+            self.dirty.add(row)
+            if name is not None:
+                ranked.stale.add(name)
+
+    def lacks(self, name: str, row: int) -> bool:
+        """Whether one row lacks a current raw score of plugin ``name`` whose column exists."""
+        return self.missing[name] > 0 and not self.known[name][row]
 
     def lacking(self, name: str, rows: np.ndarray | None) -> np.ndarray:
         """Those of ``rows`` (None: every row) without a current raw score of plugin ``name``."""

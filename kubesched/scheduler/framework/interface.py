@@ -325,6 +325,17 @@ class BatchFilterPlugin(Plugin):
         form of upstream ``framework.FilterPlugin.Filter``)."""
         raise NotImplementedError
 
+    def filter_row(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> Status | None:
+        """The verdict for the node of one row of ``table``; None when it passes. A batched cycle
+        asks this of the node that took the last pod. The default runs ``filter_nodes`` on that
+        row; a plugin with a scalar form answers without array calls, which cost more than the
+        arithmetic of one node."""
+        verdict = self.filter_nodes(state, pod, table.batch(np.array([row], dtype=np.int64)))
+        if verdict is None:
+            return None
+        code = int(verdict.codes[0])
+        return None if code < 0 else verdict.statuses[code]
+
 
 #: What a PostFilter plugin answers: where the pod may go once it made room, and how it went.
 PostFilterOutcome = tuple["PostFilterResult | None", "Status | None"]
@@ -371,6 +382,11 @@ class BatchScorePlugin(Plugin):
         """Raw scores of every node of ``nodes`` (kubesched's columnar form of upstream
         ``framework.ScorePlugin.Score``)."""
         raise NotImplementedError
+
+    def score_row(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> int:
+        """The raw score of the node of one row of ``table`` (as ``filter_row``: the default runs
+        ``score_nodes`` on that row)."""
+        return int(self.score_nodes(state, pod, table.batch(np.array([row], dtype=np.int64)))[0])
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, scores: np.ndarray) -> np.ndarray | None:
         """Optional: return normalised scores (or None to keep them); upstream

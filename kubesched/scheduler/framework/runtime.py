@@ -233,6 +233,9 @@ class Framework:
         #: Plugins whose answer for a node depends on the pods on it and nothing beyond its row
         #: (``SignPlugin.reads_node_pods``, not ``domain_scoped``).
         self.pod_readers = frozenset(p.name for p in self._signers if p.reads_node_pods) - self.domain_scoped
+        #: The batch Filter plugins among the pod readers, with their positions among all filters.
+        self._pod_reading_filters: list[tuple[int, BatchFilterPlugin]] = [
+            (i, p) for i, p in enumerate(self._filters) if isinstance(p, BatchFilterPlugin) and p.name in self.pod_readers]
         #: The previous cycle's results, for the next pod with the same batch key.
         self.batches = BatchCache()
         #: Upstream's node hints (the OpportunisticBatching gate).
@@ -666,6 +669,22 @@ class Framework:
             first_pos[rows] = position
         return first_pos, ids, statuses
 
+    def run_row_filters(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> tuple[int, Status | None]:
+        """The pod-reading batch Filter plugins on one row, in order until one rejects it (as
+        upstream runs filters on a node; ``BatchFilterPlugin.filter_row``): the position of that
+        plugin and its status, or (no failure, None). Observed as ``run_batch_filters`` observes."""
+        skip = state.skip_filter_plugins
+        for position, pl in self._pod_reading_filters:
+            if pl.name in skip:
+                continue
+            self._evaluated(pl.name, "Filter", 1)
+            t = time.perf_counter()
+            status = pl.filter_row(state, pod, table, row)
+            self._observe_plugin(state, pl.name, "Filter", status, t)
+            if status is not None:
+                return position, self._filter_status(pl.name, status)
+        return _NO_FAILURE, None
+
     @staticmethod
     def _filter_feasible_only(pl: BatchFilterPlugin, state: CycleState, pod: PodInfo, batch: NodeBatch,
                               ids: np.ndarray) -> tuple[np.ndarray, list[Status]]:
@@ -956,6 +975,13 @@ class Framework:
         """A batch Score plugin's raw scores over ``batch``."""
         try:
             return np.asarray(pl.score_nodes(state, pod, batch), dtype=np.int64)
+        except StatusError as e:
+            raise StatusError(_wrap(e.status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name)) from e
+
+    def raw_score_of_row(self, pl: BatchScorePlugin, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> int:
+        """A batch Score plugin's raw score of one row (``BatchScorePlugin.score_row``)."""
+        try:
+            return pl.score_row(state, pod, table, row)
         except StatusError as e:
             raise StatusError(_wrap(e.status, f'running Score plugins: plugin "{pl.name}" failed with', pl.name)) from e
 

@@ -19,7 +19,7 @@ from kubesched.scheduler.framework.cycle_state import CycleState
 from kubesched.scheduler.framework.interface import BatchScorePlugin, PreScorePlugin, SignFragment, SignPlugin
 from kubesched.scheduler.framework.memo import memo_of
 from kubesched.scheduler.framework.status import Code, Status
-from kubesched.scheduler.nodetable.table import NodeBatch
+from kubesched.scheduler.nodetable.table import NodeBatch, NodeTable
 from kubesched.scheduler.plugins import _signers as signers
 from kubesched.scheduler.plugins import names
 from kubesched.scheduler.plugins._resource_allocation import (
@@ -77,6 +77,14 @@ class NodeResourcesBalancedAllocation(SignPlugin, PreScorePlugin, BatchScorePlug
             return Status(Code.Skip)
         state.write(PRE_SCORE_KEY, _PreScoreState(requests))
         return None
+
+    def score_row(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> int:
+        s: _PreScoreState | None = state.get(PRE_SCORE_KEY)
+        if s is None or not self.fast_paths:
+            return super().score_row(state, pod, table, row)
+        check_resources(self.resources)
+        return balanced_allocation_row(requested_and_allocatable_row(table, row, self.resources, s.pod_requests,
+                                                                     use_requested=True))
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
         s: _PreScoreState | None = state.get(PRE_SCORE_KEY)

@@ -254,6 +254,13 @@ class NodeResourcesFit(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
             lambda key: _status_of_key(key, request.reasons), nodes, memoise=self.fast_paths,
             per_row=lambda row: self._failure_key_of_row(request, table, row))
 
+    def filter_row(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> Status | None:
+        request: _FitRequest | None = state.get(PRE_FILTER_KEY)
+        if request is None or not self.fast_paths:
+            return super().filter_row(state, pod, table, row)
+        key = self._failure_key_of_row(request, table, row)
+        return None if key == 0 else _status_of_key(key, request.reasons)
+
     @staticmethod
     def _failures(request: _FitRequest, nodes: NodeBatch) -> tuple[np.ndarray, np.ndarray]:
         """Per check (pods first, then each checked resource) and node, whether the node is short;
@@ -303,6 +310,13 @@ class NodeResourcesFit(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScoreP
                                     memoise=self.fast_paths)
         state.write(PRE_SCORE_KEY, requests)
         return None
+
+    def score_row(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> int:
+        pod_requests = state.get(PRE_SCORE_KEY)
+        if pod_requests is None or self.row_scorer is None or not self.fast_paths:
+            return super().score_row(state, pod, table, row)
+        check_resources(self.resources)
+        return self.row_scorer(requested_and_allocatable_row(table, row, self.resources, pod_requests, use_requested=False))
 
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
         check_resources(self.resources)
