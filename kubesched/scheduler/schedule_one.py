@@ -365,7 +365,10 @@ class Algorithm:
             return False  # they all skip, and passed everywhere before: no verdict moved
         rows = fw.domain_filter_moved_rows(before, entry.domain_basis, table, MAX_MOVED_TOTALS)
         if rows is not None:
-            if len(rows):
+            if len(rows) <= FEW_ROWS and fw.options.fast_paths:
+                for row in rows.tolist():
+                    entry.set_domain_row(row, fw.run_row_filters(state, pod, table, row, entry.rerun))
+            elif len(rows):
                 entry.set_domain_rows(rows, fw.run_batch_filters(state, pod, table.batch(rows), entry.rerun.__contains__))
             return False
         return entry.set_domain_filters(fw.run_batch_filters(state, pod, table.all_rows(), entry.rerun.__contains__))

@@ -122,16 +122,21 @@ class BatchEntry:
         """Indices in ``statuses`` of the given statuses, appending those not seen (equal statuses
         share one index, so the list stays as short as the distinct reasons); the last slot maps
         id -1 (pass) to -1."""
-        index = self._status_index
         out = np.empty(len(statuses) + 1, dtype=np.int32)
         out[-1] = -1
         for i, status in enumerate(statuses):
-            at = index.get(status)
-            if at is None:
-                at = index[status] = len(self.statuses)
-                self.statuses.append(status)
-            out[i] = at
+            out[i] = self._status_id(status)
         return out
+
+    def _status_id(self, status: Status | None) -> int:
+        """The index of ``status`` in ``statuses``, appended if not seen; -1 for None (a pass)."""
+        if status is None:
+            return -1
+        at = self._status_index.get(status)
+        if at is None:
+            at = self._status_index[status] = len(self.statuses)
+            self.statuses.append(status)
+        return at
 
     def set_filters(self, group: _Verdicts, rows: np.ndarray,
                     answer: tuple[np.ndarray, np.ndarray, list[Status]]) -> None:
@@ -144,10 +149,21 @@ class BatchEntry:
         """Store the pod-reading group's answer for one row (``Framework.run_row_filters``'s pair)."""
         first_pos, status = answer
         group = self.pod_reading
-        group.first_pos[row] = first_pos
-        group.ids[row] = -1 if status is None else self.add_statuses([status])[0]
+        group.first_pos[row], group.ids[row] = first_pos, self._status_id(status)
         self._combine_row(row)
         self._touch_row(None, row)
+
+    def set_domain_row(self, row: int, answer: tuple[int, Status | None]) -> None:
+        """Store the domain-scoped plugins' answer for one row whose verdict may have moved (as
+        ``set_domain_rows`` stores a few rows)."""
+        first_pos, status = answer
+        domain, status_id = self.domain, self._status_id(status)
+        if domain.first_pos[row] == first_pos and domain.ids[row] == status_id:
+            return
+        domain.first_pos[row], domain.ids[row] = first_pos, status_id
+        self._combine_row(row)
+        self._touch_row(None, row)
+        self.domain_passes = status is None and not bool((domain.ids >= 0).any())
 
     def _store(self, group: _Verdicts, rows: np.ndarray, first_pos: np.ndarray, ids: np.ndarray) -> None:
         """Store one group's verdicts (ids already into ``statuses``) for ``rows``, combine the

@@ -233,9 +233,12 @@ class Framework:
         #: Plugins whose answer for a node depends on the pods on it and nothing beyond its row
         #: (``SignPlugin.reads_node_pods``, not ``domain_scoped``).
         self.pod_readers = frozenset(p.name for p in self._signers if p.reads_node_pods) - self.domain_scoped
-        #: The batch Filter plugins among the pod readers, with their positions among all filters.
+        #: The batch Filter plugins among the pod readers, and the domain-scoped ones, with their
+        #: positions among all filters.
         self._pod_reading_filters: list[tuple[int, BatchFilterPlugin]] = [
             (i, p) for i, p in enumerate(self._filters) if isinstance(p, BatchFilterPlugin) and p.name in self.pod_readers]
+        self._domain_filters: list[tuple[int, BatchFilterPlugin]] = [
+            (i, p) for i, p in enumerate(self._filters) if isinstance(p, BatchFilterPlugin) and p.name in self.domain_scoped]
         #: The previous cycle's results, for the next pod with the same batch key.
         self.batches = BatchCache()
         #: Upstream's node hints (the OpportunisticBatching gate).
@@ -669,13 +672,15 @@ class Framework:
             first_pos[rows] = position
         return first_pos, ids, statuses
 
-    def run_row_filters(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> tuple[int, Status | None]:
-        """The pod-reading batch Filter plugins on one row, in order until one rejects it (as
-        upstream runs filters on a node; ``BatchFilterPlugin.filter_row``): the position of that
-        plugin and its status, or (no failure, None). Observed as ``run_batch_filters`` observes."""
+    def run_row_filters(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int,
+                        domain: frozenset[str] | None = None) -> tuple[int, Status | None]:
+        """The pod-reading batch Filter plugins (or the domain-scoped ones in ``domain``) on one
+        row, in order until one rejects it (as upstream runs filters on a node;
+        ``BatchFilterPlugin.filter_row``): the position of that plugin and its status, or (no
+        failure, None). Observed as ``run_batch_filters`` observes."""
         skip = state.skip_filter_plugins
-        for position, pl in self._pod_reading_filters:
-            if pl.name in skip:
+        for position, pl in self._pod_reading_filters if domain is None else self._domain_filters:
+            if pl.name in skip or (domain is not None and pl.name not in domain):
                 continue
             self._evaluated(pl.name, "Filter", 1)
             t = time.perf_counter()
