@@ -352,13 +352,10 @@ class Algorithm:
         (``entry.slots``, read by the kept totals)."""
         if not fw.rerun_pre_filter(state, pod, entry.rerun):
             return None
-        slots = fw.domain_filter_slots(state, entry.rerun, table)
-        # Domains of a few nodes (hostnames) move a few rows per placement, which the per-row
-        # verdicts take at the cost of those rows; a move of a domain in slot mode costs every total.
-        codes = None if slots is None or table.n <= MAX_MOVED_TOTALS * (len(slots[1]) - 1) else table.label_codes(slots[0])
-        entry.keep_domain_slots(codes is not None)
-        if slots is not None and codes is not None:
-            entry.slots = (codes, slots[1])
+        slots = _domain_slots(fw, state, entry, table)
+        entry.keep_domain_slots(slots is not None)
+        if slots is not None:
+            entry.slots = slots
             return False
         before, entry.domain_basis = entry.domain_basis, fw.domain_filter_basis(state, entry.rerun)
         if entry.domain_passes and entry.rerun <= state.skip_filter_plugins:
@@ -851,6 +848,19 @@ def _domain_scores(fw: Framework, pl: BatchScorePlugin, state: CycleState, pod: 
     out = np.zeros(feasible.table.n, dtype=np.int64)
     out[feasible.row_ids()] = scores
     return out
+
+
+def _domain_slots(fw: Framework, state: CycleState, entry: BatchEntry, table: NodeTable) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each row's slot and whether each slot passes, where the entry's domain-scoped verdicts are
+    kept per domain: one plugin decides per domain (``Framework.domain_filter_slots``) and its
+    domains hold more than ``MAX_MOVED_TOTALS`` nodes on average (zones). Domains of a few nodes
+    (hostnames) move a few rows per placement, which per-row verdicts take at the cost of those
+    rows, where a domain moving in slot mode costs every total."""
+    slots = fw.domain_filter_slots(state, entry.rerun, table)
+    if slots is None or table.n <= MAX_MOVED_TOTALS * (len(slots[1]) - 1):
+        return None
+    codes = table.label_codes(slots[0])
+    return None if codes is None else (codes, slots[1])
 
 
 def _rotated(order: np.ndarray, start: int) -> np.ndarray:

@@ -204,12 +204,12 @@ class BatchEntry:
         self.first_pos[:], self.ids[:] = _first_failures((self.node_only, self.pod_reading, domain), slice(None))
         return True
 
-    def keep_domain_slots(self, slots: bool) -> bool:
-        """Keep the domain-scoped verdicts per domain (``slots``) or per row; whether that changed
-        (the kept totals must then be built again). Either way ``domain`` starts passing every row
-        and is not known to derive from any state (filtered in full in the per-row mode)."""
+    def keep_domain_slots(self, slots: bool) -> None:
+        """Keep the domain-scoped verdicts per domain (``slots``) or per row. On a change the kept
+        totals are built again, and ``domain`` starts passing every row and is not known to derive
+        from any state (filtered in full in the per-row mode)."""
         if slots == self.slot_mode:
-            return False
+            return
         self.slot_mode = slots
         self.domain_basis = None
         if not self.domain_passes:
@@ -217,7 +217,6 @@ class BatchEntry:
             self.first_pos[:], self.ids[:] = _first_failures((self.node_only, self.pod_reading, self.domain), slice(None))
             self.domain_passes = True
         self.ranked = None
-        return True
 
     def set_domain_rows(self, rows: np.ndarray, answer: tuple[np.ndarray, np.ndarray, list[Status]]) -> None:
         """Store the domain-scoped plugins' answer for ``rows``, the only rows where it may have
