@@ -147,23 +147,24 @@ class BatchEntry:
 
     def set_row_filters(self, row: int, answer: tuple[int, Status | None]) -> None:
         """Store the pod-reading group's answer for one row (``Framework.run_row_filters``'s pair)."""
-        first_pos, status = answer
-        group = self.pod_reading
-        group.first_pos[row], group.ids[row] = first_pos, self._status_id(status)
-        self._combine_row(row)
-        self._touch_row(None, row)
+        self._store_row(self.pod_reading, row, answer)
 
     def set_domain_row(self, row: int, answer: tuple[int, Status | None]) -> None:
-        """Store the domain-scoped plugins' answer for one row whose verdict may have moved (as
-        ``set_domain_rows`` stores a few rows)."""
-        first_pos, status = answer
-        domain, status_id = self.domain, self._status_id(status)
-        if domain.first_pos[row] == first_pos and domain.ids[row] == status_id:
-            return
-        domain.first_pos[row], domain.ids[row] = first_pos, status_id
+        """Store the domain-scoped plugins' answer for one row whose verdict may have moved, if it
+        did (as ``set_domain_rows`` stores a few rows)."""
+        if self._store_row(self.domain, row, answer, only_moved=True):
+            self.domain_passes = answer[1] is None and not bool((self.domain.ids >= 0).any())
+
+    def _store_row(self, group: _Verdicts, row: int, answer: tuple[int, Status | None], only_moved: bool = False) -> bool:
+        """``_store`` of one row; with ``only_moved``, nothing when the answer is the stored one.
+        Whether it stored."""
+        first_pos, status_id = answer[0], self._status_id(answer[1])
+        if only_moved and group.first_pos[row] == first_pos and group.ids[row] == status_id:
+            return False
+        group.first_pos[row], group.ids[row] = first_pos, status_id
         self._combine_row(row)
-        self._touch_row(None, row)
-        self.domain_passes = status is None and not bool((domain.ids >= 0).any())
+        self._touch(None, [row])
+        return True
 
     def _store(self, group: _Verdicts, rows: np.ndarray, first_pos: np.ndarray, ids: np.ndarray) -> None:
         """Store one group's verdicts (ids already into ``statuses``) for ``rows``, combine the
@@ -175,7 +176,7 @@ class BatchEntry:
                 self._combine_row(row)
         else:
             self.first_pos[rows], self.ids[rows] = _first_failures((self.node_only, self.pod_reading, self.domain), rows)
-        self._touch(name=None, rows=rows)
+        self._touch(None, rows.tolist())
 
     def _combine_row(self, row: int) -> None:
         """The first failure of one row among the groups (by configured position)."""
@@ -242,7 +243,7 @@ class BatchEntry:
         known[rows] = True
         if len(rows):
             self.normalized.pop(name, None)
-            self._touch(name, rows)
+            self._touch(name, rows.tolist())
 
     def set_raw_row(self, name: str, row: int, value: int) -> None:
         """Store a Score plugin's raw score for one row whose column exists (``set_raw`` of one row)."""
@@ -252,29 +253,21 @@ class BatchEntry:
             known[row] = True
             self.missing[name] -= 1
         self.normalized.pop(name, None)
-        self._touch_row(name, row)
+        self._touch(name, [row])
 
     def forget(self, name: str, rows: np.ndarray) -> None:
         """Rows whose raw scores of plugin ``name`` are no longer current."""
         known = self.known[name]
         self.missing[name] += _known_among(known, rows)
         known[rows] = False
-        self._touch(name, rows)
+        self._touch(name, rows.tolist())
 
-    def _touch(self, name: str | None, rows: np.ndarray) -> None:
+    def _touch(self, name: str | None, rows: list[int]) -> None:
         """Rows whose verdicts (``name`` None) or raw scores of plugin ``name`` moved: the kept
         totals must read them again, and that plugin's normalisation is stale."""
         ranked = self.ranked
-        if ranked is not None and len(rows):
-            self.dirty.update(rows.tolist())
-            if name is not None:
-                ranked.stale.add(name)
-
-    def _touch_row(self, name: str | None, row: int) -> None:
-        """``_touch`` of one row."""
-        ranked = self.ranked
-        if ranked is not None:
-            self.dirty.add(row)
+        if ranked is not None and rows:
+            self.dirty.update(rows)
             if name is not None:
                 ranked.stale.add(name)
 
