@@ -44,6 +44,9 @@ class Cache:
         self.assumed: set[str] = set()
         self._node_changes: dict[str, bool] = {}  # node name -> present (True) or removed (False)
         self._pod_deltas: list[tuple[bool, str, PodInfo]] = []  # (added?, node name, pod)
+        #: Nodes a pod of which started (``status.startTime`` set) with nothing else the node's
+        #: totals read changed.
+        self._started_on: set[str] = set()
 
     # --- pods ----------------------------------------------------------------------------------
     def assume_pod(self, pod: PodInfo) -> None:
@@ -159,6 +162,7 @@ class Cache:
     def update_snapshot(self) -> NodeTable:
         """Apply changes since the last call to the node table (only the nodes that changed)."""
         table = self.table
+        changes: dict[str, bool] = {}
         if self._node_changes:
             changes, self._node_changes = self._node_changes, {}
             for name, present in changes.items():
@@ -179,6 +183,10 @@ class Cache:
                 table.pod_added(info, pod)
             else:
                 table.pod_removed(info, pod)
+        if self._started_on:
+            for name in self._started_on.difference(changes):  # a node written whole moved already
+                table.pod_started(name)
+            self._started_on = set()
         table.snapshot_taken()
         return table
 
@@ -215,6 +223,8 @@ class Cache:
                     info.pods_with_affinity[old.uid] = new
                 if old.uid in info.pods_with_required_anti_affinity:
                     info.pods_with_required_anti_affinity[old.uid] = new
+                if old.status.get("startTime") != new.status.get("startTime"):
+                    self._started_on.add(info.name)
                 return
         self._remove_pod(old)
         self._add_pod(new)
@@ -222,16 +232,15 @@ class Cache:
 
 def _same_scheduling_facts(a: PodInfo, b: PodInfo) -> bool:
     """Whether swapping ``a`` for ``b`` changes nothing the node's totals and the table's
-    extensions read (labels, spec, start time, sizing status). A kubelet's status write (phase,
-    container states) changes none of them: the container statuses count only while they carry
-    resources (``resources.status_sizes``)."""
+    extensions read (labels, spec, sizing status). A kubelet's status write (phase, container
+    states, start time) changes none of them: the container statuses count only while they carry
+    resources (``resources.status_sizes``). The start time, which preemption reads, only moves the
+    row's version (``NodeTable.pod_started``)."""
     if a.labels != b.labels or a.deletion_timestamp != b.deletion_timestamp:
         return False
     if a.spec is not b.spec and a.spec != b.spec:
         return False
     sa, sb = a.status, b.status
-    if sa.get("startTime") != sb.get("startTime"):
-        return False
     if not status_sizes(sa) and not status_sizes(sb):
         return True
     return sa.get("containerStatuses") == sb.get("containerStatuses") and \

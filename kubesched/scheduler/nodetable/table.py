@@ -267,6 +267,14 @@ class NodeTable:
         for ext in self.extensions.values():
             (ext.pod_added if added else ext.pod_removed)(row, pod)
 
+    def pod_started(self, name: str) -> None:
+        """A pod of node ``name`` started (its start time set) and nothing a column holds changed:
+        the row's version moves all the same, so that what is kept by row version (preemption's
+        dry-run answers, which order victims by start time) is worked out again."""
+        row = self.row_of.get(name)
+        if row is not None:
+            self._touch(row)
+
     def write_aggregates(self, row: int, info: NodeInfo) -> None:
         """Copy what the pods on a node add up to (requested, non-zero requested, pod count)."""
         self.requested[:, row] = 0
