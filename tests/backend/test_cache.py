@@ -109,27 +109,27 @@ def _with_status(pod: dict, **status) -> PodInfo:
     return PodInfo({**pod, "status": status})
 
 
-def test_a_pod_starting_keeps_the_nodes_totals_and_moves_its_rows_version(cache):
+def test_a_pod_starting_keeps_the_nodes_totals_and_its_row_and_is_counted(cache):
     """The kubelet's write that starts a pod (phase, start time) keeps the node's totals and its
-    pods' table entries, but the row's version moves: preemption's dry-run answers, kept by row
-    version, order victims by start time. A write that changes neither leaves the version alone."""
+    row as they are (no version moves: what the cycles keep per row stays), and the table counts
+    the start for preemption's kept answers, which order victims by start time. A write that
+    changes neither counts nothing."""
     bound = make_pod("p", cpu="1", node="n1")
     pending = _with_status(bound)
     cache.add_pod(pending)
     table = cache.update_snapshot()
     row = table.row_of["n1"]
-    before = int(table.row_version[row])
+    version = int(table.row_version[row])
     running = _with_status(bound, phase="Running", startTime="2026-11-30T00:00:00Z")
     cache.update_pod(pending, running)
     table = cache.update_snapshot()
     assert cache.nodes["n1"].pods[running.uid] is running and running.start_time is not None
     assert table.requested[CPU, row] == 1000 and int(table.pod_count[row]) == 1
-    moved = int(table.row_version[row])
-    assert moved > before
+    assert int(table.row_version[row]) == version and table.pod_starts == {"n1": 1}
     ready = _with_status(bound, phase="Running", startTime="2026-11-30T00:00:00Z",
                          conditions=[{"type": "Ready", "status": "True"}])
     cache.update_pod(running, ready)
-    assert int(cache.update_snapshot().row_version[row]) == moved
+    assert cache.update_snapshot().pod_starts == {"n1": 1}
 
 
 def test_a_kubelet_status_write_keeps_the_nodes_totals_and_a_resize_moves_them(cache):

@@ -1126,7 +1126,9 @@ def test_parsed_pdbs_keep_the_status() -> None:
 
 def test_dry_run_answers_kept_across_preemptors_match_fresh_dry_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Answers kept for the next preemptor of the same shape (``KeptSelections``) are those a dry
-    run without them gives, through pod, node, budget and object changes between preemptors."""
+    run without them gives, through pod, node, budget and object changes between preemptors, and
+    pods starting (as the scheduler cache records a kubelet's start: the pod swapped in place, no
+    row version moved)."""
     from kubesched.scheduler.plugins.defaultpreemption._dry_run import KeptSelections, VictimSelector
 
     served = []
@@ -1144,6 +1146,7 @@ def test_dry_run_answers_kept_across_preemptors_match_fresh_dry_runs(monkeypatch
     objects_version = [0]
     env.fw.ctx.objects_version = lambda: objects_version[0]
     budget = rng.randrange(3)
+    parsed_budgets: dict[int, list[ParsedPDB]] = {}
     for serial in range(120):
         roll = rng.random()
         infos = env.table.infos[: env.table.n]
@@ -1172,8 +1175,14 @@ def test_dry_run_answers_kept_across_preemptors_match_fresh_dry_runs(monkeypatch
             for p in old.pods.values():
                 fresh.add_pod(p)
             env.table.set_node(fresh)
+        elif roll < 0.95 and (waiting := [(i, p) for i in infos for p in i.pods.values() if p.start_time is None]):
+            info, unstarted = rng.choice(waiting)
+            info.pods[unstarted.uid] = PodInfo({**unstarted.pod, "status": {"startTime": start(rng.randrange(50))}})
+            env.table.pod_started(info.name)
         preemptor = pod("in", priority=rng.choice([HIGH, HIGH, VERY_HIGH]), req={"cpu": f"{rng.choice([1200, 1200, 1500])}m"})
-        budgets = parse_pdbs({"x": pdb("db", {"app": "db"}, budget)}) if budget else []
+        # Parsed once per budget, as the plugin keeps them while the objects are unchanged (the
+        # kept answers are kept per parsed budget).
+        budgets = parsed_budgets.setdefault(budget, parse_pdbs({"x": pdb("db", {"app": "db"}, budget)}) if budget else [])
         state, info = env.state_for(preemptor)
         infos = env.sorted_infos()
         thorough = rng.random() < 0.3
@@ -1183,6 +1192,30 @@ def test_dry_run_answers_kept_across_preemptors_match_fresh_dry_runs(monkeypatch
             assert (names_of(a.victims), a.num_pdb_violations, a.status) == (names_of(b.victims), b.num_pdb_violations, b.status), \
                 node_info.name
     assert sum(hits for hits, _ in served) and sum(misses for _, misses in served)
+
+
+def test_a_kept_dry_run_answer_is_dropped_when_a_pod_of_its_node_starts() -> None:
+    """A pod's start moves no row version (``NodeTable.pod_started``), but the victims' order reads
+    start times: an answer kept for the node is not served again after one of its pods started,
+    and an answer for another node still is."""
+    from kubesched.scheduler.plugins.defaultpreemption._dry_run import KeptSelections
+    from kubesched.scheduler.plugins.defaultpreemption.preemption import VictimSelection
+
+    env = build([node("n1", {"cpu": "2"}), node("n2", {"cpu": "2"})],
+                [pod("a", node="n1", priority=LOW, req={"cpu": "1"}), pod("b", node="n2", priority=LOW, req={"cpu": "1"})])
+    table = env.table
+    kept = KeptSelections()
+    kept.begin(table, ("shape",), [])
+    rows = [table.row_of["n1"], table.row_of["n2"]]
+    for row in rows:
+        kept.keep(row, list(table.infos[row].pods.values()), VictimSelection([], 0, None))
+    screened = [(i, table.infos[row], [], row) for i, row in enumerate(rows)]
+    results: list[VictimSelection | None] = [None, None]
+    assert kept.serve(screened, results) == [] and all(results)
+    table.pod_started("n1")
+    results = [None, None]
+    assert [item[3] for item in kept.serve(screened, results)] == [table.row_of["n1"]]
+    assert results[0] is None and results[1] is not None
 
 
 def test_default_criteria_in_one_pass_pick_as_applying_them_in_turn() -> None:

@@ -234,8 +234,8 @@ def _same_scheduling_facts(a: PodInfo, b: PodInfo) -> bool:
     """Whether swapping ``a`` for ``b`` changes nothing the node's totals and the table's
     extensions read (labels, spec, sizing status). A kubelet's status write (phase, container
     states, start time) changes none of them: the container statuses count only while they carry
-    resources (``resources.status_sizes``). The start time, which preemption reads, only moves the
-    row's version (``NodeTable.pod_started``)."""
+    resources (``resources.status_sizes``). The start time, which preemption reads, is told to
+    the table apart (``NodeTable.pod_started``)."""
     if a.labels != b.labels or a.deletion_timestamp != b.deletion_timestamp:
         return False
     if a.spec is not b.spec and a.spec != b.spec:

@@ -148,6 +148,8 @@ class NodeTable:
         self._touched_base = 0
         #: The last ``changed_rows`` answer, with what it answered (since, version, row count).
         self._changed: tuple[tuple[int, int, int], np.ndarray] | None = None
+        #: Per node, how many of its pods started (``pod_started``).
+        self.pod_starts: dict[str, int] = {}
         #: Memoised per-row plugin results (``kubesched.scheduler.framework.memo``), by name.
         self.memos: dict[str, Any] = {}
 
@@ -231,6 +233,7 @@ class NodeTable:
         return row
 
     def remove_node(self, name: str) -> None:
+        self.pod_starts.pop(name, None)
         row = self.row_of.pop(name, None)
         if row is None:
             return
@@ -268,12 +271,10 @@ class NodeTable:
             (ext.pod_added if added else ext.pod_removed)(row, pod)
 
     def pod_started(self, name: str) -> None:
-        """A pod of node ``name`` started (its start time set) and nothing a column holds changed:
-        the row's version moves all the same, so that what is kept by row version (preemption's
-        dry-run answers, which order victims by start time) is worked out again."""
-        row = self.row_of.get(name)
-        if row is not None:
-            self._touch(row)
+        """A pod of node ``name`` started (its start time set), and nothing a column holds
+        changed: no row version moves, so what the cycles keep per row stays. Preemption orders
+        victims by start time, so its dry-run answers are kept by row version and ``pod_starts``."""
+        self.pod_starts[name] = self.pod_starts.get(name, 0) + 1
 
     def write_aggregates(self, row: int, info: NodeInfo) -> None:
         """Copy what the pods on a node add up to (requested, non-zero requested, pod count)."""

@@ -221,16 +221,17 @@ class Nominees:
 
 class KeptSelections:
     """Arithmetic dry-run answers per row of the scheduler's table, for the next preemptor of the
-    same shape: a row's answer stands while the row is unchanged (its version in the table) and
-    the row has no nominees. Only answers that do not depend on the time are kept: the victims'
-    order reads the current time for pods that have not started, so either all or none of a
-    node's potential victims must have a start time."""
+    same shape: a row's answer stands while the row is unchanged (its version in the table), none
+    of its pods started since (a start moves no version: ``NodeTable.pod_started``) and the row has
+    no nominees. Only answers that do not depend on the time are kept: the victims' order reads the
+    current time for pods that have not started, so either all or none of a node's potential
+    victims must have a start time."""
 
     def __init__(self) -> None:
         self._table: NodeTable | None = None
         self._key: tuple[object, ...] | None = None
         self._pdbs: list[ParsedPDB] = []  # keeps the budgets the key names by id alive
-        self._answers: dict[int, tuple[int, VictimSelection]] = {}
+        self._answers: dict[int, tuple[tuple[int, int], VictimSelection]] = {}
 
     def begin(self, table: NodeTable, key: tuple[object, ...], pdbs: list[ParsedPDB]) -> None:
         """Start serving a preemptor with ``key``: answers kept for another key are dropped."""
@@ -250,7 +251,7 @@ class KeptSelections:
         rest = []
         for item, version in zip(screened, versions, strict=True):
             answer = answers.get(item[3])
-            if answer is None or item[2] or answer[0] != version:
+            if answer is None or item[2] or answer[0] != (version, _starts(table, item[3])):
                 rest.append(item)
             else:
                 results[item[0]] = answer[1]  # an immutable tuple; its victims are only read
@@ -258,8 +259,14 @@ class KeptSelections:
 
     def keep(self, row: int, potential: list[PodInfo], selection: VictimSelection) -> None:
         started = sum(1 for pod in potential if pod.start_time is not None)
-        if self._table is not None and started in (0, len(potential)):
-            self._answers[row] = (int(self._table.row_version[row]), selection)
+        table = self._table
+        if table is not None and started in (0, len(potential)):
+            self._answers[row] = ((int(table.row_version[row]), _starts(table, row)), selection)
+
+
+def _starts(table: NodeTable, row: int) -> int:
+    """How many pods of the row's node started so far (``NodeTable.pod_starts``)."""
+    return table.pod_starts.get(table.names[row], 0) if table.pod_starts else 0
 
 
 @dataclass(eq=False)
