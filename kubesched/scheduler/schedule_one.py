@@ -298,7 +298,12 @@ class Algorithm:
             if not normalises:
                 continue
             kept = ranked.normalized[pl.name].take(rows)
-            over_visited = normalized[pl.name] = fw.normalize_one(pl, state, pod, visited, entry.raw[pl.name].take(rows))
+            raw = entry.raw[pl.name].take(rows)
+            extremes = ranked.extremes.get(pl.name)
+            if extremes is not None and _extremes(pl, raw) == extremes:
+                normalized[pl.name] = kept  # the same lowest and highest: the same normalisation
+                continue
+            over_visited = normalized[pl.name] = fw.normalize_one(pl, state, pod, visited, raw)
             if not np.array_equal(over_visited, kept):
                 totals = totals + (over_visited - kept) * weight
         self.next_start_node_index = (start + processed) % n
@@ -403,7 +408,8 @@ class Algorithm:
                     entry.set_raw(pl.name, need, fw.raw_scores(pl, state, pod, table.batch(need)))
             if normalises and (renormalise or pl.name in ranked.stale or pl.name not in ranked.normalized):
                 ranked.stale.discard(pl.name)
-                ranked.keep_scores(pl.name, _normalized_over(fw, pl, state, pod, table, entry.raw[pl.name], ranked), moved)
+                scores, extremes = _normalized_over(fw, pl, state, pod, table, entry.raw[pl.name], ranked)
+                ranked.keep_scores(pl.name, scores, moved, extremes)
 
         fw.run_kept_scores(state, plugins, refresh)
         entry.dirty.clear()  # the rows just scored
@@ -823,18 +829,29 @@ class _ReusedScores:
 
 
 def _normalized_over(fw: Framework, pl: BatchScorePlugin, state: CycleState, pod: PodInfo, table: NodeTable,
-                     raw: np.ndarray, ranked: RankedTotals) -> np.ndarray:
+                     raw: np.ndarray, ranked: RankedTotals) -> tuple[np.ndarray, tuple[int, int] | None]:
     """A plugin's normalised scores over the feasible rows of ``ranked``, by row (0 elsewhere): what
     the generic cycle normalises over its feasible nodes (in visiting order; in-tree normalisations
-    read the set, not its order)."""
+    read the set, not its order); and the lowest and highest raw score over those rows where the
+    plugin normalises by them (``_sampled`` reuses the scores where a window has the same)."""
     if ranked.count == table.n:
         batch = table.all_rows()
-        return fw.normalize_one(pl, state, pod, batch, batch.col(raw))
+        values = batch.col(raw)
+        return fw.normalize_one(pl, state, pod, batch, values), _extremes(pl, values)
     rows = np.flatnonzero(ranked.effective())
     batch = table.batch(rows)
+    values = batch.col(raw)
     out = np.zeros(table.n, dtype=np.int64)
-    out[rows] = fw.normalize_one(pl, state, pod, batch, batch.col(raw))
-    return out
+    out[rows] = fw.normalize_one(pl, state, pod, batch, values)
+    return out, _extremes(pl, values)
+
+
+def _extremes(pl: BatchScorePlugin, values: np.ndarray) -> tuple[int, int] | None:
+    """The lowest and highest of ``values`` where ``pl`` normalises by them (None otherwise, or
+    for no values)."""
+    if not pl.normalizes_by_extremes or not len(values):
+        return None
+    return int(values.min()), int(values.max())
 
 
 def _domain_scores(fw: Framework, pl: BatchScorePlugin, state: CycleState, pod: PodInfo, feasible: NodeBatch,

@@ -335,6 +335,9 @@ class RankedTotals:
     normalized: dict[str, np.ndarray] = field(default_factory=dict)
     #: The normalisations whose raw scores moved since they were computed.
     stale: set[str] = field(default_factory=set)
+    #: Per plugin that normalises by its extremes (``BatchScorePlugin.normalizes_by_extremes``), the
+    #: lowest and highest raw score over the rows its kept normalisation read.
+    extremes: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: Whether the feasible rows moved since the normalisations were computed (all are stale).
     feasibility_moved: bool = False
     #: Whether ``in_order`` holds every feasible row's total (else it is computed again in full).
@@ -401,11 +404,16 @@ class RankedTotals:
         self.feasibility_moved = True
         self.complete = False
 
-    def keep_scores(self, name: str, scores: np.ndarray, moved: set[int]) -> None:
-        """A plugin's normalised (or domain-scoped) scores by row, normalised again this cycle:
-        the rows where they moved join ``moved``, or every total is stale when too many did."""
+    def keep_scores(self, name: str, scores: np.ndarray, moved: set[int], extremes: tuple[int, int] | None = None) -> None:
+        """A plugin's normalised (or domain-scoped) scores by row, normalised again this cycle
+        (over raw scores whose lowest and highest are ``extremes``, where the plugin normalises by
+        them): the rows where they moved join ``moved``, or every total is stale when too many did."""
         old = self.normalized.get(name)
         self.normalized[name] = scores
+        if extremes is None:
+            self.extremes.pop(name, None)
+        else:
+            self.extremes[name] = extremes
         if not self.complete:
             return
         if old is None or old is scores or len(old) != len(scores):  # the same array may have been updated in place

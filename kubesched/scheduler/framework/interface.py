@@ -378,6 +378,13 @@ class BatchScorePlugin(Plugin):
     """Vectorised score: an int64 array aligned with the batch (kubesched's columnar
     ``framework.ScorePlugin``)."""
 
+    #: Whether ``normalize_scores`` gives each node a function of its raw score, the lowest and the
+    #: highest raw score among the nodes normalised together and the cycle's state alone, as
+    #: upstream's DefaultNormalizeScore does. A batched cycle that samples nodes then reuses the
+    #: scores normalised over every feasible node wherever the nodes it visits have the same lowest
+    #: and highest raw score.
+    normalizes_by_extremes: ClassVar[bool] = False
+
     def score_nodes(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> np.ndarray:
         """Raw scores of every node of ``nodes`` (kubesched's columnar form of upstream
         ``framework.ScorePlugin.Score``)."""

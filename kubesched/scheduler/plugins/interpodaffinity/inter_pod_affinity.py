@@ -195,6 +195,7 @@ class _ScoreState:
 
 class InterPodAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.InterPodAffinity
+    normalizes_by_extremes = True  # DefaultNormalizeScore
     Args = InterPodAffinityArgs
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:

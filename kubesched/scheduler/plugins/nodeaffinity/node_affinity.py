@@ -168,6 +168,7 @@ class _PreScoreState:
 
 class NodeAffinity(SignPlugin, PreFilterPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.NodeAffinity
+    normalizes_by_extremes = True  # DefaultNormalizeScore
     reads_node_pods = False
     Args = NodeAffinityArgs
 

@@ -192,6 +192,7 @@ class _PreScoreState:
 
 class TaintToleration(SignPlugin, BatchFilterPlugin, PreScorePlugin, BatchScorePlugin, EnqueueExtensions):
     name = names.TaintToleration
+    normalizes_by_extremes = True  # DefaultNormalizeScore
     reads_node_pods = False
 
     def __init__(self, args: Any = None, handle: Any = None) -> None:
