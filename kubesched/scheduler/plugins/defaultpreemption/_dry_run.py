@@ -231,7 +231,8 @@ class KeptSelections:
         self._table: NodeTable | None = None
         self._key: tuple[object, ...] | None = None
         self._pdbs: list[ParsedPDB] = []  # keeps the budgets the key names by id alive
-        self._answers: dict[int, tuple[tuple[int, int], VictimSelection]] = {}
+        #: Per row: its version and its node's pod starts when the answer was kept, the answer.
+        self._answers: dict[int, tuple[int, int, VictimSelection]] = {}
 
     def begin(self, table: NodeTable, key: tuple[object, ...], pdbs: list[ParsedPDB]) -> None:
         """Start serving a preemptor with ``key``: answers kept for another key are dropped."""
@@ -248,20 +249,21 @@ class KeptSelections:
             return screened
         rows = np.array([item[3] for item in screened], dtype=np.int64)
         versions = table.row_version[rows].tolist()
+        started = bool(table.pod_starts)  # pods start only where a kubelet runs: most often none did
         rest = []
         for item, version in zip(screened, versions, strict=True):
             answer = answers.get(item[3])
-            if answer is None or item[2] or answer[0] != (version, _starts(table, item[3])):
+            if answer is None or item[2] or answer[0] != version or (started and answer[1] != _starts(table, item[3])):
                 rest.append(item)
             else:
-                results[item[0]] = answer[1]  # an immutable tuple; its victims are only read
+                results[item[0]] = answer[2]  # an immutable tuple; its victims are only read
         return rest
 
     def keep(self, row: int, potential: list[PodInfo], selection: VictimSelection) -> None:
         started = sum(1 for pod in potential if pod.start_time is not None)
         table = self._table
         if table is not None and started in (0, len(potential)):
-            self._answers[row] = ((int(table.row_version[row]), _starts(table, row)), selection)
+            self._answers[row] = (int(table.row_version[row]), _starts(table, row), selection)
 
 
 def _starts(table: NodeTable, row: int) -> int:
